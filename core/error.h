@@ -1,0 +1,34 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace clustersim {
+
+// Bad input from the user: a malformed value, an unknown preset, an invalid layout.
+// The CLI maps it to exit code 2. The message names the offending value and what would be valid;
+// where the value came from a file, the loader prefixes "file:line:column: key: ".
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// An arithmetic result that does not fit the type holding it (int64 picoseconds or bytes).
+// It is bad input when it comes from user values, so it is an InputError.
+class OverflowError : public InputError {
+ public:
+  explicit OverflowError(const std::string& message) : InputError(message) {}
+};
+
+// A broken invariant inside clustersim (a bug). The CLI maps it to exit code 1.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
+// Throws InternalError with `message` when `condition` is false. For invariants, not user input.
+inline void check_invariant(bool condition, const char* message) {
+  if (!condition) throw InternalError(message);
+}
+
+}  // namespace clustersim

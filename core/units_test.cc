@@ -1,0 +1,107 @@
+#include "core/units.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+
+namespace clustersim {
+namespace {
+
+TEST(Units, ParsesDurations) {
+  EXPECT_EQ(parse_duration("1.5 us").ps(), 1'500'000);
+  EXPECT_EQ(parse_duration("30ns").ps(), 30'000);
+  EXPECT_EQ(parse_duration(" 2 ms ").ps(), 2'000'000'000);
+  EXPECT_EQ(parse_duration("800 ps").ps(), 800);
+  EXPECT_EQ(parse_duration("1 s"), Duration::seconds(1));
+}
+
+TEST(Units, ParsesSizesWithDecimalAndBinaryPrefixes) {
+  EXPECT_EQ(parse_bytes("80 GiB").count(), 80LL << 30);
+  EXPECT_EQ(parse_bytes("80 GB").count(), 80'000'000'000LL);
+  EXPECT_EQ(parse_bytes("512 MiB").count(), 512LL << 20);
+  EXPECT_EQ(parse_bytes("4096 B").count(), 4096);
+  EXPECT_EQ(parse_bytes("1.5 KB").count(), 1500);
+}
+
+TEST(Units, ParsesBandwidthBitsAndBytes) {
+  // 400 Gb/s is 400e9 bits/s = 50e9 bytes/s.
+  EXPECT_DOUBLE_EQ(parse_bandwidth("400 Gb/s").bytes_per_second(), 50e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("450 GB/s").bytes_per_second(), 450e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1 GiB/s").bytes_per_second(), 1073741824.0);
+  EXPECT_DOUBLE_EQ(parse_flop_rate("989 TFLOP/s").flop_per_second(), 989e12);
+}
+
+TEST(Units, RejectsBareNumbersUnknownUnitsAndNonPositiveRates) {
+  EXPECT_THROW(parse_duration("1.5"), InputError);
+  EXPECT_THROW(parse_bytes("80 gib"), InputError);
+  EXPECT_THROW(parse_bandwidth("400 Gbps"), InputError);
+  EXPECT_THROW(parse_bandwidth("0 GB/s"), InputError);
+  EXPECT_THROW(parse_bandwidth("-3 GB/s"), InputError);
+  EXPECT_THROW(parse_bytes("-1 B"), InputError);
+  EXPECT_THROW(parse_duration(""), InputError);
+  EXPECT_THROW(parse_duration("us"), InputError);
+  EXPECT_THROW(parse_flop_rate("inf TFLOP/s"), InputError);
+  EXPECT_THROW(parse_flop_rate("nan TFLOP/s"), InputError);
+}
+
+TEST(Units, ErrorMessageNamesValueAndValidUnits) {
+  try {
+    parse_bandwidth("400 Gbps");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("400 Gbps"), std::string::npos);
+    EXPECT_NE(msg.find("Gb/s"), std::string::npos);
+    EXPECT_NE(msg.find("GB/s"), std::string::npos);
+  }
+}
+
+TEST(Units, TransferTimeRoundsUp) {
+  // 1 byte at 3 bytes/s = 333333333333.33 ps -> rounds up to ...334.
+  EXPECT_EQ(transfer_time(Bytes::of(1), Bandwidth::bytes_per_s(3)).ps(), 333'333'333'334);
+  // 1 GB at 100 GB/s is exactly 10 ms.
+  EXPECT_EQ(transfer_time(Bytes::gigabytes(1), Bandwidth::gigabytes_per_s(100)), Duration::milliseconds(10));
+  EXPECT_EQ(transfer_time(Bytes::zero(), Bandwidth::gigabytes_per_s(1)), Duration::zero());
+  EXPECT_THROW(transfer_time(Bytes::of(1), Bandwidth()), InternalError);
+}
+
+TEST(Units, ComputeTimeRoundsUp) {
+  // 989e12 FLOP at 989 TFLOP/s is one second.
+  EXPECT_EQ(compute_time(989e12, FlopRate::teraflop_per_s(989)), Duration::seconds(1));
+  EXPECT_EQ(compute_time(1, FlopRate::flop_per_s(3)).ps(), 333'333'333'334);
+}
+
+TEST(Units, OverflowIsChecked) {
+  EXPECT_THROW(Duration::max() + Duration::picoseconds(1), OverflowError);
+  EXPECT_THROW(Duration::seconds(1e8), OverflowError);  // 1e20 ps > 9.2e18
+  EXPECT_THROW(Bytes::of(INT64_MAX) + Bytes::of(1), OverflowError);
+  EXPECT_THROW(Bytes::of(1LL << 62) * 4, OverflowError);
+  EXPECT_THROW(parse_bytes("1e30 B"), OverflowError);
+  EXPECT_THROW(transfer_time(Bytes::of(INT64_MAX), Bandwidth::bytes_per_s(1)), OverflowError);
+}
+
+TEST(Units, LargeValuesStayExact) {
+  // Case C5: 3,000,000,000 ns and 9,839,837,184 bytes are held without 32-bit wrap-around.
+  EXPECT_EQ(Duration::nanoseconds(3'000'000'000.0).ps(), 3'000'000'000'000LL /* 3e9 ns = 3e12 ps */);
+  EXPECT_EQ(parse_bytes("9839837184 B").count(), 9'839'837'184LL);
+  EXPECT_EQ(parse_duration("3000000000 ns").ps(), 3'000'000'000'000LL /* 3e9 ns = 3e12 ps */);
+  EXPECT_EQ(Bytes::of(9'839'837'184LL).divided_ceil(4).count(), 2'459'959'296LL);
+}
+
+TEST(Units, TimeArithmetic) {
+  const Time t = Time::zero() + Duration::microseconds(2);
+  EXPECT_EQ(t - Time::zero(), Duration::microseconds(2));
+  EXPECT_LT(Time::zero(), t);
+  EXPECT_EQ(Duration::microseconds(1).scaled(0.5), Duration::nanoseconds(500));
+}
+
+TEST(Units, BytesNeverNegative) {
+  EXPECT_THROW(Bytes::of(1) - Bytes::of(2), InputError);
+  EXPECT_THROW(Bytes::of(-1), InputError);
+  EXPECT_EQ(Bytes::of(10).divided_ceil(3).count(), 4);
+}
+
+}  // namespace
+}  // namespace clustersim

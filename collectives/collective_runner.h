@@ -1,0 +1,55 @@
+#pragma once
+
+// Runs collectives inside a simulation, at one of two fidelity levels (DESIGN.md):
+//   flow:       the chosen algorithm's transfers are started on a FlowNetwork, step by step as
+//               their dependencies complete, so concurrent collectives contend for links;
+//   analytical: the collective completes after its algorithm's closed-form time (α–β with the
+//               protocol's latency and bandwidth efficiency, on the bottleneck bandwidth of the
+//               links it uses), or the calibrated fit when a profile covers it.
+// Both levels use the same selector, so they pick the same algorithm and protocol.
+
+#include <functional>
+#include <memory>
+
+#include "collectives/collective.h"
+#include "core/units.h"
+#include "engine/simulator.h"
+#include "network/flow_network.h"
+#include "topology/cluster.h"
+
+namespace clustersim {
+
+struct CollectiveProfile;  // calibrated fits (collectives/collective_profile.h)
+
+enum class Fidelity { kFlow, kAnalytical };
+
+class CollectiveRunner {
+ public:
+  using Completion = std::function<void()>;
+
+  // `network` is used in flow fidelity and may be null in analytical fidelity. `profile` may be
+  // null (datasheet defaults). All pointers and references must outlive the runner.
+  CollectiveRunner(Simulator& sim, const Cluster& cluster, FlowNetwork* network, Fidelity fidelity,
+                   const CollectiveProfile* profile = nullptr);
+  ~CollectiveRunner();
+  CollectiveRunner(const CollectiveRunner&) = delete;
+  CollectiveRunner& operator=(const CollectiveRunner&) = delete;
+
+  // Starts `request` now; `on_complete` runs when every rank has finished. Throws InputError for
+  // an invalid request (empty group, a GPU not in the cluster, a duplicate rank, a zero size, an
+  // algorithm that cannot do this op on this group — the message names the valid algorithms).
+  void start(const CollectiveRequest& request, Completion on_complete);
+
+  // The algorithm, protocol and channels the selector (or the request's override) uses.
+  CollectiveChoice choose(const CollectiveRequest& request) const;
+
+  // Closed-form (or calibrated) time of `request` alone on an idle cluster. Used by the analytical
+  // fidelity and by the selector; cheap enough to call thousands of times per layout search.
+  Duration estimate(const CollectiveRequest& request) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clustersim

@@ -3,7 +3,8 @@
 # Warnings as errors on our own targets only (third-party headers come in as SYSTEM).
 function(clustersim_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror -Wshadow
-                                           -Wnon-virtual-dtor -Wconversion -Wno-sign-conversion)
+                                           -Wnon-virtual-dtor -Wconversion -Wno-sign-conversion
+                                           -Wno-missing-field-initializers)
   if(CLUSTERSIM_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=undefined)

@@ -1,0 +1,473 @@
+#include "scenarios/config_document.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace clustersim {
+
+namespace {
+
+struct Entry {
+  std::string location;             // "file:line:column" or "--set a.b=v"
+  std::string text;                 // scalar text
+  std::vector<std::string> items;   // list elements
+  bool is_list = false;
+};
+
+// Removes list indices: "a.b[3].c" -> "a.b[].c".
+std::string schema_path_of(const std::string& concrete) {
+  std::string out;
+  out.reserve(concrete.size());
+  for (size_t i = 0; i < concrete.size(); ++i) {
+    out += concrete[i];
+    if (concrete[i] == '[') {
+      while (i + 1 < concrete.size() && concrete[i + 1] != ']') ++i;
+    }
+  }
+  return out;
+}
+
+std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+bool parse_int_text(const std::string& text, int64_t& value) {
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  return ec == std::errc() && ptr == last && !text.empty();
+}
+
+bool parse_real_text(const std::string& text, double& value) {
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  return ec == std::errc() && ptr == last && !text.empty() && std::isfinite(value);
+}
+
+void check_range(const KeyDef& def, double v, const std::function<InputError(const std::string&)>& fail) {
+  if ((def.min && v < *def.min) || (def.max && v > *def.max)) {
+    throw fail(fmt::format("{} is out of range: expected {}", v, describe_type(def)));
+  }
+}
+
+// Parses one scalar as `def` says; throws via `fail` with what is valid.
+void validate_scalar(const KeyDef& def, const std::string& text,
+                     const std::function<InputError(const std::string&)>& fail) {
+  switch (def.type) {
+    case ValueType::kInt:
+    case ValueType::kIntList: {
+      int64_t v = 0;
+      if (!parse_int_text(text, v)) throw fail(fmt::format("\"{}\" is not an integer", text));
+      check_range(def, static_cast<double>(v), fail);
+      return;
+    }
+    case ValueType::kReal: {
+      double v = 0;
+      if (!parse_real_text(text, v)) throw fail(fmt::format("\"{}\" is not a number", text));
+      check_range(def, v, fail);
+      return;
+    }
+    case ValueType::kBool:
+      if (text != "true" && text != "false") throw fail(fmt::format("\"{}\" is not true or false", text));
+      return;
+    case ValueType::kEnum:
+    case ValueType::kStringList:
+      if (!def.choices.empty() && std::find(def.choices.begin(), def.choices.end(), text) == def.choices.end()) {
+        throw fail(fmt::format("\"{}\" is not valid; expected {}", text, describe_type(def)));
+      }
+      return;
+    case ValueType::kString: return;
+    case ValueType::kDuration:
+    case ValueType::kBytes:
+    case ValueType::kBandwidth:
+    case ValueType::kFlopRate:
+      try {
+        if (def.type == ValueType::kDuration) parse_duration(text);
+        if (def.type == ValueType::kBytes) parse_bytes(text);
+        if (def.type == ValueType::kBandwidth) parse_bandwidth(text);
+        if (def.type == ValueType::kFlopRate) parse_flop_rate(text);
+      } catch (const InputError& e) {
+        throw fail(e.what());
+      }
+      return;
+    case ValueType::kSection:
+    case ValueType::kSectionList: break;
+  }
+  throw InternalError("validate_scalar on a section");
+}
+
+std::string mark_text(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
+}
+
+}  // namespace
+
+struct ConfigDocument::Data {
+  std::string source;
+  const Schema* schema = nullptr;  // schemas are static objects owned by their loaders
+  std::map<std::string, Entry> values;          // concrete path -> value
+  std::map<std::string, std::string> sections;  // concrete section path -> location
+  std::map<std::string, size_t> list_sizes;     // concrete section-list path -> elements
+};
+
+namespace {
+
+class Walker {
+ public:
+  Walker(ConfigDocument::Data& data, const std::set<std::string>& overridden)
+      : data_(data), overridden_(overridden) {}
+
+  void walk_section(const YAML::Node& node, const std::string& concrete, const std::string& schema_prefix) {
+    const Schema& schema = *data_.schema;
+    if (!node.IsMap()) {
+      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", mark_text(data_.source, node.Mark()),
+                                   concrete.empty() ? "" : concrete + ": ", kind_of(node)));
+    }
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      const std::string where = location(concrete, key, kv.first.Mark());
+      if (!seen.insert(key).second) {
+        throw InputError(fmt::format("{}: duplicate key \"{}\"", where, join_path(concrete, key)));
+      }
+      const std::string spath = join_path(schema_prefix, key);
+      const KeyDef* def = schema.find(spath);
+      if (def == nullptr) throw unknown_key(where, concrete, schema_prefix, key);
+      const std::string cpath = join_path(concrete, key);
+      dispatch(*def, kv.second, cpath, spath, where);
+    }
+    for (const auto& child : schema.children(schema_prefix)) {
+      const KeyDef* def = schema.find(join_path(schema_prefix, child));
+      if (def->required && seen.count(child) == 0) {
+        throw InputError(fmt::format("{}: missing required key \"{}\" ({}): {}",
+                                     mark_text(data_.source, node.Mark()), join_path(concrete, child),
+                                     describe_type(*def), def->description));
+      }
+    }
+  }
+
+ private:
+  static std::string kind_of(const YAML::Node& n) {
+    if (n.IsScalar()) return "the value \"" + n.Scalar() + "\"";
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a map";
+    return "nothing";
+  }
+
+  std::string location(const std::string& concrete, const std::string& key, const YAML::Mark& mark) const {
+    const std::string cpath = join_path(concrete, key);
+    for (const auto& o : overridden_) {
+      if (cpath == o || cpath.starts_with(o + ".")) return "--set " + o;
+    }
+    return mark_text(data_.source, mark);
+  }
+
+  InputError unknown_key(const std::string& where, const std::string& concrete, const std::string& schema_prefix,
+                         const std::string& key) const {
+    const auto valid = data_.schema->children(schema_prefix);
+    std::string suggestion;
+    size_t best = 3;
+    for (const auto& v : valid) {
+      const size_t d = edit_distance(key, v);
+      if (d < best) {
+        best = d;
+        suggestion = v;
+      }
+    }
+    std::string list;
+    for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
+    return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where, join_path(concrete, key),
+                                  concrete.empty() ? "" : " in section " + concrete,
+                                  suggestion.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", suggestion),
+                                  concrete.empty() ? " at the top level" : " here", list));
+  }
+
+  void dispatch(const KeyDef& def, const YAML::Node& value, const std::string& cpath, const std::string& spath,
+                const std::string& where) {
+    auto fail = [&](const std::string& why) {
+      return InputError(fmt::format("{}: {}: {}", where, cpath, why));
+    };
+    switch (def.type) {
+      case ValueType::kSection:
+        data_.sections[cpath] = where;
+        if (value.IsNull()) return;  // an empty section keeps its defaults
+        walk_section(value, cpath, spath);
+        return;
+      case ValueType::kSectionList: {
+        if (!value.IsSequence()) throw fail("expected a list of maps");
+        data_.sections[cpath] = where;
+        data_.list_sizes[cpath] = value.size();
+        for (size_t i = 0; i < value.size(); ++i) {
+          const std::string element = fmt::format("{}[{}]", cpath, i);
+          data_.sections[element] = mark_text(data_.source, value[i].Mark());
+          walk_section(value[i], element, spath + "[]");
+        }
+        return;
+      }
+      case ValueType::kIntList:
+      case ValueType::kStringList: {
+        Entry e{.location = where, .is_list = true};
+        if (value.IsScalar()) throw fail(fmt::format("expected a list ({}), e.g. [1, 2]", describe_type(def)));
+        if (!value.IsSequence()) throw fail("expected a list, " + describe_type(def));
+        for (const auto& item : value) {
+          if (!item.IsScalar()) throw fail("list elements must be plain values");
+          validate_scalar(def, item.Scalar(), fail);
+          e.items.push_back(item.Scalar());
+        }
+        data_.values[cpath] = std::move(e);
+        return;
+      }
+      default: {
+        if (!value.IsScalar()) {
+          throw fail(fmt::format("expected {}, got {}", describe_type(def), kind_of(value)));
+        }
+        validate_scalar(def, value.Scalar(), fail);
+        data_.values[cpath] = Entry{.location = where, .text = value.Scalar()};
+        return;
+      }
+    }
+  }
+
+  ConfigDocument::Data& data_;
+  const std::set<std::string>& overridden_;
+};
+
+// Sets `path` in `root` to the YAML value `text`, creating maps on the way.
+void apply_override(YAML::Node& root, const Override& o) {
+  YAML::Node value;
+  try {
+    value = YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("--set {}={}: the value is not valid YAML: {}", o.path, o.value, e.msg));
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(o.path);
+  for (std::string part; std::getline(ss, part, '.');) {
+    if (part.empty()) throw InputError(fmt::format("--set {}: empty key in the path", o.path));
+    parts.push_back(part);
+  }
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    if (!next.IsMap()) {
+      throw InputError(fmt::format("--set {}: \"{}\" is not a section", o.path, parts[i]));
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+}  // namespace
+
+Override parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(fmt::format("--set \"{}\": expected KEY=VALUE, e.g. training.seq_len=4096", text));
+  }
+  return Override{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+ConfigDocument ConfigDocument::load_string(const std::string& text, const std::string& source_name,
+                                           const Schema& schema, const std::vector<Override>& overrides) {
+  auto data = std::make_shared<Data>();
+  data->source = source_name;
+  data->schema = &schema;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg));
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  std::set<std::string> overridden;
+  for (const auto& o : overrides) {
+    if (!root.IsMap()) break;
+    apply_override(root, o);
+    overridden.insert(o.path);
+  }
+  Walker(*data, overridden).walk_section(root, "", "");
+  return ConfigDocument(std::move(data), "");
+}
+
+ConfigDocument ConfigDocument::load_file(const std::string& path, const Schema& schema,
+                                         const std::vector<Override>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return load_string(buffer.str(), path, schema, overrides);
+}
+
+ConfigDocument::ConfigDocument(std::shared_ptr<const Data> data, std::string prefix)
+    : data_(std::move(data)), prefix_(std::move(prefix)) {}
+ConfigDocument::~ConfigDocument() = default;
+ConfigDocument::ConfigDocument(ConfigDocument&&) noexcept = default;
+ConfigDocument& ConfigDocument::operator=(ConfigDocument&&) noexcept = default;
+ConfigDocument::ConfigDocument(const ConfigDocument&) = default;
+
+const std::string& ConfigDocument::source() const { return data_->source; }
+
+bool ConfigDocument::has(const std::string& path) const {
+  const std::string c = prefix_ + path;
+  return data_->values.count(c) != 0 || data_->sections.count(c) != 0;
+}
+
+const KeyDef& ConfigDocument::declared(const std::string& path, ValueType type) const {
+  const std::string spath = schema_path_of(prefix_ + path);
+  const KeyDef* def = data_->schema->find(spath);
+  if (def == nullptr) throw InternalError("ConfigDocument: undeclared key " + spath);
+  const bool compatible = def->type == type || (type == ValueType::kString && def->type == ValueType::kEnum);
+  if (!compatible) throw InternalError("ConfigDocument: key " + spath + " read with the wrong type");
+  return *def;
+}
+
+namespace {
+// The text of a scalar value or its default; throws when neither exists.
+const std::string& scalar_or_default(const ConfigDocument::Data& data, const std::string& concrete,
+                                     const KeyDef& def, const std::string& where) {
+  auto it = data.values.find(concrete);
+  if (it != data.values.end()) return it->second.text;
+  if (def.default_text.empty()) {
+    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", where, concrete, describe_type(def), def.description));
+  }
+  return def.default_text;
+}
+}  // namespace
+
+int64_t ConfigDocument::get_int(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kInt);
+  int64_t v = 0;
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  if (!parse_int_text(text, v)) throw InternalError("schema default of " + def.path + " is not an integer");
+  return v;
+}
+
+double ConfigDocument::get_real(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kReal);
+  double v = 0;
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  if (!parse_real_text(text, v)) throw InternalError("schema default of " + def.path + " is not a number");
+  return v;
+}
+
+bool ConfigDocument::get_bool(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kBool);
+  return scalar_or_default(*data_, prefix_ + path, def, where("")) == "true";
+}
+
+std::string ConfigDocument::get_string(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kString);
+  return scalar_or_default(*data_, prefix_ + path, def, where(""));
+}
+
+Duration ConfigDocument::get_duration(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kDuration);
+  return parse_duration(scalar_or_default(*data_, prefix_ + path, def, where("")));
+}
+
+Bytes ConfigDocument::get_bytes(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kBytes);
+  return parse_bytes(scalar_or_default(*data_, prefix_ + path, def, where("")));
+}
+
+Bandwidth ConfigDocument::get_bandwidth(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kBandwidth);
+  return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def, where("")));
+}
+
+FlopRate ConfigDocument::get_flop_rate(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kFlopRate);
+  return parse_flop_rate(scalar_or_default(*data_, prefix_ + path, def, where("")));
+}
+
+std::vector<int64_t> ConfigDocument::get_int_list(const std::string& path) const {
+  declared(path, ValueType::kIntList);
+  std::vector<int64_t> out;
+  auto it = data_->values.find(prefix_ + path);
+  if (it == data_->values.end()) return out;
+  for (const auto& item : it->second.items) {
+    int64_t v = 0;
+    parse_int_text(item, v);
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> ConfigDocument::get_string_list(const std::string& path) const {
+  declared(path, ValueType::kStringList);
+  auto it = data_->values.find(prefix_ + path);
+  if (it == data_->values.end()) return {};
+  return it->second.items;
+}
+
+std::vector<ConfigDocument> ConfigDocument::get_sections(const std::string& path) const {
+  declared(path, ValueType::kSectionList);
+  std::vector<ConfigDocument> out;
+  auto it = data_->list_sizes.find(prefix_ + path);
+  if (it == data_->list_sizes.end()) return out;
+  for (size_t i = 0; i < it->second; ++i) {
+    out.push_back(ConfigDocument(data_, fmt::format("{}{}[{}].", prefix_, path, i)));
+  }
+  return out;
+}
+
+std::vector<std::string> ConfigDocument::present_children(const std::string& path) const {
+  const std::string base = prefix_ + path + ".";
+  std::set<std::string> names;
+  auto collect = [&](const std::string& key) {
+    if (key.starts_with(base)) {
+      const std::string rest = key.substr(base.size());
+      names.insert(rest.substr(0, rest.find_first_of(".[")));
+    }
+  };
+  for (const auto& kv : data_->values) collect(kv.first);
+  for (const auto& kv : data_->sections) collect(kv.first);
+  return {names.begin(), names.end()};
+}
+
+std::string ConfigDocument::where(const std::string& path) const {
+  const std::string c = prefix_ + path;
+  if (auto it = data_->values.find(c); it != data_->values.end()) return it->second.location + ": " + c + ": ";
+  if (auto it = data_->sections.find(c); it != data_->sections.end()) return it->second + ": " + c + ": ";
+  if (!prefix_.empty()) {
+    const std::string section = prefix_.substr(0, prefix_.size() - 1);
+    if (auto it = data_->sections.find(section); it != data_->sections.end()) {
+      return it->second + ": " + (path.empty() ? section : c) + ": ";
+    }
+  }
+  return data_->source + ": " + (path.empty() ? "" : c + ": ");
+}
+
+InputError ConfigDocument::error_at(const std::string& path, const std::string& message) const {
+  return InputError(where(path) + message);
+}
+
+}  // namespace clustersim

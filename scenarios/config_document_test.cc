@@ -1,0 +1,112 @@
+#include "scenarios/config_document.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+
+namespace clustersim {
+namespace {
+
+const Schema& test_schema() {
+  static const Schema schema = [] {
+    Schema s("test");
+    s.section("training", "training options");
+    s.key({.path = "training.seq_len", .type = ValueType::kInt, .default_text = "2048", .description = "tokens",
+           .min = 1});
+    s.key({.path = "training.recompute", .type = ValueType::kEnum, .default_text = "none", .description = "r",
+           .choices = {"none", "selective", "full"}});
+    s.key({.path = "training.lr", .type = ValueType::kReal, .description = "learning rate"});
+    s.section("link", "a link");
+    s.key({.path = "link.bandwidth", .type = ValueType::kBandwidth, .description = "bw", .required = true});
+    s.key({.path = "link.latency", .type = ValueType::kDuration, .default_text = "1 us", .description = "lat"});
+    s.key({.path = "layers", .type = ValueType::kIntList, .description = "per stage", .min = 1});
+    s.section_list("groups", "node groups");
+    s.key({.path = "groups[].count", .type = ValueType::kInt, .description = "nodes", .min = 1, .required = true});
+    return s;
+  }();
+  return schema;
+}
+
+std::string error_of(const std::string& text, std::vector<Override> overrides = {}) {
+  try {
+    ConfigDocument::load_string(text, "s.yaml", test_schema(), overrides);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigDocument, ReadsTypedValuesAndDefaults) {
+  auto doc = ConfigDocument::load_string(
+      "training: {seq_len: 4096}\nlink: {bandwidth: 400 Gb/s}\nlayers: [1, 2, 3]\ngroups: [{count: 2}, {count: 5}]\n",
+      "s.yaml", test_schema());
+  EXPECT_EQ(doc.get_int("training.seq_len"), 4096);
+  EXPECT_EQ(doc.get_string("training.recompute"), "none");
+  EXPECT_DOUBLE_EQ(doc.get_bandwidth("link.bandwidth").bytes_per_second(), 50e9);
+  EXPECT_EQ(doc.get_duration("link.latency"), Duration::microseconds(1));
+  EXPECT_EQ(doc.get_int_list("layers"), (std::vector<int64_t>{1, 2, 3}));
+  auto groups = doc.get_sections("groups");
+  ASSERT_EQ(groups.size(), 2U);
+  EXPECT_EQ(groups[1].get_int("count"), 5);
+  EXPECT_TRUE(doc.has("training.seq_len"));
+  EXPECT_FALSE(doc.has("training.recompute"));
+}
+
+TEST(ConfigDocument, UnknownKeyNamesLineColumnAndSuggestion) {
+  const std::string msg = error_of("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_lne: 4\n");
+  EXPECT_NE(msg.find("s.yaml:3:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("training.seq_lne"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean \"seq_len\""), std::string::npos) << msg;
+}
+
+TEST(ConfigDocument, BareNumberForDimensionedKeyIsAnError) {
+  const std::string msg = error_of("link:\n  bandwidth: 400\n");
+  EXPECT_NE(msg.find("s.yaml:2:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("link.bandwidth"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no unit"), std::string::npos) << msg;
+}
+
+TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 0}").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 1.5}").find("not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {recompute: some}").find("none, selective, full"),
+            std::string::npos);
+  EXPECT_NE(error_of("link: {latency: 1 us}").find("missing required key \"link.bandwidth\""), std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\nlink: {bandwidth: 2 GB/s}").find("duplicate key"),
+            std::string::npos);
+  EXPECT_NE(error_of("link: [1, 2]").find("expected a map"), std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ngroups: [{}]").find("groups[0].count"), std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s\n").find("YAML syntax error"), std::string::npos);
+}
+
+TEST(ConfigDocument, OverridesReplaceValuesAndAreNamedInErrors) {
+  auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 8}\n", "s.yaml",
+                                         test_schema(), {parse_override("training.seq_len=16")});
+  EXPECT_EQ(doc.get_int("training.seq_len"), 16);
+  const std::string msg =
+      error_of("link: {bandwidth: 1 GB/s}\n", {parse_override("training.seq_len=-1")});
+  EXPECT_NE(msg.find("--set training.seq_len"), std::string::npos) << msg;
+  EXPECT_THROW(parse_override("no-equals-sign"), InputError);
+  const std::string unknown = error_of("link: {bandwidth: 1 GB/s}\n", {parse_override("training.bogus=1")});
+  EXPECT_NE(unknown.find("unknown key \"training.bogus\""), std::string::npos) << unknown;
+}
+
+TEST(ConfigDocument, MissingKeyWithoutDefaultIsAnError) {
+  auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\n", "s.yaml", test_schema());
+  EXPECT_THROW(doc.get_real("training.lr"), InputError);
+}
+
+TEST(Schema, PrintsEveryKeyWithTypeAndDefault) {
+  std::ostringstream out;
+  test_schema().print(out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("training.seq_len"), std::string::npos);
+  EXPECT_NE(text.find("default 2048"), std::string::npos);
+  EXPECT_NE(text.find("bandwidth, e.g."), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clustersim

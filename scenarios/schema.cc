@@ -1,0 +1,112 @@
+#include "scenarios/schema.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+namespace {
+
+std::string parent_of(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos) return "";
+  std::string parent = path.substr(0, dot);
+  return parent;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+std::string format_bound(double v) { return fmt::format("{:g}", v); }
+
+}  // namespace
+
+std::string describe_type(const KeyDef& def) {
+  std::string range;
+  if (def.min && def.max) {
+    range = fmt::format(" in [{}, {}]", format_bound(*def.min), format_bound(*def.max));
+  } else if (def.min) {
+    range = fmt::format(" >= {}", format_bound(*def.min));
+  } else if (def.max) {
+    range = fmt::format(" <= {}", format_bound(*def.max));
+  }
+  switch (def.type) {
+    case ValueType::kSection: return "section";
+    case ValueType::kSectionList: return "list of sections";
+    case ValueType::kInt: return "integer" + range;
+    case ValueType::kReal: return "number" + range;
+    case ValueType::kBool: return "true|false";
+    case ValueType::kString: return "string";
+    case ValueType::kEnum: return "one of: " + join(def.choices);
+    case ValueType::kDuration: return "duration, e.g. \"1.5 us\" (ps, ns, us, ms, s)";
+    case ValueType::kBytes: return "size, e.g. \"80 GiB\" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)";
+    case ValueType::kBandwidth: return "bandwidth, e.g. \"400 Gb/s\" or \"450 GB/s\"";
+    case ValueType::kFlopRate: return "FLOP rate, e.g. \"989 TFLOP/s\"";
+    case ValueType::kIntList: return "list of integers" + range;
+    case ValueType::kStringList:
+      return def.choices.empty() ? "list of strings" : "list of: " + join(def.choices);
+  }
+  return "?";
+}
+
+Schema& Schema::section(const std::string& path, const std::string& description) {
+  return key(KeyDef{.path = path, .type = ValueType::kSection, .description = description});
+}
+
+Schema& Schema::section_list(const std::string& path, const std::string& description) {
+  return key(KeyDef{.path = path, .type = ValueType::kSectionList, .description = description});
+}
+
+Schema& Schema::key(KeyDef def) {
+  if (find(def.path) != nullptr) throw InternalError("schema " + name_ + ": duplicate key " + def.path);
+  std::string parent = parent_of(def.path);
+  if (!parent.empty()) {
+    const bool in_list = parent.size() > 2 && parent.ends_with("[]");
+    const std::string parent_key = in_list ? parent.substr(0, parent.size() - 2) : parent;
+    const KeyDef* p = find(parent_key);
+    const ValueType wanted = in_list ? ValueType::kSectionList : ValueType::kSection;
+    if (p == nullptr || p->type != wanted) {
+      throw InternalError("schema " + name_ + ": key " + def.path + " declared before its section");
+    }
+  }
+  keys_.push_back(std::move(def));
+  return *this;
+}
+
+const KeyDef* Schema::find(const std::string& path) const {
+  for (const auto& k : keys_) {
+    if (k.path == path) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Schema::children(const std::string& path) const {
+  std::vector<std::string> out;
+  for (const auto& k : keys_) {
+    if (parent_of(k.path) == path) out.push_back(k.path.substr(path.empty() ? 0 : path.size() + 1));
+  }
+  return out;
+}
+
+void Schema::print(std::ostream& out) const {
+  out << fmt::format("# {} keys\n", name_);
+  for (const auto& k : keys_) {
+    const int depth = static_cast<int>(std::count(k.path.begin(), k.path.end(), '.'));
+    std::string line = fmt::format("{:<{}}{}", "", depth * 2, k.path);
+    line = fmt::format("{:<44} {}", line, describe_type(k));
+    if (!k.default_text.empty()) line += fmt::format("; default {}", k.default_text);
+    if (k.required) line += "; required";
+    out << line << "\n" << fmt::format("{:<44}   {}\n", "", k.description);
+  }
+}
+
+}  // namespace clustersim

@@ -1,0 +1,274 @@
+#include "parallelism/layout.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+std::string_view name_of(PipelineSchedule schedule) {
+  switch (schedule) {
+    case PipelineSchedule::kGpipe: return "gpipe";
+    case PipelineSchedule::kOneFOneB: return "1f1b";
+    case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
+  }
+  return "?";
+}
+
+PipelineSchedule parse_pipeline_schedule(std::string_view text) {
+  for (auto s : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved1F1B}) {
+    if (name_of(s) == text) return s;
+  }
+  throw InputError(fmt::format("unknown pipeline schedule \"{}\" (valid: gpipe, 1f1b, interleaved-1f1b)", text));
+}
+
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+std::string list_text(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+// Divisors of n that are also accepted by `ok`, for suggestions.
+template <typename Pred>
+std::vector<int> valid_values(int n, Pred ok) {
+  std::vector<int> out;
+  for (int d : divisors(n)) {
+    if (ok(d)) out.push_back(d);
+  }
+  return out;
+}
+
+void check_positive(int value, const char* name) {
+  if (value < 1) throw InputError(fmt::format("parallelism.{} = {}: must be >= 1", name, value));
+}
+
+void validate_order(const std::string& order) {
+  std::set<std::string> seen;
+  std::stringstream ss(order);
+  const std::set<std::string> known{"tp", "cp", "ep", "dp", "pp"};
+  for (std::string part; std::getline(ss, part, '-');) {
+    if (known.count(part) == 0 || !seen.insert(part).second) {
+      throw InputError(fmt::format(
+          "parallelism.order = \"{}\": expected a permutation of tp, cp, dp, pp (ep optional) joined by '-', "
+          "innermost first, e.g. \"tp-cp-ep-dp-pp\"",
+          order));
+    }
+  }
+  for (const char* needed : {"tp", "cp", "dp", "pp"}) {
+    if (seen.count(needed) == 0) {
+      throw InputError(fmt::format("parallelism.order = \"{}\": missing \"{}\" (e.g. \"tp-cp-ep-dp-pp\")", order, needed));
+    }
+  }
+}
+
+void validate_world(const Layout& l, const LayoutContext& c) {
+  const int64_t world = static_cast<int64_t>(l.tp) * l.cp * l.pp * l.dp;
+  if (world == c.gpus) return;
+  if (c.allow_idle_gpus && world < c.gpus) return;
+  const int64_t model_parallel = static_cast<int64_t>(l.tp) * l.cp * l.pp;
+  std::string hint;
+  if (c.gpus % model_parallel == 0) {
+    hint = fmt::format("; with tp={} cp={} pp={} use dp={}", l.tp, l.cp, l.pp, c.gpus / model_parallel);
+  } else {
+    hint = fmt::format("; tp·cp·pp = {} does not divide {} GPUs", model_parallel, c.gpus);
+  }
+  throw InputError(fmt::format("parallelism: tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPUs{}", l.tp,
+                               l.cp, l.pp, l.dp, world, c.gpus, hint));
+}
+
+void validate_heads(const Layout& l, const LayoutContext& c) {
+  if (c.heads % l.tp != 0) {
+    throw InputError(fmt::format("parallelism.tp = {}: the model's {} attention heads do not split evenly; valid tp: {}",
+                                 l.tp, c.heads, list_text(divisors(c.heads))));
+  }
+  const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
+  // GQA: either each rank holds kv/tp whole KV heads, or each KV head is replicated tp/kv times.
+  if (kv % l.tp != 0 && l.tp % kv != 0) {
+    auto ok = [&](int t) { return c.heads % t == 0 && (kv % t == 0 || t % kv == 0); };
+    std::vector<int> valid;
+    for (int t = 1; t <= c.heads; ++t) {
+      if (ok(t)) valid.push_back(t);
+    }
+    throw InputError(fmt::format(
+        "parallelism.tp = {} with {} KV heads: tp must divide the KV heads or be a multiple of them "
+        "(each KV head replicated tp/kv times); valid tp: {}",
+        l.tp, kv, list_text(valid)));
+  }
+  if (c.ffn_hidden > 0 && c.ffn_hidden % l.tp != 0) {
+    throw InputError(fmt::format("parallelism.tp = {}: model.ffn_hidden = {} does not split evenly; valid tp: {}",
+                                 l.tp, c.ffn_hidden, list_text(valid_values(c.ffn_hidden, [&](int t) {
+                                   return c.heads % t == 0 && t <= 64;
+                                 }))));
+  }
+}
+
+void validate_stages(const Layout& l, const LayoutContext& c) {
+  if (!l.stage_layers.empty()) {
+    if (static_cast<int>(l.stage_layers.size()) != l.pp) {
+      throw InputError(fmt::format("parallelism.stage_layers has {} entries but pp = {}; give one layer count per stage",
+                                   l.stage_layers.size(), l.pp));
+    }
+    const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
+    for (int n : l.stage_layers) {
+      if (n < 1) throw InputError("parallelism.stage_layers: every stage needs at least one layer");
+    }
+    if (sum != c.layers) {
+      throw InputError(fmt::format("parallelism.stage_layers [{}] sums to {} but the model has {} layers",
+                                   list_text(l.stage_layers), sum, c.layers));
+    }
+  } else if (c.layers % l.pp != 0) {
+    auto valid = valid_values(c.layers, [](int) { return true; });
+    throw InputError(fmt::format(
+        "parallelism.pp = {}: {} layers do not split evenly into {} stages (would build {} layers); valid pp: {}; "
+        "or give parallelism.stage_layers, a list of {} layer counts summing to {}",
+        l.pp, c.layers, l.pp, c.layers / l.pp * l.pp, list_text(valid), l.pp, c.layers));
+  }
+  const std::vector<int> stages = layers_per_stage(l, c.layers);
+  if (l.layers_per_virtual_stage > 0) {
+    for (int n : stages) {
+      if (n % l.layers_per_virtual_stage != 0) {
+        throw InputError(fmt::format(
+            "parallelism.layers_per_virtual_stage = {}: a stage of {} layers cannot be cut into chunks of {} layers; "
+            "valid values: {}",
+            l.layers_per_virtual_stage, n, l.layers_per_virtual_stage,
+            list_text(valid_values(n, [](int) { return true; }))));
+      }
+      if (n / l.layers_per_virtual_stage != stages.front() / l.layers_per_virtual_stage) {
+        throw InputError(fmt::format(
+            "parallelism.layers_per_virtual_stage = {} gives stages different chunk counts ({} vs {} layers); "
+            "use vpp instead, which cuts every stage into the same number of chunks",
+            l.layers_per_virtual_stage, stages.front(), n));
+      }
+    }
+  } else if (l.vpp > 1) {
+    for (int n : stages) {
+      if (n % l.vpp != 0) {
+        int g = 0;
+        for (int s : stages) g = std::gcd(g, s);
+        throw InputError(fmt::format(
+            "parallelism.vpp = {}: a stage of {} layers cannot be split into {} model chunks; valid vpp: {}", l.vpp, n,
+            l.vpp, list_text(divisors(g))));
+      }
+    }
+  }
+}
+
+void validate_batch(const Layout& l, const LayoutContext& c) {
+  if (c.micro_batch < 1) throw InputError("training.micro_batch must be >= 1");
+  if (c.global_batch < 1) throw InputError("training.global_batch must be >= 1");
+  const int64_t unit = c.micro_batch * l.dp;
+  if (c.global_batch % unit != 0) {
+    const int64_t lower = c.global_batch / unit * unit;
+    const int64_t upper = lower + unit;
+    std::string suggestion = lower > 0 ? fmt::format("{} or {}", lower, upper) : fmt::format("{}", upper);
+    throw InputError(fmt::format(
+        "training.global_batch = {} is not a multiple of micro_batch · dp = {} · {} = {}; use {} (or change "
+        "micro_batch or dp)",
+        c.global_batch, c.micro_batch, l.dp, unit, suggestion));
+  }
+}
+
+void validate_schedule(const Layout& l, const LayoutContext& c) {
+  const int v = virtual_stages(l, c.layers);
+  const int64_t m = c.global_batch / (c.micro_batch * l.dp);
+  if (l.schedule == PipelineSchedule::kInterleaved1F1B) {
+    if (l.pp < 2) {
+      throw InputError("parallelism.schedule = interleaved-1f1b needs pp >= 2; use 1f1b for pp = 1");
+    }
+    if (v < 2) {
+      throw InputError(
+          "parallelism.schedule = interleaved-1f1b needs vpp >= 2 (or layers_per_virtual_stage); use 1f1b for vpp = 1");
+    }
+    if (m % l.pp != 0) {
+      throw InputError(fmt::format(
+          "interleaved-1f1b needs the microbatches per pipeline (global_batch / (micro_batch · dp) = {}) to be a "
+          "multiple of pp = {} (Megatron-LM requirement); nearest valid global_batch: {} or {}",
+          m, l.pp, m / l.pp * l.pp * c.micro_batch * l.dp, (m / l.pp + 1) * l.pp * c.micro_batch * l.dp));
+    }
+  } else if (v > 1) {
+    throw InputError(fmt::format("parallelism.vpp = {} needs schedule: interleaved-1f1b (got {})", v,
+                                 name_of(l.schedule)));
+  }
+}
+
+void validate_experts_and_context(const Layout& l, const LayoutContext& c) {
+  if (c.experts > 0) {
+    if (c.experts % l.ep != 0) {
+      throw InputError(fmt::format("parallelism.ep = {}: {} experts do not split evenly; valid ep: {}", l.ep, c.experts,
+                                   list_text(divisors(c.experts))));
+    }
+    const int dense = l.tp * l.cp * l.dp;
+    if (dense % (l.ep * l.etp) != 0) {
+      throw InputError(fmt::format(
+          "parallelism: ep · etp = {} · {} must divide tp · cp · dp = {} (expert-data-parallel size = {} / (ep · etp))",
+          l.ep, l.etp, dense, dense));
+    }
+  } else if (l.ep > 1 || l.etp > 1) {
+    throw InputError(fmt::format("parallelism.ep = {}, etp = {}: the model has no experts; use ep = 1 and etp = 1", l.ep,
+                                 l.etp));
+  }
+  if (l.cp > 1 && c.seq_len % (2 * l.cp) != 0) {
+    throw InputError(fmt::format(
+        "parallelism.cp = {}: training.seq_len = {} must be a multiple of 2·cp = {} for zig-zag (load-balanced causal) "
+        "sharding; nearest valid: {} or {}",
+        l.cp, c.seq_len, 2 * l.cp, c.seq_len / (2 * l.cp) * 2 * l.cp, (c.seq_len / (2 * l.cp) + 1) * 2 * l.cp));
+  }
+}
+
+}  // namespace
+
+std::vector<int> layers_per_stage(const Layout& layout, int layers) {
+  if (!layout.stage_layers.empty()) return layout.stage_layers;
+  return std::vector<int>(static_cast<size_t>(layout.pp), layers / layout.pp);
+}
+
+int virtual_stages(const Layout& layout, int layers) {
+  if (layout.layers_per_virtual_stage > 0) {
+    return layers_per_stage(layout, layers).front() / layout.layers_per_virtual_stage;
+  }
+  return layout.vpp;
+}
+
+int64_t microbatches(const Layout& layout, int64_t global_batch, int64_t micro_batch) {
+  return global_batch / (micro_batch * layout.dp);
+}
+
+void validate_layout(const Layout& l, const LayoutContext& c) {
+  check_positive(l.tp, "tp");
+  check_positive(l.pp, "pp");
+  check_positive(l.dp, "dp");
+  check_positive(l.cp, "cp");
+  check_positive(l.ep, "ep");
+  check_positive(l.etp, "etp");
+  check_positive(l.vpp, "vpp");
+  if (l.layers_per_virtual_stage < 0) throw InputError("parallelism.layers_per_virtual_stage must be >= 0");
+  if (l.zero_stage < 0 || l.zero_stage > 3) {
+    throw InputError(fmt::format("parallelism.zero = {}: valid ZeRO stages are 0, 1, 2, 3", l.zero_stage));
+  }
+  if (l.sequence_parallel && l.tp == 1) {
+    throw InputError("parallelism.sequence_parallel = true needs tp > 1 (it shards along the tensor-parallel group)");
+  }
+  validate_order(l.order);
+  validate_world(l, c);
+  validate_heads(l, c);
+  validate_stages(l, c);
+  validate_batch(l, c);
+  validate_schedule(l, c);
+  validate_experts_and_context(l, c);
+}
+
+}  // namespace clustersim

@@ -1,0 +1,88 @@
+#pragma once
+
+// A parallel layout in Megatron-LM's terms, and its validation.
+//
+// World = tp · cp · pp · dp GPUs (expert parallelism re-partitions the tp·cp·dp ranks of a stage
+// for the MoE layers: ep · etp · expert_dp = tp · cp · dp). Each pipeline stage holds a contiguous
+// range of layers; with virtual pipelining (vpp > 1, "interleaved 1F1B") each stage holds vpp
+// chunks and chunk c of stage s holds the (c·pp + s)-th slice of the model (Narayanan et al. SC21,
+// §2.2.2).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustersim {
+
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved1F1B };
+
+// "gpipe", "1f1b", "interleaved-1f1b".
+std::string_view name_of(PipelineSchedule schedule);
+PipelineSchedule parse_pipeline_schedule(std::string_view text);
+
+struct Layout {
+  int tp = 1;   // tensor-parallel size
+  int pp = 1;   // pipeline-parallel size (stages)
+  int dp = 1;   // data-parallel size
+  int cp = 1;   // context-parallel size
+  int ep = 1;   // expert-parallel size (MoE layers)
+  int etp = 1;  // expert tensor-parallel size (MoE layers)
+  int vpp = 1;  // model chunks per stage (virtual pipeline size); 1 = no interleaving
+  // Megatron's --num-layers-per-virtual-pipeline-stage; 0 = derive from vpp. When set, vpp is
+  // derived as layers_per_stage / layers_per_virtual_stage and must divide evenly.
+  int layers_per_virtual_stage = 0;
+  // Explicit per-stage layer counts (length pp, summing to the model's layers); empty = even split.
+  std::vector<int> stage_layers;
+  bool sequence_parallel = false;
+  int zero_stage = 0;  // 0 none; 1 optimizer state sharded (= Megatron distributed optimizer); 2 + grads; 3 + params
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  // Rank order, innermost first, as Megatron-Core's --rank-order ("tp-cp-ep-dp-pp" by default):
+  // consecutive ranks differ in the first dimension.
+  std::string order = "tp-cp-dp-pp";
+  bool overlap_grad_reduce = true;    // gradient reduction overlapped with backward (bucketed)
+  bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
+  int64_t grad_bucket_elements = 40'000'000;  // Megatron DDP bucket size in parameters (default 40M)
+
+  int world_size() const { return tp * cp * pp * dp; }
+  // Expert data-parallel size: (tp · cp · dp) / (ep · etp). Requires validate() to have passed.
+  int expert_dp() const { return tp * cp * dp / (ep * etp); }
+};
+
+// What a layout is checked against.
+struct LayoutContext {
+  int layers = 0;           // transformer layers of the model
+  int heads = 0;            // attention (query) heads
+  int kv_heads = 0;         // key/value heads (== heads for MHA)
+  int experts = 0;          // routed experts (0 for a dense model)
+  int ffn_hidden = 0;       // MLP hidden size (must divide by tp)
+  int gpus = 0;             // GPUs of the cluster
+  int gpus_per_node = 0;    // GPUs per node (0: unknown / heterogeneous)
+  int64_t global_batch = 0; // sequences per step
+  int64_t micro_batch = 0;  // sequences per micro-batch
+  int64_t seq_len = 0;      // tokens per sequence
+  bool allow_idle_gpus = false;  // world_size may be smaller than gpus
+};
+
+// Checks `layout` against `context`. Throws InputError whose message names the fields involved,
+// the values and valid alternatives (../docs/cases/layouts.md):
+//   world size tp·cp·pp·dp vs GPUs; heads % tp, tp % kv_heads or kv_heads % tp (GQA replication),
+//   ffn % tp; layers vs pp and vpp / layers_per_virtual_stage and explicit stage lists (sum, length,
+//   each stage divisible by vpp, no empty stage); global_batch % (micro_batch · dp) with the two
+//   nearest valid batches suggested; interleaved schedule needs vpp > 1 and microbatches % pp == 0
+//   (Megatron-LM's requirement); 1F1B / GPipe with fewer microbatches than stages are accepted (their
+//   extra bubble is simulated, not hidden); experts % ep, (tp·cp·dp) % (ep·etp); seq_len % (2·cp)
+//   (zig-zag context-parallel sharding); sequence parallel needs tp > 1; zero_stage in 0..3;
+//   the order string is a permutation of tp, cp, ep, dp, pp (ep optional).
+void validate_layout(const Layout& layout, const LayoutContext& context);
+
+// Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.
+std::vector<int> layers_per_stage(const Layout& layout, int layers);
+
+// The virtual pipeline size of a validated layout (derives it from layers_per_virtual_stage).
+int virtual_stages(const Layout& layout, int layers);
+
+// Microbatches per pipeline per step: global_batch / (micro_batch · dp).
+int64_t microbatches(const Layout& layout, int64_t global_batch, int64_t micro_batch);
+
+}  // namespace clustersim

@@ -1,0 +1,193 @@
+#include "scenarios/hardware_presets.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "scenarios/config_document.h"
+
+namespace clustersim {
+
+namespace {
+
+KeyDef key(std::string path, ValueType type, std::string description, std::string default_text = "",
+           bool required = false) {
+  KeyDef k;
+  k.path = std::move(path);
+  k.type = type;
+  k.description = std::move(description);
+  k.default_text = std::move(default_text);
+  k.required = required;
+  return k;
+}
+
+KeyDef count(std::string path, std::string description, std::string default_text, double min) {
+  KeyDef k = key(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
+  k.min = min;
+  return k;
+}
+
+bool is_path(const std::string& name) { return name.find('/') != std::string::npos || name.ends_with(".yaml"); }
+
+}  // namespace
+
+std::string default_data_dir() {
+  if (const char* env = std::getenv("CLUSTERSIM_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  return CLUSTERSIM_DATA_DIR;
+}
+
+const Schema& HardwareCatalog::gpu_schema() {
+  static const Schema schema = [] {
+    Schema s("GPU preset");
+    s.key(key("name", ValueType::kString, "GPU model name, e.g. H100-SXM5-80GB", "", true));
+    s.section("dense_peak", "dense (non-sparse) math peak per data type, from the datasheet");
+    for (const char* t : {"bf16", "fp16", "fp8", "tf32", "fp32"}) {
+      s.key(key(fmt::format("dense_peak.{}", t), ValueType::kFlopRate, fmt::format("dense {} peak", t)));
+    }
+    s.key(key("hbm_capacity", ValueType::kBytes, "device memory capacity as the datasheet states it", "", true));
+    s.key(key("hbm_bandwidth", ValueType::kBandwidth, "datasheet device-memory bandwidth", "", true));
+    s.key(key("nvlink_bandwidth", ValueType::kBandwidth, "NVLink bandwidth per direction, all links (absent: no NVLink)"));
+    s.key(count("nvlink_links", "number of NVLink links", "0", 0));
+    s.key(count("sm_count", "streaming multiprocessors", "", 1));
+    s.key(key("supports_nvls", ValueType::kBool, "NVLink SHARP in-switch reduction (Hopper and later)", "false"));
+    return s;
+  }();
+  return schema;
+}
+
+const Schema& HardwareCatalog::nic_schema() {
+  static const Schema schema = [] {
+    Schema s("NIC preset");
+    s.key(key("name", ValueType::kString, "adapter name", "", true));
+    s.key(key("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true));
+    s.key(key("latency", ValueType::kDuration, "adapter latency per traversal", "", true));
+    return s;
+  }();
+  return schema;
+}
+
+const Schema& HardwareCatalog::node_schema() {
+  static const Schema schema = [] {
+    Schema s("node preset");
+    s.key(key("name", ValueType::kString, "node name, e.g. dgx-h100", "", true));
+    s.key(key("gpu", ValueType::kString, "GPU preset name (hardware/gpus/) or a path", "", true));
+    s.key(count("gpus", "GPUs in the node", "8", 1));
+    KeyDef intra = key("intra", ValueType::kEnum, "how the GPUs are joined", "nvswitch");
+    intra.choices = {"nvswitch", "nvlink-mesh", "pcie"};
+    s.key(intra);
+    s.key(key("nvlink_latency", ValueType::kDuration, "GPU to GPU over NVLink (one switch or mesh hop)", "1 us"));
+    s.key(key("nvlink_link_bandwidth", ValueType::kBandwidth, "one NVLink link per direction (mesh nodes)",
+              "25 GB/s"));
+    s.section_list("mesh", "point-to-point NVLink edges of an nvlink-mesh node");
+    s.key(count("mesh[].gpu_a", "first GPU of the edge", "", 0));
+    s.key(count("mesh[].gpu_b", "second GPU of the edge", "", 0));
+    s.key(count("mesh[].links", "parallel NVLink links on the edge", "1", 1));
+    s.section("pcie", "PCIe tree: GPUs and NICs on PCIe switches under CPU sockets");
+    s.key(key("pcie.switch_link", ValueType::kBandwidth, "GPU/NIC to PCIe switch, per direction", "25 GB/s"));
+    s.key(key("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
+              "25 GB/s"));
+    s.key(key("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
+    s.key(key("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns"));
+    s.key(count("pcie.switches", "PCIe switches", "2", 1));
+    s.key(count("pcie.sockets", "CPU sockets", "2", 1));
+    s.key(key("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
+              "true"));
+    s.key(key("nic", ValueType::kString, "NIC preset name (hardware/nics/) or a path", "", true));
+    s.key(count("nics", "compute-fabric NICs in the node", "8", 1));
+    KeyDef affinity = key("nic_of_gpu", ValueType::kIntList, "NIC used by each GPU (default: GPU g -> NIC g*nics/gpus)");
+    affinity.min = 0;
+    s.key(affinity);
+    return s;
+  }();
+  return schema;
+}
+
+HardwareCatalog::HardwareCatalog(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+
+std::vector<std::string> HardwareCatalog::names(const std::string& kind) const {
+  std::vector<std::string> out;
+  const std::filesystem::path dir = std::filesystem::path(data_dir_) / "hardware" / kind;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml") out.push_back(entry.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string HardwareCatalog::path_of(const std::string& kind, const std::string& name) const {
+  if (is_path(name)) return name;
+  const std::filesystem::path p = std::filesystem::path(data_dir_) / "hardware" / kind / (name + ".yaml");
+  if (!std::filesystem::exists(p)) {
+    std::string available;
+    for (const auto& n : names(kind)) available += (available.empty() ? "" : ", ") + n;
+    throw InputError(fmt::format("unknown {} preset \"{}\"; available: {} (or give a path to a .yaml file)",
+                                 kind.substr(0, kind.size() - 1), name, available.empty() ? "none found" : available));
+  }
+  return p.string();
+}
+
+GpuSpec HardwareCatalog::gpu(const std::string& name) const {
+  const auto doc = ConfigDocument::load_file(path_of("gpus", name), gpu_schema());
+  GpuSpec g;
+  g.name = doc.get_string("name");
+  for (const char* t : {"bf16", "fp16", "fp8", "tf32", "fp32"}) {
+    const std::string path = fmt::format("dense_peak.{}", t);
+    if (doc.has(path)) g.dense_peak[parse_data_type(t)] = doc.get_flop_rate(path);
+  }
+  if (g.dense_peak.empty()) throw doc.error_at("dense_peak", "give at least one dense peak (bf16, fp16, ...)");
+  g.hbm_capacity = doc.get_bytes("hbm_capacity");
+  g.hbm_bandwidth = doc.get_bandwidth("hbm_bandwidth");
+  if (doc.has("nvlink_bandwidth")) g.nvlink_bandwidth = doc.get_bandwidth("nvlink_bandwidth");
+  g.nvlink_links = static_cast<int>(doc.get_int("nvlink_links"));
+  g.sm_count = static_cast<int>(doc.get_int("sm_count"));
+  g.supports_nvls = doc.get_bool("supports_nvls");
+  return g;
+}
+
+NicSpec HardwareCatalog::nic(const std::string& name) const {
+  const auto doc = ConfigDocument::load_file(path_of("nics", name), nic_schema());
+  return NicSpec{doc.get_string("name"), doc.get_bandwidth("bandwidth"), doc.get_duration("latency")};
+}
+
+NodeSpec HardwareCatalog::node(const std::string& name) const {
+  const auto doc = ConfigDocument::load_file(path_of("nodes", name), node_schema());
+  NodeSpec n;
+  n.name = doc.get_string("name");
+  n.gpu = gpu(doc.get_string("gpu"));
+  n.gpus = static_cast<int>(doc.get_int("gpus"));
+  const std::string intra = doc.get_string("intra");
+  n.intra = intra == "nvswitch"      ? IntraNodeFabric::kNvSwitch
+            : intra == "nvlink-mesh" ? IntraNodeFabric::kNvLinkMesh
+                                     : IntraNodeFabric::kPcie;
+  n.nvlink_latency = doc.get_duration("nvlink_latency");
+  n.nvlink_link_bandwidth = doc.get_bandwidth("nvlink_link_bandwidth");
+  for (const auto& e : doc.get_sections("mesh")) {
+    n.mesh.push_back(NvLinkMeshEdge{static_cast<int>(e.get_int("gpu_a")), static_cast<int>(e.get_int("gpu_b")),
+                                    static_cast<int>(e.get_int("links"))});
+  }
+  n.pcie.switch_link = doc.get_bandwidth("pcie.switch_link");
+  n.pcie.host_bridge = doc.get_bandwidth("pcie.host_bridge");
+  n.pcie.inter_socket = doc.get_bandwidth("pcie.inter_socket");
+  n.pcie.latency = doc.get_duration("pcie.latency");
+  n.pcie.switches = static_cast<int>(doc.get_int("pcie.switches"));
+  n.pcie.sockets = static_cast<int>(doc.get_int("pcie.sockets"));
+  n.pcie.peer_to_peer = doc.get_bool("pcie.peer_to_peer");
+  n.nic = nic(doc.get_string("nic"));
+  n.nics = static_cast<int>(doc.get_int("nics"));
+  for (int64_t g : doc.get_int_list("nic_of_gpu")) n.nic_of_gpu.push_back(static_cast<int>(g));
+  if (!n.nic_of_gpu.empty() && static_cast<int>(n.nic_of_gpu.size()) != n.gpus) {
+    throw doc.error_at("nic_of_gpu", fmt::format("has {} entries but the node has {} GPUs; give one NIC per GPU",
+                                                 n.nic_of_gpu.size(), n.gpus));
+  }
+  for (int nic_index : n.nic_of_gpu) {
+    if (nic_index >= n.nics) {
+      throw doc.error_at("nic_of_gpu", fmt::format("NIC {} does not exist; valid: 0 .. {}", nic_index, n.nics - 1));
+    }
+  }
+  return n;
+}
+
+}  // namespace clustersim

@@ -2,7 +2,18 @@
 
 // The cluster as a graph: vertices are GPUs, NVSwitches, PCIe switches, CPU sockets, NICs and
 // fabric switches; every physical link is two directed edges (one per direction, independent
-// bandwidth). Built by build_cluster() from a ClusterSpec; read-only afterwards.
+// bandwidth). Built from a ClusterSpec by the Cluster constructor; read-only afterwards.
+//
+// Storage is hierarchical so that 16,384 GPUs build in milliseconds: each distinct node layout
+// (node_builder.h) has one Boost.Graph, shared by all nodes with that layout, and the fabric
+// switches have one more (fabric_routes.h). Global ids are flat: a node's vertices and links are
+// its layout's local ids plus the node's base offset; fabric switches and links follow all nodes.
+// Links per hop (each direction):
+//   NVLink   GPU ↔ NVSwitch (nvswitch_node.h) or GPU ↔ GPU (nvlink_mesh_node.h)
+//   PCIe     GPU/NIC ↔ PCIe switch ↔ CPU socket ↔ socket (pcie_node.h)
+//   fabric   NIC ↔ leaf: NIC bandwidth; latency NIC latency on the way out, switch latency + NIC
+//            latency on the way in; leaf ↔ spine: each switch adds FabricSpec::switch_latency on
+//            the link leaving it (single_switch_fabric.h, fat_tree_fabric.h, rail_optimized_fabric.h).
 
 #include <cstdint>
 #include <memory>
@@ -57,17 +68,34 @@ class Cluster {
   const ClusterSpec& spec() const;
 
   const std::vector<Link>& links() const;
+  int vertex_count() const;
   VertexKind vertex_kind(VertexId v) const;
+  const std::string& vertex_name(VertexId v) const;  // "node3/gpu5", "node0/nvswitch", "rail2/leaf0", "spine7"
   VertexId gpu_vertex(GpuId gpu) const;
   int nic_of(GpuId gpu) const;          // the node-local NIC index the GPU uses (affinity)
+  int nic_count(int node) const;        // NICs of that node
+  VertexId nic_vertex(int node, int nic) const;
 
   // Shortest path from `src` to `dst` (src != dst) by hop count. Among equal-cost paths (ECMP)
   // the choice is a deterministic function of (src, dst, flow_hash), so different flows between
   // the same GPUs may take different spines. Cached: repeated calls return the same reference.
-  // Throws InputError if either id is out of range, InternalError if no path exists.
+  // Throws InputError if either id is out of range or src == dst, InternalError if no path exists.
+  //
+  // Paths, by where the GPUs are (node_routes.h gives the intra-node policy and its NCCL source):
+  //   same node   the node's GPU ↔ GPU path: NVLink (via the NVSwitch, or a mesh edge / one
+  //               intermediate GPU), otherwise the PCIe tree; never through a NIC;
+  //   two nodes   src GPU → PCIe → src's affine NIC → fabric → dst's affine NIC → PCIe → dst GPU
+  //               (NCCL uses each GPU's closest NIC; GPUDirect RDMA below the PCIe switch).
+  // ECMP: the equal-cost alternatives are numbered 0 .. equal_cost_paths(src, dst)-1 and the
+  // route takes number splitmix64(src, dst, flow_hash) mod that count (uniform over paths,
+  // no global random state). Routes are computed on first use and cached per (src, dst, choice);
+  // nothing is stored for pairs never asked for. Thread-safe.
   const Route& route(GpuId src, GpuId dst, uint64_t flow_hash = 0) const;
 
-  // The smallest bandwidth along route(src, dst): what one flow alone can get.
+  // Number of equal-cost shortest paths route(src, dst, ·) chooses among (≥ 1). Same errors.
+  uint64_t equal_cost_paths(GpuId src, GpuId dst) const;
+
+  // The smallest bandwidth along route(src, dst): what one flow alone can get. Same errors.
   Bandwidth bottleneck(GpuId src, GpuId dst) const;
 
  private:

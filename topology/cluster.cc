@@ -1,0 +1,391 @@
+#include "topology/cluster.h"
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "topology/fabric_layout.h"
+#include "topology/fabric_routes.h"
+#include "topology/fat_tree_fabric.h"
+#include "topology/node_builder.h"
+#include "topology/node_routes.h"
+#include "topology/rail_optimized_fabric.h"
+#include "topology/single_switch_fabric.h"
+#include "topology/spec_validation.h"
+
+namespace clustersim {
+
+namespace {
+
+// splitmix64 finaliser (Steele, Lea, Flood 2014): a fixed bijective mix, so ECMP choices spread
+// evenly and depend only on their inputs.
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t ecmp_hash(GpuId src, GpuId dst, uint64_t flow_hash) {
+  const uint64_t pair = (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
+  return mix64(mix64(pair) ^ flow_hash);
+}
+
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) return std::numeric_limits<uint64_t>::max();
+  return a * b;
+}
+
+struct RouteKey {
+  GpuId src = 0;
+  GpuId dst = 0;
+  uint64_t choice = 0;
+  bool operator==(const RouteKey&) const = default;
+};
+
+struct RouteKeyHash {
+  size_t operator()(const RouteKey& key) const {
+    return static_cast<size_t>(mix64(ecmp_hash(key.src, key.dst, 0) ^ key.choice));
+  }
+};
+
+struct NodeInfo {
+  int layout = 0;          // index into Impl::layouts_
+  GpuId first_gpu = 0;
+  int gpus = 0;            // GPUs used
+  VertexId vertex_base = 0;
+  LinkId link_base = 0;
+  int first_nic = 0;       // index of the node's NIC 0 among all NICs of the cluster
+};
+
+int32_t checked_id(size_t value, const char* what) {
+  if (value > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw InputError(fmt::format("the cluster has too many {} ({}); at most 2^31-1 are supported", what, value));
+  }
+  return static_cast<int32_t>(value);
+}
+
+}  // namespace
+
+class Cluster::Impl {
+ public:
+  explicit Impl(const ClusterSpec& spec) : spec_(spec) {
+    validate_cluster_spec(spec_);
+    build_nodes();
+    build_fabric();
+  }
+
+  const ClusterSpec& spec() const { return spec_; }
+  int gpu_count() const { return static_cast<int>(gpu_vertices_.size()); }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  const NodeInfo& node(int index) const {
+    if (index < 0 || index >= node_count()) {
+      throw InputError(fmt::format("node {} is out of range; valid nodes are 0..{}", index, node_count() - 1));
+    }
+    return nodes_[index];
+  }
+  void check_gpu(GpuId gpu) const {
+    if (gpu < 0 || gpu >= gpu_count()) {
+      throw InputError(fmt::format("GPU {} is out of range; valid GPUs are 0..{}", gpu, gpu_count() - 1));
+    }
+  }
+  int node_of(GpuId gpu) const {
+    check_gpu(gpu);
+    return node_of_gpu_[gpu];
+  }
+  int local_index(GpuId gpu) const { return gpu - nodes_[node_of(gpu)].first_gpu; }
+  const NodeLayout& layout_of_node(int index) const { return layouts_[node(index).layout].layout(); }
+
+  const std::vector<Link>& links() const { return links_; }
+  int vertex_count() const { return static_cast<int>(vertex_kinds_.size()); }
+  void check_vertex(VertexId v) const {
+    if (v < 0 || v >= vertex_count()) {
+      throw InputError(fmt::format("vertex {} is out of range; valid vertices are 0..{}", v, vertex_count() - 1));
+    }
+  }
+  VertexKind vertex_kind(VertexId v) const {
+    check_vertex(v);
+    return vertex_kinds_[v];
+  }
+  const std::string& vertex_name(VertexId v) const {
+    check_vertex(v);
+    return vertex_names_[v];
+  }
+  VertexId gpu_vertex(GpuId gpu) const {
+    check_gpu(gpu);
+    return gpu_vertices_[gpu];
+  }
+  int nic_of(GpuId gpu) const {
+    const int n = node_of(gpu);
+    return layout_of_node(n).nic_of_gpu[gpu - nodes_[n].first_gpu];
+  }
+  int nic_count(int index) const { return static_cast<int>(layout_of_node(index).nic_vertices.size()); }
+  VertexId nic_vertex(int index, int nic) const {
+    const NodeLayout& layout = layout_of_node(index);
+    if (nic < 0 || nic >= static_cast<int>(layout.nic_vertices.size())) {
+      throw InputError(fmt::format("NIC {} of node {} is out of range; valid NICs are 0..{}", nic, index,
+                                   static_cast<int>(layout.nic_vertices.size()) - 1));
+    }
+    return nodes_[index].vertex_base + layout.nic_vertices[nic];
+  }
+
+  uint64_t equal_cost_paths(GpuId src, GpuId dst) const {
+    check_pair(src, dst);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return alternatives(src, dst).total;
+  }
+
+  const Route& route(GpuId src, GpuId dst, uint64_t flow_hash) const {
+    check_pair(src, dst);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Alternatives alt = alternatives(src, dst);
+    const uint64_t choice = ecmp_hash(src, dst, flow_hash) % alt.total;
+    auto [it, inserted] = routes_.try_emplace(RouteKey{src, dst, choice});
+    if (inserted) it->second = build_route(src, dst, alt, choice);
+    return it->second;
+  }
+
+ private:
+  // How many equal-cost choices each segment of a src → dst path has.
+  struct Alternatives {
+    uint64_t first = 1;   // same node: GPU→GPU paths; two nodes: GPU→NIC paths in src's node
+    uint64_t fabric = 1;  // leaf → leaf paths (two nodes)
+    uint64_t last = 1;    // NIC→GPU paths in dst's node (two nodes)
+    uint64_t total = 1;
+  };
+
+  void check_pair(GpuId src, GpuId dst) const {
+    check_gpu(src);
+    check_gpu(dst);
+    if (src == dst) {
+      throw InputError(fmt::format("no route from GPU {} to itself: a local copy does not use the network", src));
+    }
+  }
+
+  Alternatives alternatives(GpuId src, GpuId dst) const {
+    const NodeInfo& ns = nodes_[node_of_gpu_[src]];
+    const NodeInfo& nd = nodes_[node_of_gpu_[dst]];
+    Alternatives alt;
+    if (&ns == &nd) {
+      alt.first = layouts_[ns.layout].gpu_to_gpu(src - ns.first_gpu, dst - ns.first_gpu).size();
+      alt.total = alt.first;
+      return alt;
+    }
+    check_invariant(fabric_.has_value(), "Cluster: two nodes but no fabric");
+    alt.first = layouts_[ns.layout].gpu_to_nic(src - ns.first_gpu).size();
+    alt.last = layouts_[nd.layout].nic_to_gpu(dst - nd.first_gpu).size();
+    const int leaf_src = leaf_of_nic_[global_nic(src)];
+    const int leaf_dst = leaf_of_nic_[global_nic(dst)];
+    alt.fabric = fabric_->path_count(leaf_src, leaf_dst);
+    if (alt.fabric == 0) {
+      throw InternalError(fmt::format("no fabric path between the NICs of GPU {} and GPU {}", src, dst));
+    }
+    alt.total = saturating_mul(saturating_mul(alt.first, alt.fabric), alt.last);
+    return alt;
+  }
+
+  int global_nic(GpuId gpu) const {
+    const NodeInfo& n = nodes_[node_of_gpu_[gpu]];
+    return n.first_nic + layouts_[n.layout].layout().nic_of_gpu[gpu - n.first_gpu];
+  }
+
+  void append_local(Route& route, const NodeInfo& n, const LocalPath& path) const {
+    for (int local : path) {
+      const LinkId link = n.link_base + local;
+      route.links.push_back(link);
+      route.latency += links_[link].latency;
+    }
+  }
+
+  void append_global(Route& route, LinkId link) const {
+    route.links.push_back(link);
+    route.latency += links_[link].latency;
+  }
+
+  // Decodes `choice` in mixed radix (first, fabric, last) and concatenates the chosen segments.
+  Route build_route(GpuId src, GpuId dst, const Alternatives& alt, uint64_t choice) const {
+    const NodeInfo& ns = nodes_[node_of_gpu_[src]];
+    const NodeInfo& nd = nodes_[node_of_gpu_[dst]];
+    Route route;
+    if (&ns == &nd) {
+      append_local(route, ns, layouts_[ns.layout].gpu_to_gpu(src - ns.first_gpu, dst - ns.first_gpu)[choice]);
+      return route;
+    }
+    const uint64_t first = choice % alt.first;
+    const uint64_t fabric = (choice / alt.first) % alt.fabric;
+    const uint64_t last = (choice / alt.first / alt.fabric) % alt.last;
+    const int nic_src = global_nic(src);
+    const int nic_dst = global_nic(dst);
+    append_local(route, ns, layouts_[ns.layout].gpu_to_nic(src - ns.first_gpu)[first]);
+    append_global(route, nic_up_[nic_src]);
+    for (LinkId link : fabric_->path(leaf_of_nic_[nic_src], leaf_of_nic_[nic_dst], fabric)) append_global(route, link);
+    append_global(route, nic_down_[nic_dst]);
+    append_local(route, nd, layouts_[nd.layout].nic_to_gpu(dst - nd.first_gpu)[last]);
+    return route;
+  }
+
+  void build_nodes() {
+    nodes_.reserve(spec_.nodes.size());
+    for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+      const NodeSpec& node_spec = spec_.nodes[i];
+      const int used = spec_.gpus_per_node > 0 ? spec_.gpus_per_node : node_spec.gpus;
+      NodeLayout layout = build_node_layout(node_spec, used);
+      NodeInfo info;
+      info.layout = find_or_add_layout(std::move(layout));
+      info.first_gpu = checked_id(gpu_vertices_.size(), "GPUs");
+      info.gpus = used;
+      info.vertex_base = checked_id(vertex_kinds_.size(), "vertices");
+      info.link_base = checked_id(links_.size(), "links");
+      info.first_nic = nics_total_;
+      place_node(static_cast<int>(i), info);
+      nodes_.push_back(info);
+    }
+  }
+
+  int find_or_add_layout(NodeLayout layout) {
+    for (size_t t = 0; t < layouts_.size(); ++t) {
+      if (layouts_[t].layout() == layout) return static_cast<int>(t);
+    }
+    layouts_.emplace_back(std::move(layout));
+    return static_cast<int>(layouts_.size()) - 1;
+  }
+
+  void place_node(int index, const NodeInfo& info) {
+    const NodeLayout& layout = layouts_[info.layout].layout();
+    for (size_t v = 0; v < layout.kinds.size(); ++v) {
+      vertex_kinds_.push_back(layout.kinds[v]);
+      vertex_names_.push_back(fmt::format("node{}/{}", index, layout.names[v]));
+    }
+    for (const LocalLink& local : layout.links) {
+      links_.push_back(Link{info.vertex_base + local.from, info.vertex_base + local.to, local.bandwidth, local.latency,
+                            local.kind,
+                            fmt::format("node{}/{}->{}", index, layout.names[local.from], layout.names[local.to])});
+    }
+    for (int g = 0; g < info.gpus; ++g) {
+      gpu_vertices_.push_back(info.vertex_base + layout.gpu_vertices[g]);
+      node_of_gpu_.push_back(index);
+    }
+    nics_total_ += static_cast<int>(layout.nic_vertices.size());
+  }
+
+  void build_fabric() {
+    if (nodes_.size() < 2) return;
+    const FabricSpec& fabric = spec_.fabric;
+    std::vector<NicPort> ports;
+    std::vector<NicSpec> nic_specs;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      const NicSpec& nic = fabric.nic ? *fabric.nic : spec_.nodes[n].nic;
+      for (int i = 0; i < nic_count(static_cast<int>(n)); ++i) {
+        ports.push_back(NicPort{static_cast<int>(n), i, nic.bandwidth});
+        nic_specs.push_back(nic);
+      }
+    }
+    FabricLayout layout;
+    switch (fabric.type) {
+      case FabricType::kSingleSwitch:
+        layout = build_single_switch_fabric(ports);
+        break;
+      case FabricType::kFatTree:
+        layout = build_fat_tree_fabric(ports, fabric);
+        break;
+      case FabricType::kRailOptimized:
+        layout = build_rail_optimized_fabric(ports, fabric);
+        break;
+    }
+    const VertexId base = checked_id(vertex_kinds_.size(), "vertices");
+    for (size_t s = 0; s < layout.kinds.size(); ++s) {
+      vertex_kinds_.push_back(layout.kinds[s]);
+      vertex_names_.push_back(layout.names[s]);
+    }
+    leaf_of_nic_ = layout.leaf_of_port;
+    nic_up_.reserve(ports.size());
+    nic_down_.reserve(ports.size());
+    for (size_t p = 0; p < ports.size(); ++p) {
+      const NicPort& port = ports[p];
+      const VertexId nic = nic_vertex(port.node, port.nic);
+      const VertexId leaf = base + layout.leaf_of_port[p];
+      const std::string& nic_name = vertex_names_[nic];
+      const std::string& leaf_name = layout.names[layout.leaf_of_port[p]];
+      nic_up_.push_back(checked_id(links_.size(), "links"));
+      links_.push_back(Link{nic, leaf, port.bandwidth, nic_specs[p].latency, LinkKind::kNicToSwitch,
+                            fmt::format("{}->{}", nic_name, leaf_name)});
+      nic_down_.push_back(checked_id(links_.size(), "links"));
+      links_.push_back(Link{leaf, nic, port.bandwidth, fabric.switch_latency + nic_specs[p].latency,
+                            LinkKind::kNicToSwitch, fmt::format("{}->{}", leaf_name, nic_name)});
+    }
+    std::vector<FabricEdge> edges;
+    edges.reserve(layout.trunks.size() * 2);
+    for (const TrunkLink& trunk : layout.trunks) {
+      for (auto [from, to] : {std::pair{trunk.a, trunk.b}, std::pair{trunk.b, trunk.a}}) {
+        edges.push_back(FabricEdge{from, to, checked_id(links_.size(), "links")});
+        links_.push_back(Link{base + from, base + to, trunk.bandwidth, fabric.switch_latency,
+                              LinkKind::kSwitchToSwitch, fmt::format("{}->{}", layout.names[from], layout.names[to])});
+      }
+    }
+    fabric_.emplace(static_cast<int>(layout.kinds.size()), edges);
+  }
+
+  ClusterSpec spec_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<int32_t> node_of_gpu_;
+  std::vector<VertexId> gpu_vertices_;
+  std::vector<Link> links_;
+  std::vector<VertexKind> vertex_kinds_;
+  std::vector<std::string> vertex_names_;
+  int nics_total_ = 0;
+  std::vector<int> leaf_of_nic_;  // per NIC of the cluster: its switch in the fabric layout
+  std::vector<LinkId> nic_up_;    // per NIC: NIC → leaf
+  std::vector<LinkId> nic_down_;  // per NIC: leaf → NIC
+
+  // Routing state filled lazily by const queries, guarded by mutex_.
+  mutable std::vector<NodeRoutes> layouts_;
+  mutable std::optional<FabricRoutes> fabric_;
+  mutable std::unordered_map<RouteKey, Route, RouteKeyHash> routes_;
+  mutable std::mutex mutex_;
+};
+
+Cluster::Cluster(const ClusterSpec& spec) : impl_(std::make_unique<Impl>(spec)) {}
+Cluster::~Cluster() = default;
+Cluster::Cluster(Cluster&&) noexcept = default;
+Cluster& Cluster::operator=(Cluster&&) noexcept = default;
+
+int Cluster::gpu_count() const { return impl_->gpu_count(); }
+int Cluster::node_count() const { return impl_->node_count(); }
+int Cluster::node_of(GpuId gpu) const { return impl_->node_of(gpu); }
+int Cluster::local_index(GpuId gpu) const { return impl_->local_index(gpu); }
+int Cluster::gpus_in_node(int node) const { return impl_->node(node).gpus; }
+GpuId Cluster::first_gpu_of_node(int node) const { return impl_->node(node).first_gpu; }
+const NodeSpec& Cluster::node_spec(int node) const {
+  impl_->node(node);
+  return impl_->spec().nodes[node];
+}
+const ClusterSpec& Cluster::spec() const { return impl_->spec(); }
+const std::vector<Link>& Cluster::links() const { return impl_->links(); }
+int Cluster::vertex_count() const { return impl_->vertex_count(); }
+VertexKind Cluster::vertex_kind(VertexId v) const { return impl_->vertex_kind(v); }
+const std::string& Cluster::vertex_name(VertexId v) const { return impl_->vertex_name(v); }
+VertexId Cluster::gpu_vertex(GpuId gpu) const { return impl_->gpu_vertex(gpu); }
+int Cluster::nic_of(GpuId gpu) const { return impl_->nic_of(gpu); }
+int Cluster::nic_count(int node) const { return impl_->nic_count(node); }
+VertexId Cluster::nic_vertex(int node, int nic) const { return impl_->nic_vertex(node, nic); }
+
+const Route& Cluster::route(GpuId src, GpuId dst, uint64_t flow_hash) const {
+  return impl_->route(src, dst, flow_hash);
+}
+
+uint64_t Cluster::equal_cost_paths(GpuId src, GpuId dst) const { return impl_->equal_cost_paths(src, dst); }
+
+Bandwidth Cluster::bottleneck(GpuId src, GpuId dst) const {
+  const Route& path = route(src, dst);
+  Bandwidth narrowest = Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
+  for (LinkId link : path.links) narrowest = std::min(narrowest, links()[link].bandwidth);
+  return narrowest;
+}
+
+}  // namespace clustersim

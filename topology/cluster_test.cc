@@ -1,0 +1,128 @@
+#include "topology/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+
+#include "core/error.h"
+#include "topology/test_specs.h"
+
+namespace clustersim {
+namespace {
+
+TEST(Cluster, GpuIdsAreNodeMajor) {
+  const NodeSpec node = test_specs::nvswitch_node();
+  const Cluster cluster(test_specs::cluster(node, 3, test_specs::fabric(FabricType::kRailOptimized)));
+  EXPECT_EQ(cluster.gpu_count(), 3 * node.gpus);
+  EXPECT_EQ(cluster.node_count(), 3);
+  for (GpuId g = 0; g < cluster.gpu_count(); ++g) {
+    EXPECT_EQ(cluster.node_of(g), g / node.gpus);
+    EXPECT_EQ(cluster.local_index(g), g % node.gpus);
+    EXPECT_EQ(cluster.vertex_kind(cluster.gpu_vertex(g)), VertexKind::kGpu);
+  }
+  EXPECT_EQ(cluster.first_gpu_of_node(2), 2 * node.gpus);
+  EXPECT_EQ(cluster.vertex_name(cluster.gpu_vertex(13)), "node1/gpu5");
+}
+
+// Every physical link is two directed links of equal bandwidth.
+TEST(Cluster, LinksComeInBothDirections) {
+  const Cluster cluster(test_specs::cluster(test_specs::pcie_node(true), 3, test_specs::fabric(FabricType::kFatTree, 4)));
+  std::multiset<std::pair<VertexId, VertexId>> forward;
+  for (const Link& link : cluster.links()) forward.insert({link.from, link.to});
+  for (const Link& link : cluster.links()) {
+    EXPECT_EQ(forward.count({link.to, link.from}), 1U) << link.name;
+    EXPECT_TRUE(link.bandwidth.is_positive()) << link.name;
+  }
+}
+
+// The case L7 cluster: a 4-GPU and a 6-GPU node build, and every pair has a finite route.
+TEST(Cluster, HeterogeneousNodesBuild) {
+  ClusterSpec spec;
+  spec.nodes = {test_specs::nvswitch_node(4, 4), test_specs::nvswitch_node(6, 2)};
+  spec.fabric = test_specs::fabric(FabricType::kRailOptimized);
+  const Cluster cluster(spec);
+  EXPECT_EQ(cluster.gpu_count(), 10);
+  EXPECT_EQ(cluster.gpus_in_node(1), 6);
+  EXPECT_EQ(cluster.first_gpu_of_node(1), 4);
+  EXPECT_EQ(cluster.nic_of(4 + 5), 5 * 2 / 6);
+  for (GpuId a = 0; a < 10; ++a) {
+    for (GpuId b = 0; b < 10; ++b) {
+      if (a == b) continue;
+      const Route& route = cluster.route(a, b);
+      EXPECT_FALSE(route.links.empty());
+      EXPECT_GT(route.latency, Duration::zero());
+      EXPECT_EQ(cluster.links()[route.links.front()].from, cluster.gpu_vertex(a));
+      EXPECT_EQ(cluster.links()[route.links.back()].to, cluster.gpu_vertex(b));
+      for (size_t i = 1; i < route.links.size(); ++i) {
+        EXPECT_EQ(cluster.links()[route.links[i - 1]].to, cluster.links()[route.links[i]].from);
+      }
+    }
+  }
+}
+
+// Inter-node routes leave through the sender's affine NIC and enter through the receiver's.
+TEST(Cluster, InterNodeRoutesUseTheAffineNics) {
+  NodeSpec node = test_specs::nvswitch_node(8, 4);
+  node.nic_of_gpu = {3, 3, 2, 2, 1, 1, 0, 0};
+  const Cluster cluster(test_specs::cluster(node, 2, test_specs::fabric(FabricType::kSingleSwitch)));
+  for (GpuId g = 0; g < 8; ++g) {
+    EXPECT_EQ(cluster.nic_of(g), node.nic_of_gpu[g]);
+    std::set<VertexId> nics;
+    for (LinkId link : cluster.route(g, 8 + (7 - g)).links) {
+      const VertexId to = cluster.links()[link].to;
+      if (cluster.vertex_kind(to) == VertexKind::kNic) nics.insert(to);
+    }
+    EXPECT_EQ(nics, (std::set<VertexId>{cluster.nic_vertex(0, node.nic_of_gpu[g]), cluster.nic_vertex(1, node.nic_of_gpu[7 - g])}));
+  }
+}
+
+// The bottleneck of an inter-node route on a DGX-like node is the NIC (50 GB/s < PCIe 64 GB/s).
+TEST(Cluster, BottleneckIsTheNarrowestLink) {
+  const NodeSpec node = test_specs::nvswitch_node();
+  const Cluster cluster(test_specs::cluster(node, 2, test_specs::fabric(FabricType::kRailOptimized)));
+  EXPECT_EQ(cluster.bottleneck(0, 8), std::min(node.nic.bandwidth, node.pcie.switch_link));
+  EXPECT_EQ(cluster.bottleneck(0, 1), node.gpu.nvlink_bandwidth);
+}
+
+TEST(Cluster, RoutesAreCachedAndDeterministic) {
+  const ClusterSpec spec = test_specs::cluster(test_specs::nvswitch_node(), 8, test_specs::fabric(FabricType::kFatTree, 16));
+  const Cluster a(spec);
+  const Cluster b(spec);
+  for (uint64_t hash = 0; hash < 16; ++hash) {
+    const Route& first = a.route(3, 60, hash);
+    EXPECT_EQ(&first, &a.route(3, 60, hash));
+    EXPECT_EQ(first.links, b.route(3, 60, hash).links);
+  }
+}
+
+TEST(Cluster, RejectsBadIds) {
+  const Cluster cluster(test_specs::cluster(test_specs::nvswitch_node(), 1, test_specs::fabric(FabricType::kSingleSwitch)));
+  EXPECT_THROW(cluster.route(0, 8), InputError);
+  EXPECT_THROW(cluster.route(-1, 0), InputError);
+  EXPECT_THROW(cluster.route(2, 2), InputError);
+  EXPECT_THROW(cluster.node_of(8), InputError);
+  EXPECT_THROW(cluster.gpus_in_node(1), InputError);
+  EXPECT_THROW(cluster.nic_vertex(0, 8), InputError);
+  EXPECT_THROW(Cluster(ClusterSpec{}), InputError);
+}
+
+// 2,048 DGX-H100-like nodes (16,384 GPUs) on a rail-optimized fabric build in well under a second,
+// and looking up routes does not compute all n² of them.
+TEST(Cluster, SixteenThousandGpusBuildFast) {
+  const auto start = std::chrono::steady_clock::now();
+  const Cluster cluster(test_specs::cluster(test_specs::nvswitch_node(), 2048, test_specs::fabric(FabricType::kRailOptimized)));
+  const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(cluster.gpu_count(), 16384);
+  EXPECT_LT(build_s, 1.0);
+  const auto routes_start = std::chrono::steady_clock::now();
+  for (GpuId g = 0; g < cluster.gpu_count(); ++g) {
+    const Route& route = cluster.route(g, (g + 8) % cluster.gpu_count());
+    ASSERT_FALSE(route.links.empty());
+  }
+  const double routes_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - routes_start).count();
+  EXPECT_LT(routes_s, 1.0);
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -10,6 +10,14 @@
 //
 // Simplified: no packets, no congestion control dynamics, no head-of-line blocking; a flow
 // always gets its max-min share at once (as in SimGrid's and htsim's flow-level modes).
+//
+// Timing: starts and finishes of one instant are collected and the rates recomputed once, in a
+// zero-delay event at priority INT32_MAX (after every other event of that instant), by progressive
+// filling (max_min_fair_share.h) over the affected component. A flow whose rate changes gets its
+// completion event cancelled and rescheduled. A flow's links are freed when its last byte is sent;
+// `on_complete` runs the route latency later, in an event of priority 0. Remaining bytes are
+// doubles internally; the time to send them goes through transfer_time() after rounding up to
+// whole bytes, so a flow alone on its path completes at exactly latency + transfer_time(size, b).
 
 #include <cstdint>
 #include <functional>
@@ -35,12 +43,14 @@ class FlowNetwork {
 
   // Starts a transfer of `size` bytes from `src` to `dst` now, on cluster.route(src, dst,
   // flow_hash). `on_complete` runs when the last byte has arrived. A zero-byte flow completes after
-  // the route latency. src == dst completes at once (a local copy costs no network time).
+  // the route latency. src == dst completes at once (a local copy costs no network time), in a
+  // zero-delay event. Throws InputError for GPU ids outside the cluster.
   FlowId start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash = 0);
 
   // Number of flows currently transferring.
   size_t active_flows() const;
   // Total bytes that have crossed `link` so far (for tests and link-utilisation reports).
+  // Throws InputError for a link id outside 0 .. cluster.links().size()-1.
   Bytes bytes_carried(LinkId link) const;
   // Current rate of an active flow; zero bandwidth if the flow is finished or unknown.
   Bandwidth current_rate(FlowId flow) const;

@@ -1,0 +1,265 @@
+#include "network/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "network/max_min_fair_share.h"
+
+namespace clustersim {
+
+namespace {
+
+// Rates are recomputed in an event at the very end of an instant, after every flow start and
+// finish of that instant (events run in priority order at equal times).
+constexpr int32_t kRateUpdatePriority = std::numeric_limits<int32_t>::max();
+
+// A remaining amount within this many bytes of an integer is that integer: it absorbs the rounding
+// of rate × elapsed time in doubles (relative error ~1e-16 of sizes up to 1e13 bytes).
+constexpr double kByteSlack = 1e-3;
+
+// Rates within this relative difference are the same rate: the flow keeps its completion event.
+constexpr double kSameRate = 1e-12;
+
+}  // namespace
+
+class FlowNetwork::Impl {
+ public:
+  Impl(Simulator& sim, const Cluster& cluster)
+      : sim_(sim),
+        cluster_(cluster),
+        link_flows_(cluster.links().size()),
+        carried_(cluster.links().size(), 0),
+        link_mark_(cluster.links().size(), 0),
+        link_index_(cluster.links().size(), -1) {}
+
+  FlowId start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {
+    if (src == dst) {
+      cluster_.node_of(src);  // validates the id
+      if (on_complete) sim_.schedule_after(Duration::zero(), std::move(on_complete));
+      return retired_id();
+    }
+    const Route& route = cluster_.route(src, dst, flow_hash);
+    if (size == Bytes::zero()) {
+      if (on_complete) sim_.schedule_after(route.latency, std::move(on_complete));
+      return retired_id();
+    }
+    const uint32_t slot = allocate();
+    Flow& flow = flows_[slot];
+    flow.active = true;
+    flow.route = &route;
+    flow.size = size.count();
+    flow.remaining = static_cast<double>(size.count());
+    flow.updated = sim_.now();
+    flow.rate = 0;
+    flow.on_complete = std::move(on_complete);
+    flow.position.resize(route.links.size());
+    for (size_t k = 0; k < route.links.size(); ++k) {
+      std::vector<uint32_t>& on_link = link_flows_[route.links[k]];
+      flow.position[k] = static_cast<uint32_t>(on_link.size());
+      on_link.push_back(slot);
+      dirty_links_.push_back(route.links[k]);
+    }
+    ++active_;
+    request_update();
+    return id_of(slot);
+  }
+
+  size_t active_flows() const { return active_; }
+
+  Bytes bytes_carried(LinkId link) const {
+    if (link < 0 || static_cast<size_t>(link) >= link_flows_.size()) {
+      throw InputError(fmt::format("link {} is out of range; valid links are 0..{}", link, link_flows_.size() - 1));
+    }
+    double in_flight = 0;
+    for (uint32_t slot : link_flows_[link]) {
+      const Flow& flow = flows_[slot];
+      in_flight += static_cast<double>(flow.size) - remaining_at(flow, sim_.now());
+    }
+    return Bytes::of(checked_add(carried_[link], checked_round(in_flight, "bytes carried"), "bytes carried"));
+  }
+
+  Bandwidth current_rate(FlowId id) const {
+    const uint32_t slot = static_cast<uint32_t>(id & 0xffffffffU);
+    const uint32_t generation = static_cast<uint32_t>(static_cast<uint64_t>(id) >> 32);
+    if (id < 0 || slot >= flows_.size()) return Bandwidth();
+    const Flow& flow = flows_[slot];
+    if (!flow.active || flow.generation != generation) return Bandwidth();
+    return Bandwidth::bytes_per_s(flow.rate);
+  }
+
+ private:
+  struct Flow {
+    uint32_t generation = 0;
+    bool active = false;
+    const Route* route = nullptr;
+    int64_t size = 0;
+    double remaining = 0;  // bytes still to send at time `updated`
+    Time updated;
+    double rate = 0;  // bytes/s since `updated`
+    EventId done;     // when the last byte leaves at `rate`
+    Completion on_complete;
+    std::vector<uint32_t> position;  // index of this flow in link_flows_[route->links[k]]
+    uint32_t mark = 0;               // component search stamp
+  };
+
+  FlowId id_of(uint32_t slot) const {
+    return static_cast<FlowId>((static_cast<uint64_t>(flows_[slot].generation) << 32) | slot);
+  }
+
+  uint32_t allocate() {
+    if (!free_slots_.empty()) {
+      const uint32_t slot = free_slots_.back();
+      free_slots_.pop_back();
+      return slot;
+    }
+    check_invariant(flows_.size() < std::numeric_limits<uint32_t>::max(), "FlowNetwork: too many flows");
+    flows_.emplace_back();
+    return static_cast<uint32_t>(flows_.size() - 1);
+  }
+
+  void release(uint32_t slot) {
+    Flow& flow = flows_[slot];
+    flow.active = false;
+    flow.route = nullptr;
+    flow.on_complete = nullptr;
+    flow.done = EventId{};
+    flow.generation = flow.generation == std::numeric_limits<uint32_t>::max() >> 1 ? 0 : flow.generation + 1;
+    free_slots_.push_back(slot);
+  }
+
+  // An id for a flow that needs no bandwidth (local copy, zero bytes): unique, never active.
+  FlowId retired_id() {
+    const uint32_t slot = allocate();
+    const FlowId id = id_of(slot);
+    release(slot);
+    return id;
+  }
+
+  static double remaining_at(const Flow& flow, Time now) {
+    const double sent = flow.rate * (now - flow.updated).to_seconds();
+    return std::max(0.0, flow.remaining - sent);
+  }
+
+  void request_update() {
+    if (update_pending_) return;
+    update_pending_ = true;
+    sim_.schedule_after(Duration::zero(), [this] { update_rates(); }, kRateUpdatePriority);
+  }
+
+  // Recomputes the rates of every flow connected, through shared links, to a link whose set of
+  // flows changed during this instant; reschedules the completions whose rate changed.
+  void update_rates() {
+    update_pending_ = false;
+    ++mark_;
+    component_links_.clear();
+    component_flows_.clear();
+    for (LinkId link : dirty_links_) visit_link(link);
+    dirty_links_.clear();
+    for (size_t i = 0; i < component_links_.size(); ++i) {  // grows while it is walked
+      for (uint32_t slot : link_flows_[component_links_[i]]) {
+        Flow& flow = flows_[slot];
+        if (flow.mark == mark_) continue;
+        flow.mark = mark_;
+        component_flows_.push_back(slot);
+        for (LinkId link : flow.route->links) visit_link(link);
+      }
+    }
+    if (component_flows_.empty()) return;
+
+    solver_.reset();
+    for (LinkId link : component_links_) {
+      link_index_[link] = solver_.add_link(cluster_.links()[link].bandwidth.bytes_per_second());
+    }
+    for (uint32_t slot : component_flows_) {
+      local_links_.clear();
+      for (LinkId link : flows_[slot].route->links) local_links_.push_back(link_index_[link]);
+      solver_.add_flow(local_links_);
+    }
+    const std::vector<double>& rates = solver_.solve();
+    const Time now = sim_.now();
+    for (size_t i = 0; i < component_flows_.size(); ++i) {
+      const uint32_t slot = component_flows_[i];
+      Flow& flow = flows_[slot];
+      const double rate = rates[i];
+      if (flow.done.valid() && std::abs(rate - flow.rate) <= kSameRate * flow.rate) continue;
+      flow.remaining = remaining_at(flow, now);
+      flow.updated = now;
+      flow.rate = rate;
+      if (flow.done.valid()) sim_.cancel(flow.done);
+      const double whole = std::max(0.0, std::ceil(flow.remaining - kByteSlack));
+      const Duration left = transfer_time(Bytes::of(static_cast<int64_t>(whole)), Bandwidth::bytes_per_s(rate));
+      flow.done = sim_.schedule_after(left, [this, slot] { finish(slot); });
+    }
+  }
+
+  void visit_link(LinkId link) {
+    if (link_mark_[link] == mark_) return;
+    link_mark_[link] = mark_;
+    component_links_.push_back(link);
+  }
+
+  // The flow's last byte has left the sender: free its links now, deliver after the route latency.
+  void finish(uint32_t slot) {
+    Flow& flow = flows_[slot];
+    const std::vector<LinkId>& links = flow.route->links;
+    for (size_t k = 0; k < links.size(); ++k) {
+      std::vector<uint32_t>& on_link = link_flows_[links[k]];
+      const uint32_t position = flow.position[k];
+      const uint32_t moved = on_link.back();
+      on_link[position] = moved;
+      on_link.pop_back();
+      if (moved != slot) {
+        Flow& other = flows_[moved];
+        const auto& other_links = other.route->links;
+        const size_t j = static_cast<size_t>(std::find(other_links.begin(), other_links.end(), links[k]) -
+                                             other_links.begin());
+        other.position[j] = position;
+      }
+      carried_[links[k]] += flow.size;
+      if (!on_link.empty()) dirty_links_.push_back(links[k]);
+    }
+    --active_;
+    Completion on_complete = std::move(flow.on_complete);
+    const Duration latency = flow.route->latency;
+    release(slot);
+    if (on_complete) sim_.schedule_after(latency, std::move(on_complete));
+    if (!dirty_links_.empty()) request_update();
+  }
+
+  Simulator& sim_;
+  const Cluster& cluster_;
+  std::vector<Flow> flows_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<std::vector<uint32_t>> link_flows_;  // active flows on each link
+  std::vector<int64_t> carried_;                   // bytes of finished flows per link
+  size_t active_ = 0;
+
+  // Rate update state.
+  bool update_pending_ = false;
+  std::vector<LinkId> dirty_links_;
+  uint32_t mark_ = 0;
+  std::vector<uint32_t> link_mark_;
+  std::vector<int> link_index_;  // link → solver index, valid for the links of the current component
+  std::vector<LinkId> component_links_;
+  std::vector<uint32_t> component_flows_;
+  std::vector<int> local_links_;
+  MaxMinFairShare solver_;
+};
+
+FlowNetwork::FlowNetwork(Simulator& sim, const Cluster& cluster) : impl_(std::make_unique<Impl>(sim, cluster)) {}
+FlowNetwork::~FlowNetwork() = default;
+
+FlowId FlowNetwork::start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {
+  return impl_->start_flow(src, dst, size, std::move(on_complete), flow_hash);
+}
+size_t FlowNetwork::active_flows() const { return impl_->active_flows(); }
+Bytes FlowNetwork::bytes_carried(LinkId link) const { return impl_->bytes_carried(link); }
+Bandwidth FlowNetwork::current_rate(FlowId flow) const { return impl_->current_rate(flow); }
+
+}  // namespace clustersim

@@ -1,0 +1,81 @@
+#include "network/max_min_fair_share.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+void MaxMinFairShare::reset() {
+  capacity_.clear();
+  flow_begin_.assign(1, 0);
+  flow_links_.clear();
+}
+
+int MaxMinFairShare::add_link(double capacity) {
+  check_invariant(capacity > 0, "MaxMinFairShare: link capacity must be positive");
+  capacity_.push_back(capacity);
+  return static_cast<int>(capacity_.size()) - 1;
+}
+
+void MaxMinFairShare::add_flow(std::span<const int> links) {
+  if (flow_begin_.empty()) flow_begin_.push_back(0);
+  flow_links_.insert(flow_links_.end(), links.begin(), links.end());
+  flow_begin_.push_back(static_cast<int>(flow_links_.size()));
+}
+
+const std::vector<double>& MaxMinFairShare::solve() {
+  if (flow_begin_.empty()) flow_begin_.push_back(0);
+  const size_t links = capacity_.size();
+  const size_t flows = flow_begin_.size() - 1;
+  // Flows of each link (CSR, counting sort by link).
+  unfrozen_.assign(links, 0);
+  for (int l : flow_links_) ++unfrozen_[l];
+  link_begin_.assign(links + 1, 0);
+  for (size_t l = 0; l < links; ++l) link_begin_[l + 1] = link_begin_[l] + unfrozen_[l];
+  link_flows_.resize(flow_links_.size());
+  cursor_.assign(link_begin_.begin(), link_begin_.end() - 1);
+  for (size_t f = 0; f < flows; ++f) {
+    for (int i = flow_begin_[f]; i < flow_begin_[f + 1]; ++i) {
+      link_flows_[cursor_[flow_links_[i]]++] = static_cast<int>(f);
+    }
+  }
+  version_.assign(links, 0);
+  rates_.assign(flows, -1.0);
+
+  const std::greater<Entry> later;
+  heap_.clear();
+  for (size_t l = 0; l < links; ++l) {
+    if (unfrozen_[l] > 0) heap_.emplace_back(capacity_[l] / unfrozen_[l], static_cast<int>(l), 0U);
+  }
+  std::make_heap(heap_.begin(), heap_.end(), later);
+  remaining_ = capacity_;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    const auto [share, link, version] = heap_.back();
+    heap_.pop_back();
+    if (version != version_[link] || unfrozen_[link] == 0) continue;
+    check_invariant(share > 0, "MaxMinFairShare: a saturated link still has unfrozen flows");
+    for (int i = link_begin_[link]; i < link_begin_[link + 1]; ++i) {
+      const int f = link_flows_[i];
+      if (rates_[f] >= 0) continue;
+      rates_[f] = share;
+      for (int j = flow_begin_[f]; j < flow_begin_[f + 1]; ++j) {
+        const int other = flow_links_[j];
+        remaining_[other] = std::max(0.0, remaining_[other] - share);
+        --unfrozen_[other];
+        if (other != link && unfrozen_[other] > 0) {
+          ++version_[other];
+          heap_.emplace_back(remaining_[other] / unfrozen_[other], other, version_[other]);
+          std::push_heap(heap_.begin(), heap_.end(), later);
+        }
+      }
+    }
+  }
+  for (double& rate : rates_) rate = std::max(rate, 0.0);  // flows that cross no link
+  return rates_;
+}
+
+}  // namespace clustersim

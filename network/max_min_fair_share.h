@@ -1,0 +1,51 @@
+#pragma once
+
+// Max-min fair rates of flows sharing capacitated links, by progressive filling (Bertsekas &
+// Gallager, "Data Networks", 2nd ed., §6.5.2): all unfrozen flows grow at the same rate; the link
+// whose remaining capacity per unfrozen flow is smallest saturates first, its flows freeze at that
+// share, their rates are taken off every other link they cross, and the filling continues.
+// Each flow ends with the largest rate it can have without lowering the rate of a flow that has
+// no more than it.
+//
+// Implementation: a min-heap of links keyed by (remaining capacity / unfrozen flows, link index),
+// with stale entries skipped by a version stamp, so one solve costs O(Σ route lengths · log links).
+// Ties freeze the lower link index first, which keeps results deterministic. The object keeps its
+// buffers between solves (no allocation in steady state).
+
+#include <cstdint>
+#include <span>
+#include <tuple>
+#include <vector>
+
+namespace clustersim {
+
+class MaxMinFairShare {
+ public:
+  // Forgets all links and flows.
+  void reset();
+  // Adds a link of `capacity` (> 0, any rate unit); returns its index 0, 1, ...
+  int add_link(double capacity);
+  // Adds a flow crossing `links` (indices from add_link, each at most once); flows are numbered in
+  // the order added.
+  void add_flow(std::span<const int> links);
+  // Solves; rates()[f] is flow f's max-min fair rate in the capacity unit (> 0 for a flow that
+  // crosses a link; a flow crossing no link gets 0, meaning "unconstrained").
+  const std::vector<double>& solve();
+  const std::vector<double>& rates() const { return rates_; }
+
+ private:
+  std::vector<double> capacity_;
+  std::vector<int> flow_begin_;  // CSR: links of flow f are flow_links_[flow_begin_[f] .. flow_begin_[f+1])
+  std::vector<int> flow_links_;
+  std::vector<int> link_begin_;  // CSR built by solve(): flows of link l
+  std::vector<int> link_flows_;
+  using Entry = std::tuple<double, int, uint32_t>;  // (share, link, version): a min-heap by std::greater
+  std::vector<Entry> heap_;
+  std::vector<int> cursor_;
+  std::vector<double> remaining_;  // capacity not yet given to frozen flows
+  std::vector<int> unfrozen_;
+  std::vector<uint32_t> version_;
+  std::vector<double> rates_;
+};
+
+}  // namespace clustersim

@@ -1,0 +1,230 @@
+#include "cost_models/calibration_profile.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kFormat = "clustersim-calibration-profile";
+constexpr int kVersion = 1;
+
+// Context for error messages: the source file and the key path being read.
+struct Reader {
+  std::string_view source;
+
+  [[noreturn]] void fail(std::string_view key, const std::string& why) const {
+    throw InputError(fmt::format("{}: {}: {}", source, key, why));
+  }
+
+  void reject_unknown_keys(const json& object, std::string_view where, const std::set<std::string>& allowed) const {
+    for (const auto& item : object.items()) {
+      if (!allowed.contains(item.key())) {
+        std::string valid;
+        for (const auto& k : allowed) valid += (valid.empty() ? "" : ", ") + k;
+        fail(fmt::format("{}{}", where, item.key()), fmt::format("unknown key (valid keys: {})", valid));
+      }
+    }
+  }
+
+  const json& require(const json& object, const std::string& key, std::string_view where) const {
+    auto it = object.find(key);
+    if (it == object.end()) fail(fmt::format("{}{}", where, key), "required key is missing");
+    return *it;
+  }
+
+  std::string string_of(const json& value, std::string_view key) const {
+    if (!value.is_string()) fail(key, fmt::format("expected a string, got {}", value.dump()));
+    return value.get<std::string>();
+  }
+
+  int64_t positive_integer(const json& value, std::string_view key) const {
+    if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
+      fail(key, fmt::format("expected a positive integer, got {}", value.dump()));
+    }
+    return value.get<int64_t>();
+  }
+
+  // Dimensioned values carry their unit ("12.5 us", "4180 GB/s"), as in scenario files.
+  template <typename Parse>
+  auto quantity(const json& value, std::string_view key, Parse parse) const {
+    const std::string text = string_of(value, key);
+    try {
+      return parse(text);
+    } catch (const InputError& e) {
+      fail(key, e.what());
+    }
+  }
+};
+
+}  // namespace
+
+CalibrationProfile parse_calibration_profile(std::string_view json_text, std::string_view source) {
+  Reader r{source};
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+  if (!doc.is_object()) r.fail("(top level)", "expected a JSON object");
+  r.reject_unknown_keys(doc, "",
+                        {"format", "version", "name", "machine", "gemm_samples", "memory", "launch_overhead",
+                         "collectives"});
+  const std::string format = r.string_of(r.require(doc, "format", ""), "format");
+  if (format != kFormat) r.fail("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format));
+  const json& version = r.require(doc, "version", "");
+  if (!version.is_number_integer() || version.get<int>() != kVersion) {
+    r.fail("version", fmt::format("unsupported version {} (this build reads version {})", version.dump(), kVersion));
+  }
+
+  CalibrationProfile profile;
+  profile.name = r.string_of(r.require(doc, "name", ""), "name");
+
+  const json& machine = r.require(doc, "machine", "");
+  if (!machine.is_object()) r.fail("machine", "expected an object");
+  r.reject_unknown_keys(machine, "machine.",
+                        {"gpu", "sm_count", "sm_clock_mhz", "memory_clock_mhz", "driver", "cuda", "cublas", "nccl",
+                         "date", "method"});
+  MachineDescription& m = profile.machine;
+  m.gpu = r.string_of(r.require(machine, "gpu", "machine."), "machine.gpu");
+  m.sm_count = static_cast<int>(r.positive_integer(r.require(machine, "sm_count", "machine."), "machine.sm_count"));
+  auto optional_int = [&](const char* key, int& out) {
+    if (auto it = machine.find(key); it != machine.end()) {
+      out = static_cast<int>(r.positive_integer(*it, fmt::format("machine.{}", key)));
+    }
+  };
+  auto optional_string = [&](const char* key, std::string& out) {
+    if (auto it = machine.find(key); it != machine.end()) out = r.string_of(*it, fmt::format("machine.{}", key));
+  };
+  optional_int("sm_clock_mhz", m.sm_clock_mhz);
+  optional_int("memory_clock_mhz", m.memory_clock_mhz);
+  optional_string("driver", m.driver);
+  optional_string("cuda", m.cuda);
+  optional_string("cublas", m.cublas);
+  optional_string("nccl", m.nccl);
+  optional_string("date", m.date);
+  optional_string("method", m.method);
+
+  if (auto it = doc.find("gemm_samples"); it != doc.end()) {
+    if (!it->is_array()) r.fail("gemm_samples", "expected an array of samples");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& s = (*it)[i];
+      const std::string where = fmt::format("gemm_samples[{}].", i);
+      if (!s.is_object()) r.fail(where, "expected an object {dtype, m, n, k, batch, a_transposed, time}");
+      r.reject_unknown_keys(s, where, {"dtype", "m", "n", "k", "batch", "a_transposed", "time"});
+      GemmSample sample;
+      const std::string dtype = r.string_of(r.require(s, "dtype", where), where + "dtype");
+      try {
+        sample.shape.dtype = parse_data_type(dtype);
+      } catch (const InputError& e) {
+        r.fail(where + "dtype", e.what());
+      }
+      sample.shape.m = r.positive_integer(r.require(s, "m", where), where + "m");
+      sample.shape.n = r.positive_integer(r.require(s, "n", where), where + "n");
+      sample.shape.k = r.positive_integer(r.require(s, "k", where), where + "k");
+      if (auto b = s.find("batch"); b != s.end()) sample.shape.batch = r.positive_integer(*b, where + "batch");
+      if (auto t = s.find("a_transposed"); t != s.end()) {
+        if (!t->is_boolean()) r.fail(where + "a_transposed", "expected true or false");
+        sample.shape.a_transposed = t->get<bool>();
+      }
+      sample.time = r.quantity(r.require(s, "time", where), where + "time", parse_duration);
+      if (sample.time.ps() <= 0) r.fail(where + "time", "a GEMM time must be positive");
+      profile.gemm_samples.push_back(sample);
+    }
+  }
+
+  if (auto it = doc.find("memory"); it != doc.end()) {
+    if (!it->is_object()) r.fail("memory", "expected an object {copy_bandwidth}");
+    r.reject_unknown_keys(*it, "memory.", {"copy_bandwidth"});
+    if (auto bw = it->find("copy_bandwidth"); bw != it->end()) {
+      profile.copy_bandwidth = r.quantity(*bw, "memory.copy_bandwidth", parse_bandwidth);
+    }
+  }
+  if (auto it = doc.find("launch_overhead"); it != doc.end()) {
+    if (!it->is_object()) r.fail("launch_overhead", "expected an object {eager, graph}");
+    r.reject_unknown_keys(*it, "launch_overhead.", {"eager", "graph"});
+    if (auto e = it->find("eager"); e != it->end()) {
+      profile.launch_eager = r.quantity(*e, "launch_overhead.eager", parse_duration);
+    }
+    if (auto g = it->find("graph"); g != it->end()) {
+      profile.launch_graph = r.quantity(*g, "launch_overhead.graph", parse_duration);
+    }
+  }
+  if (auto it = doc.find("collectives"); it != doc.end()) profile.collectives_json = it->dump();
+  return profile;
+}
+
+CalibrationProfile load_calibration_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot read calibration profile \"{}\"", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_calibration_profile(buffer.str(), path);
+}
+
+namespace {
+// µs with 6 decimals is exact to the picosecond, so a written profile reads back identically.
+std::string duration_text(Duration d) {
+  const int64_t ps = d.ps();
+  return fmt::format("{}.{:06d} us", ps / 1'000'000, ps % 1'000'000);
+}
+}  // namespace
+
+std::string to_json(const CalibrationProfile& profile) {
+  json doc = json::object();
+  doc["format"] = kFormat;
+  doc["version"] = kVersion;
+  doc["name"] = profile.name;
+  const MachineDescription& m = profile.machine;
+  json machine = {{"gpu", m.gpu}, {"sm_count", m.sm_count}};
+  if (m.sm_clock_mhz > 0) machine["sm_clock_mhz"] = m.sm_clock_mhz;
+  if (m.memory_clock_mhz > 0) machine["memory_clock_mhz"] = m.memory_clock_mhz;
+  for (const auto& [key, value] : {std::pair{"driver", &m.driver}, std::pair{"cuda", &m.cuda},
+                                   std::pair{"cublas", &m.cublas}, std::pair{"nccl", &m.nccl},
+                                   std::pair{"date", &m.date}, std::pair{"method", &m.method}}) {
+    if (!value->empty()) machine[key] = *value;
+  }
+  doc["machine"] = machine;
+  json samples = json::array();
+  for (const GemmSample& s : profile.gemm_samples) {
+    json j = {{"dtype", std::string(name_of(s.shape.dtype))},
+              {"m", s.shape.m},
+              {"n", s.shape.n},
+              {"k", s.shape.k},
+              {"batch", s.shape.batch}};
+    if (s.shape.a_transposed) j["a_transposed"] = true;
+    j["time"] = duration_text(s.time);
+    samples.push_back(j);
+  }
+  doc["gemm_samples"] = samples;
+  if (profile.copy_bandwidth) {
+    doc["memory"] = {{"copy_bandwidth", fmt::format("{:.17g} B/s", profile.copy_bandwidth->bytes_per_second())}};
+  }
+  if (profile.launch_eager || profile.launch_graph) {
+    json launch = json::object();
+    if (profile.launch_eager) launch["eager"] = duration_text(*profile.launch_eager);
+    if (profile.launch_graph) launch["graph"] = duration_text(*profile.launch_graph);
+    doc["launch_overhead"] = launch;
+  }
+  if (!profile.collectives_json.empty()) doc["collectives"] = json::parse(profile.collectives_json);
+  return doc.dump(1) + "\n";
+}
+
+void save_calibration_profile(const CalibrationProfile& profile, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("cannot write calibration profile \"{}\"", path));
+  out << to_json(profile);
+  if (!out) throw InputError(fmt::format("failed writing calibration profile \"{}\"", path));
+}
+
+}  // namespace clustersim

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.h"
+#include "cost_models/gemm_shape.h"
+
+namespace clustersim {
+
+// The machine a profile was measured on, as the calibrator records it.
+struct MachineDescription {
+  std::string gpu;           // device name as the driver reports it, e.g. "NVIDIA H200"
+  int sm_count = 0;          // streaming multiprocessors
+  int sm_clock_mhz = 0;      // maximum SM clock
+  int memory_clock_mhz = 0;  // maximum memory clock
+  std::string driver;        // e.g. "580.159.04"
+  std::string cuda;          // CUDA runtime version
+  std::string cublas;        // cuBLAS version
+  std::string nccl;          // NCCL version
+  std::string date;          // ISO date of the measurement
+  std::string method;        // how the samples were taken (tool, timing method)
+};
+
+// One measured GEMM: its shape and the kernel duration, i.e. the time from the start of one kernel to
+// the start of the next when identical kernels run back to back (replayed in a CUDA graph, so CPU
+// launch cost is excluded but the GPU's inter-kernel gap is included).
+struct GemmSample {
+  GemmShape shape;
+  Duration time;
+  double tflops() const { return shape.flops() / time.to_seconds() * 1e-12; }
+};
+
+// A calibration profile: measurements of one GPU model that replace the datasheet defaults of
+// ComputeCostModel. The JSON format is documented in cost_models/calibration_profile.md.
+struct CalibrationProfile {
+  std::string name;
+  MachineDescription machine;
+  std::vector<GemmSample> gemm_samples;
+  // Device-to-device copy rate counting bytes read plus bytes written.
+  std::optional<Bandwidth> copy_bandwidth;
+  // Interval at which the CPU issues eager kernels (framework dispatch + cudaLaunchKernel).
+  std::optional<Duration> launch_eager;
+  // Gap between consecutive kernels replayed from a CUDA graph.
+  std::optional<Duration> launch_graph;
+  // Collective fits of the calibration tool chain, kept verbatim (JSON text, "" when absent); their
+  // schema belongs to collectives/.
+  std::string collectives_json;
+};
+
+// Parses a profile from JSON text. `source` names the file in error messages. Throws InputError
+// naming the source, the key and what is valid for malformed JSON, a wrong format tag or version,
+// unknown keys, missing required keys, non-positive dimensions or durations, and unit-less values.
+CalibrationProfile parse_calibration_profile(std::string_view json_text, std::string_view source);
+// Reads and parses a file. Throws InputError if it cannot be read.
+CalibrationProfile load_calibration_profile(const std::string& path);
+// Serialises to the documented JSON format; parse_calibration_profile(to_json(p)) == p up to the
+// picosecond (durations are written in µs with 6 decimals).
+std::string to_json(const CalibrationProfile& profile);
+// Writes to_json(profile) to `path`. Throws InputError if the file cannot be written.
+void save_calibration_profile(const CalibrationProfile& profile, const std::string& path);
+
+}  // namespace clustersim

@@ -1,0 +1,89 @@
+#include "cost_models/calibration_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+#include "cost_models/test_support.h"
+
+namespace clustersim {
+namespace {
+
+const std::string kSweep = std::string(CLUSTERSIM_SOURCE_DIR) + "/cost_models/testdata/h200_pytorch_sweep.json";
+
+std::string message_of(const std::string& json) {
+  try {
+    parse_calibration_profile(json, "test.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CalibrationProfile, LoadsTheCommittedH200Sweep) {
+  const CalibrationProfile p = load_calibration_profile(kSweep);
+  EXPECT_EQ(p.name, "h200-pytorch-sweep");
+  EXPECT_EQ(p.machine.gpu, "NVIDIA H200");
+  EXPECT_EQ(p.machine.sm_count, 132);
+  EXPECT_FALSE(p.machine.driver.empty());
+  EXPECT_FALSE(p.machine.date.empty());
+  EXPECT_GE(p.gemm_samples.size(), 90u);
+  ASSERT_TRUE(p.copy_bandwidth.has_value());
+  EXPECT_NEAR(p.copy_bandwidth->gigabytes_per_second(), 4180.8, 1e-6);
+  ASSERT_TRUE(p.launch_eager && p.launch_graph);
+  // The first sample is bf16 256³ in 3.034 µs: 2·256³ / 3.034 µs = 11.06 TFLOP/s.
+  const GemmSample& first = p.gemm_samples.front();
+  EXPECT_EQ(first.shape, (GemmShape{256, 256, 256, 1, DataType::kBf16, false}));
+  EXPECT_NEAR(first.tflops(), 2.0 * 256 * 256 * 256 / first.time.to_seconds() * 1e-12, 1e-9);
+}
+
+TEST(CalibrationProfile, RoundTripsThroughJson) {
+  CalibrationProfile p = load_calibration_profile(kSweep);
+  p.gemm_samples.push_back({GemmShape{50257, 4096, 8192, 1, DataType::kBf16, true}, Duration::picoseconds(123456789)});
+  p.collectives_json = R"({"all_reduce":{"ring":[]}})";
+  const CalibrationProfile back = parse_calibration_profile(to_json(p), "round-trip");
+  EXPECT_EQ(back.name, p.name);
+  EXPECT_EQ(back.machine.cublas, p.machine.cublas);
+  ASSERT_EQ(back.gemm_samples.size(), p.gemm_samples.size());
+  for (size_t i = 0; i < p.gemm_samples.size(); ++i) {
+    EXPECT_EQ(back.gemm_samples[i].shape, p.gemm_samples[i].shape);
+    EXPECT_EQ(back.gemm_samples[i].time, p.gemm_samples[i].time);
+  }
+  EXPECT_EQ(back.copy_bandwidth, p.copy_bandwidth);
+  EXPECT_EQ(back.launch_eager, p.launch_eager);
+  EXPECT_EQ(back.collectives_json, p.collectives_json);
+
+  const std::string path = ::testing::TempDir() + "profile.json";
+  save_calibration_profile(p, path);
+  EXPECT_EQ(load_calibration_profile(path).gemm_samples.size(), p.gemm_samples.size());
+  std::remove(path.c_str());
+}
+
+TEST(CalibrationProfile, RejectsMalformedProfilesNamingTheKey) {
+  const std::string head = R"({"format":"clustersim-calibration-profile","version":1,"name":"x",)"
+                           R"("machine":{"gpu":"G","sm_count":132},)";
+  EXPECT_NE(message_of(head + R"("gemm_samples":[{"dtype":"bf16","m":8,"n":8,"k":8,"time":"12.5"}]})")
+                .find("gemm_samples[0].time"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("gemm_samples":[{"dtype":"bf17","m":8,"n":8,"k":8,"time":"1 us"}]})")
+                .find("valid: fp32"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("gemm_samples":[{"dtype":"bf16","m":0,"n":8,"k":8,"time":"1 us"}]})")
+                .find("gemm_samples[0].m"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("colour":"blue"})").find("colour"), std::string::npos);
+  EXPECT_NE(message_of(head + R"("memory":{"copy_bandwidth":"4000"}})").find("memory.copy_bandwidth"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"format":"other","version":1})").find("format"), std::string::npos);
+  EXPECT_NE(message_of(R"({"format":"clustersim-calibration-profile","version":2})").find("version"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"format":"clustersim-calibration-profile","version":1,"name":"x"})").find("machine"),
+            std::string::npos);
+  EXPECT_NE(message_of("{not json").find("not valid JSON"), std::string::npos);
+  EXPECT_THROW(load_calibration_profile("/nonexistent/profile.json"), InputError);
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -1,0 +1,141 @@
+#include "cost_models/compute_cost_model.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+namespace {
+
+int sm_count_of(const GpuSpec& gpu, const CalibrationProfile* profile) {
+  if (gpu.sm_count > 0) return gpu.sm_count;
+  if (profile != nullptr && profile->machine.sm_count > 0) return profile->machine.sm_count;
+  throw InputError(fmt::format("GPU \"{}\" has no sm_count; give the number of streaming multiprocessors "
+                               "(e.g. 132 for H100/H200 SXM, 108 for A100) or a calibration profile",
+                               gpu.name));
+}
+
+// The default GEMM kernel duration: roofline of compute (shape-aware efficiency) and operand
+// traffic, plus the inter-kernel gap. A free function so that a predictor can hold it by value.
+Duration default_gemm_kernel_time(const GemmEfficiencyModel& model, const GpuSpec& gpu, Bandwidth bandwidth,
+                                  Duration gap, const GemmShape& shape) {
+  const double efficiency = model.efficiency(shape);
+  const Duration compute = compute_time(shape.flops(), gpu.peak(shape.dtype) * efficiency);
+  const int64_t e = bytes_per_element(shape.dtype);
+  const int64_t elements = checked_add(checked_add(checked_mul(shape.m, shape.k, "GEMM operand A"),
+                                                   checked_mul(shape.k, shape.n, "GEMM operand B"), "GEMM operands"),
+                                       checked_mul(shape.m, shape.n, "GEMM output"), "GEMM operands");
+  const Bytes bytes = Bytes::of(checked_mul(checked_mul(elements, e, "GEMM bytes"), shape.batch, "GEMM bytes"));
+  return std::max(compute, transfer_time(bytes, bandwidth)) + gap;
+}
+
+}  // namespace
+
+ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile, LaunchMode launch)
+    : gpu_(gpu), launch_(launch), gemm_model_(sm_count_of(gpu, profile)) {
+  if (!gpu.hbm_bandwidth.is_positive() && (profile == nullptr || !profile->copy_bandwidth)) {
+    throw InputError(fmt::format("GPU \"{}\" has no hbm_bandwidth; give its datasheet memory bandwidth "
+                                 "(e.g. \"4.8 TB/s\" for H200) or a calibration profile with a copy bandwidth",
+                                 gpu.name));
+  }
+  memory_bandwidth_ = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
+  kernel_gap_ = Duration::microseconds(ComputeDefaults::kKernelGapUs);
+  dispatch_interval_ = Duration::microseconds(ComputeDefaults::kEagerDispatchUs);
+  if (profile == nullptr) return;
+
+  profile_name_ = profile->name;
+  std::vector<std::string> used;
+  if (profile->copy_bandwidth) {
+    if (!profile->copy_bandwidth->is_positive()) {
+      throw InputError(fmt::format("calibration profile \"{}\": memory.copy_bandwidth must be positive", profile->name));
+    }
+    memory_bandwidth_ = *profile->copy_bandwidth;
+    used.push_back(fmt::format("copy {}", to_string(memory_bandwidth_)));
+  }
+  if (profile->launch_eager) {
+    dispatch_interval_ = *profile->launch_eager;
+    used.push_back(fmt::format("eager dispatch {}", to_string(dispatch_interval_)));
+  }
+  if (profile->launch_graph) {
+    kernel_gap_ = *profile->launch_graph;
+    used.push_back(fmt::format("kernel gap {}", to_string(kernel_gap_)));
+  }
+  if (!profile->gemm_samples.empty()) {
+    predictor_.emplace(profile->gemm_samples,
+                       [model = gemm_model_, gpu = gpu_, bandwidth = memory_bandwidth_, gap = kernel_gap_](
+                           const GemmShape& s) { return default_gemm_kernel_time(model, gpu, bandwidth, gap, s); });
+    used.push_back(fmt::format("{} GEMM samples", profile->gemm_samples.size()));
+  }
+  std::string joined;
+  for (const auto& u : used) joined += (joined.empty() ? "" : ", ") + u;
+  profile_summary_ = fmt::format("calibration profile \"{}\" ({}, {}): {}; datasheet defaults for the rest",
+                                 profile->name, profile->machine.gpu,
+                                 profile->machine.date.empty() ? "undated" : profile->machine.date,
+                                 joined.empty() ? "nothing usable" : joined);
+}
+
+Duration ComputeCostModel::kernel_duration(Duration work) const {
+  const Duration on_gpu = work + kernel_gap_;
+  if (launch_ == LaunchMode::kCudaGraph) return on_gpu;
+  return std::max(on_gpu, dispatch_interval_);
+}
+
+Duration ComputeCostModel::default_gemm_kernel(const GemmShape& shape) const {
+  return default_gemm_kernel_time(gemm_model_, gpu_, memory_bandwidth_, kernel_gap_, shape);
+}
+
+Duration ComputeCostModel::gemm_time(const GemmShape& shape) const {
+  if (predictor_ && predictor_->covers(shape)) {
+    const Duration measured_like = predictor_->predict(shape);  // already a back-to-back kernel duration
+    return launch_ == LaunchMode::kCudaGraph ? measured_like : std::max(measured_like, dispatch_interval_);
+  }
+  const Duration kernel = default_gemm_kernel(shape);
+  return launch_ == LaunchMode::kCudaGraph ? kernel : std::max(kernel, dispatch_interval_);
+}
+
+Duration ComputeCostModel::gemm_time(int64_t m, int64_t n, int64_t k, DataType dtype, int64_t batch) const {
+  return gemm_time(GemmShape{m, n, k, batch, dtype, false});
+}
+
+Duration ComputeCostModel::memory_bound_time(Bytes bytes) const {
+  return kernel_duration(transfer_time(bytes, memory_bandwidth_));
+}
+
+Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, DataType dtype,
+                                          AttentionDirection direction) const {
+  const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kAttentionForwardEfficiency
+                                                                       : ComputeDefaults::kAttentionBackwardEfficiency;
+  const Duration compute = compute_time(kernel_flops, gpu_.peak(dtype) * efficiency);
+  return kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_)));
+}
+
+std::string ComputeCostModel::describe() const {
+  const std::string launch =
+      launch_ == LaunchMode::kEager
+          ? fmt::format("eager dispatch {} per kernel, kernel gap {}", to_string(dispatch_interval_),
+                        to_string(kernel_gap_))
+          : fmt::format("CUDA graphs, kernel gap {}", to_string(kernel_gap_));
+  if (profile_name_) return fmt::format("{} [{}]", profile_summary_, launch);
+  return fmt::format(
+      "datasheet defaults for {}: GEMM efficiency from the shape-aware default model (large-GEMM ceiling "
+      "{:.2f} bf16/fp16, {:.2f} fp8; tile/wave quantization over {} SMs; slow path for misaligned strides), "
+      "HBM {} ({:.3f} of datasheet), fused attention {:.2f}/{:.2f} of peak (forward/backward) [{}]",
+      gpu_.name, GemmEfficiencyModel::peak_fraction(DataType::kBf16),
+      GemmEfficiencyModel::peak_fraction(DataType::kFp8), gemm_model_.sm_count(), to_string(memory_bandwidth_),
+      ComputeDefaults::kHbmEfficiency, ComputeDefaults::kAttentionForwardEfficiency,
+      ComputeDefaults::kAttentionBackwardEfficiency, launch);
+}
+
+LeaveOneOutResult leave_one_out_gemm(const CalibrationProfile& profile, const GpuSpec& gpu) {
+  // The baseline is the default model with the profile's bandwidth and kernel gap, but no samples.
+  CalibrationProfile without_samples = profile;
+  without_samples.gemm_samples.clear();
+  const ComputeCostModel baseline(gpu, &without_samples, LaunchMode::kCudaGraph);
+  const GemmPredictor predictor(profile.gemm_samples,
+                                [&baseline](const GemmShape& s) { return baseline.gemm_time(s); });
+  return evaluate_leave_one_out(predictor);
+}
+
+}  // namespace clustersim

@@ -1,0 +1,111 @@
+#include "cost_models/gemm_predictor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "cost_models/gemm_efficiency_model.h"
+
+namespace clustersim {
+
+namespace {
+
+constexpr size_t kNeighbours = 8;
+constexpr double kSigmaOctaves = 1.0;
+
+void coordinates_of(const GemmShape& s, double out[4]) {
+  out[0] = std::log2(static_cast<double>(s.m));
+  out[1] = std::log2(static_cast<double>(s.n));
+  out[2] = std::log2(static_cast<double>(s.k));
+  out[3] = std::log2(static_cast<double>(s.batch));
+}
+
+bool same_class(const GemmShape& a, const GemmShape& b) {
+  return a.dtype == b.dtype && GemmEfficiencyModel::alignment_of(a) == GemmEfficiencyModel::alignment_of(b);
+}
+
+}  // namespace
+
+GemmPredictor::GemmPredictor(std::vector<GemmSample> samples, Baseline baseline)
+    : samples_(std::move(samples)), baseline_(std::move(baseline)) {
+  check_invariant(static_cast<bool>(baseline_), "GemmPredictor needs a baseline model");
+  points_.reserve(samples_.size());
+  for (const GemmSample& s : samples_) {
+    Point p;
+    p.shape = s.shape;
+    const double base = static_cast<double>(baseline_(s.shape).ps());
+    check_invariant(base > 0, "GemmPredictor baseline returned a non-positive time");
+    p.log_ratio = std::log(static_cast<double>(s.time.ps()) / base);
+    coordinates_of(s.shape, p.coords);
+    points_.push_back(p);
+  }
+}
+
+bool GemmPredictor::covers(const GemmShape& shape) const {
+  return std::any_of(points_.begin(), points_.end(), [&](const Point& p) { return p.shape.dtype == shape.dtype; });
+}
+
+Duration GemmPredictor::predict(const GemmShape& shape) const {
+  return predict_without(shape, std::numeric_limits<size_t>::max());
+}
+
+Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded) const {
+  const Duration base = baseline_(shape);
+  double target[4];
+  coordinates_of(shape, target);
+  // Candidates: same class; else aligned samples of the same dtype.
+  std::vector<std::pair<double, size_t>> by_distance;  // (squared distance, index)
+  for (int pass = 0; pass < 2 && by_distance.empty(); ++pass) {
+    for (size_t i = 0; i < points_.size(); ++i) {
+      if (i == excluded) continue;
+      const Point& p = points_[i];
+      const bool eligible =
+          pass == 0 ? same_class(p.shape, shape)
+                    : p.shape.dtype == shape.dtype &&
+                          GemmEfficiencyModel::alignment_of(p.shape) == GemmAlignment::kAligned;
+      if (!eligible) continue;
+      double d2 = 0;
+      for (int c = 0; c < 4; ++c) d2 += (p.coords[c] - target[c]) * (p.coords[c] - target[c]);
+      by_distance.emplace_back(d2, i);
+    }
+  }
+  if (by_distance.empty()) return base;
+  const size_t k = std::min(kNeighbours, by_distance.size());
+  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
+  if (by_distance.front().first == 0 && points_[by_distance.front().second].shape == shape) {
+    return samples_[by_distance.front().second].time;
+  }
+  double weight_sum = 0;
+  double weighted = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const double w = std::exp(-by_distance[j].first / (2 * kSigmaOctaves * kSigmaOctaves));
+    weight_sum += w;
+    weighted += w * points_[by_distance[j].second].log_ratio;
+  }
+  // Far from every sample the weights vanish; fall back to the nearest sample's ratio.
+  const double log_ratio = weight_sum > 1e-12 ? weighted / weight_sum : points_[by_distance.front().second].log_ratio;
+  return base.scaled(std::exp(log_ratio));
+}
+
+LeaveOneOutResult evaluate_leave_one_out(const GemmPredictor& predictor) {
+  LeaveOneOutResult result;
+  std::vector<double> errors;
+  for (size_t i = 0; i < predictor.samples().size(); ++i) {
+    const GemmSample& s = predictor.samples()[i];
+    const Duration predicted = predictor.predict_without(s.shape, i);
+    const double error =
+        (static_cast<double>(predicted.ps()) - static_cast<double>(s.time.ps())) / static_cast<double>(s.time.ps());
+    result.rows.push_back({s.shape, s.time, predicted, error});
+    errors.push_back(std::fabs(error));
+  }
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    const size_t n = errors.size();
+    result.median_abs_error = n % 2 == 1 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+    result.max_abs_error = errors.back();
+  }
+  return result;
+}
+
+}  // namespace clustersim

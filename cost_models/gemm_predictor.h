@@ -1,0 +1,63 @@
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/units.h"
+#include "cost_models/calibration_profile.h"
+#include "cost_models/gemm_shape.h"
+
+namespace clustersim {
+
+// Predicts GEMM kernel durations from measured samples (a calibration profile).
+//
+// Method: a baseline model (the default shape-aware model of ComputeCostModel, which carries tile
+// and wave quantization, the depth ramp, the memory floor and the alignment slow path) is corrected
+// by the measured/baseline time ratio of nearby samples. The log-ratios of the k = 8 nearest samples
+// of the same class are averaged with Gaussian weights exp(-d²/2σ²), σ = 1 octave, where d is the
+// distance in log2 space over (M, N, K, batch). Interpolating the ratio rather than the time keeps
+// the sawtooth of quantization that a smooth interpolation would blur. A class is a dtype and an
+// alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples; when a
+// class has no samples the aligned samples of the dtype are used (the baseline already carries the
+// slow-path factor), and when the dtype has none the baseline stands alone. A shape that equals a
+// sample returns that sample's time.
+class GemmPredictor {
+ public:
+  using Baseline = std::function<Duration(const GemmShape&)>;
+
+  GemmPredictor(std::vector<GemmSample> samples, Baseline baseline);
+
+  Duration predict(const GemmShape& shape) const;
+  // True when `shape`'s dtype has samples (the prediction is calibrated, not the baseline).
+  bool covers(const GemmShape& shape) const;
+  // predict() as if sample `excluded` were absent (leave-one-out evaluation).
+  Duration predict_without(const GemmShape& shape, size_t excluded) const;
+  const std::vector<GemmSample>& samples() const { return samples_; }
+
+ private:
+  struct Point {
+    GemmShape shape;
+    double log_ratio;  // ln(measured / baseline)
+    double coords[4];  // log2 of m, n, k, batch
+  };
+  std::vector<GemmSample> samples_;
+  std::vector<Point> points_;
+  Baseline baseline_;
+};
+
+// Leave-one-out evaluation: each sample predicted from all the others.
+struct LeaveOneOutResult {
+  struct Row {
+    GemmShape shape;
+    Duration measured;
+    Duration predicted;
+    double relative_error;  // (predicted - measured) / measured
+  };
+  std::vector<Row> rows;
+  double median_abs_error = 0;  // median of |relative_error|
+  double max_abs_error = 0;
+};
+
+LeaveOneOutResult evaluate_leave_one_out(const GemmPredictor& predictor);
+
+}  // namespace clustersim

@@ -20,7 +20,7 @@ EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
   s.callback = std::move(callback);
   s.pending = true;
   heap_.push_back(Key{time.ps(), priority, slot, next_sequence_++});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
   ++live_;
   return EventId{slot, s.generation};
 }
@@ -43,7 +43,7 @@ void EventQueue::release(uint32_t slot) {
 void EventQueue::drop_cancelled_top() {
   while (!heap_.empty() && !slots_[heap_.front().slot].pending) {
     const uint32_t slot = heap_.front().slot;
-    std::pop_heap(heap_.begin(), heap_.end(), later);
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
     heap_.pop_back();
     release(slot);
   }
@@ -59,7 +59,7 @@ EventQueue::Callback EventQueue::pop(Time& time) {
   drop_cancelled_top();
   check_invariant(!heap_.empty(), "EventQueue::pop on an empty queue");
   const Key top = heap_.front();
-  std::pop_heap(heap_.begin(), heap_.end(), later);
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
   heap_.pop_back();
   Slot& s = slots_[top.slot];
   Callback callback = std::move(s.callback);

@@ -51,11 +51,14 @@ class EventQueue {
     uint32_t generation = 0;
     bool pending = false;
   };
-  static bool later(const Key& a, const Key& b) {
-    if (a.time_ps != b.time_ps) return a.time_ps > b.time_ps;
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return a.sequence > b.sequence;
-  }
+  // A function object rather than a function, so the heap algorithms inline the comparison.
+  struct Later {
+    bool operator()(const Key& a, const Key& b) const {
+      if (a.time_ps != b.time_ps) return a.time_ps > b.time_ps;
+      if (a.priority != b.priority) return a.priority > b.priority;
+      return a.sequence > b.sequence;
+    }
+  };
   void drop_cancelled_top();
   void release(uint32_t slot);
 

@@ -1,12 +1,17 @@
 #include "network/max_min_fair_share.h"
 
 #include <algorithm>
-#include <functional>
-#include <tuple>
+#include <limits>
 
 #include "core/error.h"
 
 namespace clustersim {
+
+namespace {
+// Links whose shares differ by less than this relative amount saturate together: it absorbs
+// rounding, so symmetric links do not cost one filling round each.
+constexpr double kTie = 1e-12;
+}  // namespace
 
 void MaxMinFairShare::reset() {
   capacity_.clear();
@@ -42,37 +47,35 @@ const std::vector<double>& MaxMinFairShare::solve() {
       link_flows_[cursor_[flow_links_[i]]++] = static_cast<int>(f);
     }
   }
-  version_.assign(links, 0);
   rates_.assign(flows, -1.0);
-
-  const std::greater<Entry> later;
-  heap_.clear();
-  for (size_t l = 0; l < links; ++l) {
-    if (unfrozen_[l] > 0) heap_.emplace_back(capacity_[l] / unfrozen_[l], static_cast<int>(l), 0U);
-  }
-  std::make_heap(heap_.begin(), heap_.end(), later);
   remaining_ = capacity_;
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    const auto [share, link, version] = heap_.back();
-    heap_.pop_back();
-    if (version != version_[link] || unfrozen_[link] == 0) continue;
-    check_invariant(share > 0, "MaxMinFairShare: a saturated link still has unfrozen flows");
-    for (int i = link_begin_[link]; i < link_begin_[link + 1]; ++i) {
-      const int f = link_flows_[i];
-      if (rates_[f] >= 0) continue;
-      rates_[f] = share;
-      for (int j = flow_begin_[f]; j < flow_begin_[f + 1]; ++j) {
-        const int other = flow_links_[j];
-        remaining_[other] = std::max(0.0, remaining_[other] - share);
-        --unfrozen_[other];
-        if (other != link && unfrozen_[other] > 0) {
-          ++version_[other];
-          heap_.emplace_back(remaining_[other] / unfrozen_[other], other, version_[other]);
-          std::push_heap(heap_.begin(), heap_.end(), later);
+  active_.clear();
+  for (size_t l = 0; l < links; ++l) {
+    if (unfrozen_[l] > 0) active_.push_back(static_cast<int>(l));
+  }
+  while (!active_.empty()) {
+    // The next water level: the smallest remaining capacity per unfrozen flow.
+    double level = std::numeric_limits<double>::infinity();
+    for (int l : active_) level = std::min(level, remaining_[l] / unfrozen_[l]);
+    check_invariant(level > 0, "MaxMinFairShare: a saturated link still has unfrozen flows");
+    // Every link at that level saturates now; its unfrozen flows freeze at the level.
+    saturated_.clear();
+    for (int l : active_) {
+      if (remaining_[l] / unfrozen_[l] <= level * (1 + kTie)) saturated_.push_back(l);
+    }
+    for (int link : saturated_) {
+      for (int i = link_begin_[link]; i < link_begin_[link + 1]; ++i) {
+        const int f = link_flows_[i];
+        if (rates_[f] >= 0) continue;
+        rates_[f] = level;
+        for (int j = flow_begin_[f]; j < flow_begin_[f + 1]; ++j) {
+          const int other = flow_links_[j];
+          remaining_[other] = std::max(0.0, remaining_[other] - level);
+          --unfrozen_[other];
         }
       }
     }
+    std::erase_if(active_, [this](int l) { return unfrozen_[l] == 0; });
   }
   for (double& rate : rates_) rate = std::max(rate, 0.0);  // flows that cross no link
   return rates_;

@@ -7,14 +7,16 @@
 // Each flow ends with the largest rate it can have without lowering the rate of a flow that has
 // no more than it.
 //
-// Implementation: a min-heap of links keyed by (remaining capacity / unfrozen flows, link index),
-// with stale entries skipped by a version stamp, so one solve costs O(Σ route lengths · log links).
-// Ties freeze the lower link index first, which keeps results deterministic. The object keeps its
-// buffers between solves (no allocation in steady state).
+// Implementation: filling proceeds in rounds, one per distinct rate level: a scan of the links that
+// still carry unfrozen flows finds the lowest share, every link at that share (within a relative
+// 1e-12, so rounding does not split symmetric links) saturates, and its flows freeze. One solve
+// costs O(Σ route lengths + levels × links); flow-level networks have few distinct levels (the
+// link speeds and their sharing counts), so this beats a priority queue of links, whose updates
+// cost a log factor per frozen flow. Results depend only on the input order (deterministic).
+// The object keeps its buffers between solves (no allocation in steady state).
 
 #include <cstdint>
 #include <span>
-#include <tuple>
 #include <vector>
 
 namespace clustersim {
@@ -39,12 +41,11 @@ class MaxMinFairShare {
   std::vector<int> flow_links_;
   std::vector<int> link_begin_;  // CSR built by solve(): flows of link l
   std::vector<int> link_flows_;
-  using Entry = std::tuple<double, int, uint32_t>;  // (share, link, version): a min-heap by std::greater
-  std::vector<Entry> heap_;
+  std::vector<int> active_;     // links with unfrozen flows
+  std::vector<int> saturated_;  // links saturating in the current round
   std::vector<int> cursor_;
   std::vector<double> remaining_;  // capacity not yet given to frozen flows
   std::vector<int> unfrozen_;
-  std::vector<uint32_t> version_;
   std::vector<double> rates_;
 };
 

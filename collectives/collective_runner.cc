@@ -1,0 +1,270 @@
+#include "collectives/collective_runner.h"
+
+#include <array>
+#include <bit>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "collectives/algorithm.h"
+#include "collectives/collective_profile.h"
+#include "collectives/group_layout_builder.h"
+#include "collectives/selector.h"
+#include "core/error.h"
+
+namespace clustersim {
+namespace {
+
+// Everything the closed forms read, flattened: two groups with the same key get the same estimates
+// (a layout search prices thousands of identical data-parallel groups once).
+std::vector<int64_t> shape_key(const GroupLayout& layout) {
+  std::vector<int64_t> key;
+  key.reserve(layout.ranks.size() * 3 + 12);
+  for (const auto& place : layout.ranks) {
+    key.push_back(place.node);
+    key.push_back(place.local);
+    key.push_back(place.nic);
+  }
+  key.push_back(static_cast<int64_t>(layout.intra_fabric));
+  key.push_back(layout.nvls_capable ? 1 : 0);
+  for (double value : {layout.intra_bandwidth.bytes_per_second(), layout.nic_bandwidth.bytes_per_second(),
+                       layout.intra_efficiency, layout.nic_efficiency, layout.nvls_efficiency}) {
+    key.push_back(std::bit_cast<int64_t>(value));
+  }
+  key.push_back(layout.intra_latency.ps());
+  key.push_back(layout.inter_latency.ps());
+  return key;
+}
+
+uint64_t matrix_hash(const std::vector<int64_t>& matrix) {
+  uint64_t hash = 14695981039346656037ULL;  // FNV-1a
+  for (int64_t value : matrix) {
+    hash ^= static_cast<uint64_t>(value);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+void check_request(const CollectiveRequest& request) {
+  const auto n = static_cast<int64_t>(request.group.size());
+  const std::string_view op = name_of(request.op);
+  if (!request.all_to_all_bytes.empty()) {
+    if (request.op != CollectiveOp::kAllToAll) {
+      throw InputError(fmt::format("all_to_all_bytes is only valid for all_to_all (got it for {})", op));
+    }
+    if (static_cast<int64_t>(request.all_to_all_bytes.size()) != n * n) {
+      throw InputError(fmt::format("all_to_all_bytes has {} entries; a group of {} ranks needs {} x {} = {}",
+                                   request.all_to_all_bytes.size(), n, n, n, n * n));
+    }
+    int64_t total = 0;
+    for (size_t i = 0; i < request.all_to_all_bytes.size(); ++i) {
+      const int64_t value = request.all_to_all_bytes[i];
+      if (value < 0) {
+        throw InputError(fmt::format("all_to_all_bytes[{}][{}] is {}; byte counts must be >= 0",
+                                     static_cast<int64_t>(i) / n, static_cast<int64_t>(i) % n, value));
+      }
+      total = checked_add(total, value, "all_to_all_bytes total");
+    }
+    if (total == 0) throw InputError("all_to_all_bytes is all zeros; at least one block must be at least 1 byte");
+  } else if (request.size == Bytes::zero()) {
+    throw InputError(fmt::format("the {} size is 0 bytes; a collective moves at least 1 byte", op));
+  }
+  if ((request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce) &&
+      (request.root < 0 || request.root >= n)) {
+    throw InputError(fmt::format("root {} of the {} is not a rank of the group; valid roots are 0..{}", request.root,
+                                 op, n - 1));
+  }
+  if (request.op == CollectiveOp::kSendRecv && n != 2) {
+    throw InputError(fmt::format("send_recv needs a group of exactly 2 GPUs (sender, receiver); got {}", n));
+  }
+}
+
+}  // namespace
+
+class CollectiveRunner::Impl {
+ public:
+  Impl(Simulator& sim, const Cluster& cluster, FlowNetwork* network, Fidelity fidelity,
+       const CollectiveProfile* profile)
+      : sim_(sim), cluster_(cluster), network_(network), fidelity_(fidelity), profile_(profile) {
+    if (fidelity_ == Fidelity::kFlow && network_ == nullptr) {
+      throw InternalError("flow fidelity needs a FlowNetwork");
+    }
+  }
+
+  void start(const CollectiveRequest& request, Completion on_complete) {
+    const Priced& priced = price(request);
+    if (fidelity_ == Fidelity::kAnalytical) {
+      sim_.schedule_after(priced.selection.time, std::move(on_complete));
+      return;
+    }
+    const GroupLayout& layout = *layouts_[static_cast<size_t>(priced.shape)];
+    const AlgorithmEntry& entry = algorithm_entry(priced.selection.choice.algorithm);
+    const StepCosts costs = step_costs(entry.algorithm, priced.selection.choice.protocol, layout);
+    const uint64_t id = next_execution_++;
+    Execution& execution = executions_[id];
+    execution.plan = entry.plan(request, layout, costs, options_);
+    execution.group = request.group;
+    execution.on_complete = std::move(on_complete);
+    execution.wire_scale = {1.0 / (costs.efficiency * layout.intra_efficiency),
+                            1.0 / (costs.efficiency * layout.nic_efficiency),
+                            1.0 / (costs.efficiency * layout.intra_efficiency * layout.nvls_efficiency)};
+    begin(id, execution);
+  }
+
+  CollectiveChoice choose(const CollectiveRequest& request) { return price(request).selection.choice; }
+  Duration estimate(const CollectiveRequest& request) { return price(request).selection.time; }
+
+ private:
+  struct Priced {
+    int shape = 0;
+    Selection selection;
+  };
+
+  struct Execution {
+    TransferPlan plan;
+    std::vector<GpuId> group;
+    Completion on_complete;
+    std::array<double, 3> wire_scale{};  // per TransferPath: wire bytes per payload byte
+    std::vector<int32_t> waiting_on;     // per transfer: dependencies not yet complete
+    std::vector<std::vector<int32_t>> successors;
+    size_t remaining = 0;
+  };
+
+  using SelectionKey = std::tuple<int, CollectiveOp, CollectiveAlgorithm, Protocol, int64_t, int, uint64_t>;
+
+  // Validates the request and returns its shape and selection, computing them once.
+  const Priced& price(const CollectiveRequest& request) {
+    auto group_it = shape_of_group_.find(request.group);
+    if (group_it == shape_of_group_.end()) {
+      GroupLayout layout = make_group_layout(cluster_, request.group);  // validates the group
+      const std::vector<int64_t> key = shape_key(layout);
+      auto [shape_it, inserted] = shape_of_key_.emplace(key, static_cast<int>(layouts_.size()));
+      if (inserted) layouts_.push_back(std::make_unique<GroupLayout>(std::move(layout)));
+      group_it = shape_of_group_.emplace(request.group, shape_it->second).first;
+    }
+    check_request(request);
+    const int shape = group_it->second;
+    const SelectionKey key{shape,
+                           request.op,
+                           request.algorithm,
+                           request.protocol,
+                           request.size.count(),
+                           request.root,
+                           request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
+    auto it = selections_.find(key);
+    if (it != selections_.end()) return it->second;
+    const GroupLayout& layout = *layouts_[static_cast<size_t>(shape)];
+    const CandidatePricing pricing = [&](const AlgorithmEntry& entry, Protocol protocol) {
+      if (profile_ != nullptr) {
+        if (auto fitted = profile_->lookup(request.op, entry.algorithm, protocol, layout.size(), layout.node_count(),
+                                           request.size)) {
+          return *fitted;
+        }
+      }
+      return closed_form_time(request, layout, entry, protocol);
+    };
+    Priced priced{shape, select_algorithm(request, layout, pricing)};
+    return selections_.emplace(key, priced).first->second;
+  }
+
+  void begin(uint64_t id, Execution& execution) {
+    const size_t count = execution.plan.size();
+    execution.remaining = count;
+    execution.waiting_on.resize(count);
+    execution.successors.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      const auto dependencies = execution.plan.dependencies(i);
+      execution.waiting_on[i] = static_cast<int32_t>(dependencies.size());
+      for (int32_t dependency : dependencies) {
+        execution.successors[static_cast<size_t>(dependency)].push_back(static_cast<int32_t>(i));
+      }
+    }
+    if (count == 0) {
+      Completion done = std::move(execution.on_complete);
+      executions_.erase(id);
+      sim_.schedule_after(Duration::zero(), std::move(done));
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (execution.waiting_on[i] == 0) launch(id, static_cast<int32_t>(i));
+    }
+  }
+
+  // Always through the event queue, even without delay, so that completions never nest. A flow
+  // starts `latency − route latency` after its dependencies: the network adds the route latency.
+  void launch(uint64_t id, int32_t index) {
+    const Execution& execution = executions_.at(id);
+    const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
+    Duration delay = transfer.latency;
+    if (transfer.src != transfer.dst) {
+      const Duration route = cluster_.route(execution.group[static_cast<size_t>(transfer.src)],
+                                            execution.group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer))
+                                 .latency;
+      delay = delay > route ? delay - route : Duration::zero();
+    }
+    sim_.schedule_after(delay, [this, id, index] { send(id, index); });
+  }
+
+  static uint64_t flow_hash(uint64_t id, const Transfer& transfer) {
+    return id * 0x9E3779B97F4A7C15ULL + transfer.channel;
+  }
+
+  void send(uint64_t id, int32_t index) {
+    Execution& execution = executions_.at(id);
+    const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
+    if (transfer.src == transfer.dst) {
+      finish(id, index);
+      return;
+    }
+    const double scale = execution.wire_scale[static_cast<size_t>(transfer.path)];
+    check_invariant(scale > 0 && scale < 1e9, "a transfer's transport efficiency is positive");
+    network_->start_flow(execution.group[static_cast<size_t>(transfer.src)],
+                         execution.group[static_cast<size_t>(transfer.dst)], transfer.size.scaled(scale),
+                         [this, id, index] { finish(id, index); }, flow_hash(id, transfer));
+  }
+
+  void finish(uint64_t id, int32_t index) {
+    Execution& execution = executions_.at(id);
+    for (int32_t next : execution.successors[static_cast<size_t>(index)]) {
+      if (--execution.waiting_on[static_cast<size_t>(next)] == 0) launch(id, next);
+    }
+    if (--execution.remaining == 0) {
+      Completion done = std::move(execution.on_complete);
+      executions_.erase(id);
+      done();
+    }
+  }
+
+  Simulator& sim_;
+  const Cluster& cluster_;
+  FlowNetwork* network_;
+  Fidelity fidelity_;
+  const CollectiveProfile* profile_;
+  PlanOptions options_;
+
+  std::map<std::vector<GpuId>, int> shape_of_group_;
+  std::map<std::vector<int64_t>, int> shape_of_key_;
+  std::vector<std::unique_ptr<GroupLayout>> layouts_;
+  std::map<SelectionKey, Priced> selections_;
+
+  std::map<uint64_t, Execution> executions_;
+  uint64_t next_execution_ = 0;
+};
+
+CollectiveRunner::CollectiveRunner(Simulator& sim, const Cluster& cluster, FlowNetwork* network, Fidelity fidelity,
+                                   const CollectiveProfile* profile)
+    : impl_(std::make_unique<Impl>(sim, cluster, network, fidelity, profile)) {}
+
+CollectiveRunner::~CollectiveRunner() = default;
+
+void CollectiveRunner::start(const CollectiveRequest& request, Completion on_complete) {
+  impl_->start(request, std::move(on_complete));
+}
+
+CollectiveChoice CollectiveRunner::choose(const CollectiveRequest& request) const { return impl_->choose(request); }
+
+Duration CollectiveRunner::estimate(const CollectiveRequest& request) const { return impl_->estimate(request); }
+
+}  // namespace clustersim

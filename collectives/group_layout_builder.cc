@@ -1,0 +1,145 @@
+#include "collectives/group_layout_builder.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+#include "collectives/all_reduce_ring.h"
+#include "collectives/link_efficiency.h"
+#include "core/error.h"
+
+namespace clustersim {
+namespace {
+
+// Per-GPU rate of one ring through `ring` (GPU ids, wrapping) when all its hops stream at once.
+Bandwidth ring_share(const Cluster& cluster, const std::vector<GpuId>& ring) {
+  std::map<LinkId, int> flows_on_link;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const Route& route = cluster.route(ring[i], ring[(i + 1) % ring.size()]);
+    for (LinkId link : route.links) ++flows_on_link[link];
+  }
+  Bandwidth share;
+  bool first = true;
+  for (const auto& [link, flows] : flows_on_link) {
+    const Bandwidth per_flow = cluster.links()[static_cast<size_t>(link)].bandwidth / flows;
+    if (first || per_flow < share) share = per_flow;
+    first = false;
+  }
+  return share;
+}
+
+Bandwidth nic_line_rate(const Cluster& cluster, int node) {
+  const auto& fabric_nic = cluster.spec().fabric.nic;
+  return fabric_nic ? fabric_nic->bandwidth : cluster.node_spec(node).nic.bandwidth;
+}
+
+}  // namespace
+
+void check_group(const Cluster& cluster, const std::vector<GpuId>& group) {
+  if (group.empty()) throw InputError("the collective's group is empty; give at least one GPU id");
+  std::map<GpuId, size_t> first_rank;
+  for (size_t rank = 0; rank < group.size(); ++rank) {
+    const GpuId gpu = group[rank];
+    if (gpu < 0 || gpu >= cluster.gpu_count()) {
+      throw InputError(fmt::format("GPU {} (rank {}) is not in the cluster; valid GPU ids are 0..{}", gpu, rank,
+                                   cluster.gpu_count() - 1));
+    }
+    auto [it, inserted] = first_rank.emplace(gpu, rank);
+    if (!inserted) {
+      throw InputError(fmt::format("GPU {} appears twice in the group (ranks {} and {}); every rank needs its own GPU",
+                                   gpu, it->second, rank));
+    }
+  }
+}
+
+GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& group) {
+  check_group(cluster, group);
+  GroupLayout layout;
+
+  std::vector<int> nodes;  // cluster node ids spanned, increasing
+  for (GpuId gpu : group) nodes.push_back(cluster.node_of(gpu));
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const auto index_of_node = [&nodes](int node) {
+    return static_cast<int>(std::lower_bound(nodes.begin(), nodes.end(), node) - nodes.begin());
+  };
+
+  layout.node_ranks.resize(nodes.size());
+  for (size_t rank = 0; rank < group.size(); ++rank) {
+    const GpuId gpu = group[rank];
+    const int node = index_of_node(cluster.node_of(gpu));
+    layout.ranks.push_back({node, cluster.local_index(gpu), cluster.nic_of(gpu)});
+    layout.node_ranks[static_cast<size_t>(node)].push_back(static_cast<int>(rank));
+  }
+  for (auto& ranks_of_node : layout.node_ranks) {
+    std::sort(ranks_of_node.begin(), ranks_of_node.end(), [&layout](int a, int b) {
+      return layout.ranks[static_cast<size_t>(a)].local < layout.ranks[static_cast<size_t>(b)].local;
+    });
+  }
+
+  // Fabric and efficiencies: the weakest spanned node decides.
+  bool any_pcie = false;
+  bool any_mesh = false;
+  layout.intra_efficiency = 1.0;
+  for (int node : nodes) {
+    const NodeSpec& spec = cluster.node_spec(node);
+    any_pcie = any_pcie || spec.intra == IntraNodeFabric::kPcie;
+    any_mesh = any_mesh || spec.intra == IntraNodeFabric::kNvLinkMesh;
+    if (spec.intra != IntraNodeFabric::kPcie) {
+      layout.intra_efficiency = std::min(layout.intra_efficiency, nvlink_efficiency(spec.gpu));
+    }
+  }
+  layout.intra_fabric = any_pcie ? IntraNodeFabric::kPcie
+                                 : (any_mesh ? IntraNodeFabric::kNvLinkMesh : IntraNodeFabric::kNvSwitch);
+  if (any_pcie) layout.intra_efficiency = 1.0;
+  const NodeSpec& first_spec = cluster.node_spec(nodes.front());
+  layout.nvls_capable = nodes.size() == 1 && group.size() > 1 && first_spec.intra == IntraNodeFabric::kNvSwitch &&
+                        first_spec.gpu.supports_nvls;
+  layout.nvls_efficiency = layout.nvls_capable ? nvls_efficiency(first_spec.gpu) : 0.0;
+  layout.nic_efficiency = kNicEfficiency;
+
+  // Intra-node ring share and latency.
+  bool have_intra = false;
+  for (size_t node = 0; node < nodes.size(); ++node) {
+    const auto& ranks_of_node = layout.node_ranks[node];
+    if (ranks_of_node.size() < 2) continue;
+    std::vector<GpuId> ring;
+    for (int rank : ranks_of_node) ring.push_back(group[static_cast<size_t>(rank)]);
+    const Bandwidth share = ring_share(cluster, ring);
+    layout.intra_bandwidth = have_intra ? std::min(layout.intra_bandwidth, share) : share;
+    have_intra = true;
+    for (size_t i = 0; i < ring.size(); ++i) {
+      layout.intra_latency = std::max(layout.intra_latency, cluster.route(ring[i], ring[(i + 1) % ring.size()]).latency);
+    }
+  }
+  if (!have_intra) {
+    layout.intra_bandwidth = first_spec.gpu.nvlink_bandwidth.is_positive() ? first_spec.gpu.nvlink_bandwidth
+                                                                            : first_spec.pcie.switch_link;
+  }
+
+  // Inter-node bottleneck and latency between consecutive nodes (both directions).
+  layout.nic_bandwidth = nic_line_rate(cluster, nodes.front());
+  const size_t node_pairs = nodes.size() > 1 ? nodes.size() : 0;  // node k with node k+1, wrapping
+  for (size_t node = 0; node < node_pairs; ++node) {
+    const GpuId a = group[static_cast<size_t>(layout.node_ranks[node].front())];
+    const GpuId b = group[static_cast<size_t>(layout.node_ranks[(node + 1) % nodes.size()].front())];
+    layout.nic_bandwidth = std::min({layout.nic_bandwidth, cluster.bottleneck(a, b), cluster.bottleneck(b, a)});
+    layout.inter_latency = std::max({layout.inter_latency, cluster.route(a, b).latency, cluster.route(b, a).latency});
+  }
+  // Route latencies over every hop of the rings the ring algorithm will run.
+  for (const auto& ring : ring_orders(layout)) {
+    for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {
+      const int a = ring[i];
+      const int b = ring[(i + 1) % ring.size()];
+      const Duration latency =
+          cluster.route(group[static_cast<size_t>(a)], group[static_cast<size_t>(b)]).latency;
+      Duration& largest = layout.ranks[static_cast<size_t>(a)].node == layout.ranks[static_cast<size_t>(b)].node
+                              ? layout.intra_latency
+                              : layout.inter_latency;
+      largest = std::max(largest, latency);
+    }
+  }
+  return layout;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,30 @@
+#pragma once
+
+// Fills a GroupLayout from the cluster the collective runs on.
+
+#include <vector>
+
+#include "collectives/group_layout.h"
+#include "topology/cluster.h"
+
+namespace clustersim {
+
+// Places every rank of `group` (node, local index, NIC affinity) and measures what the closed
+// forms need:
+//   intra_bandwidth: per node, every rank sends to the next rank of the node (local order, one
+//     ring) at once; each link used gives each flow bandwidth / flows, and the smallest such share
+//     over all routes and nodes is the per-GPU ring rate (NVSwitch: the GPU's NVLink bandwidth;
+//     PCIe: the shared switch, host-bridge and socket links divided);
+//   nic_bandwidth: the bottleneck of an inter-node route between consecutive nodes;
+//   intra_latency / inter_latency: the largest route latency over those pairs and over every hop
+//     of the rings the ring algorithm runs (ring_orders());
+//   efficiencies: link_efficiency.h for the node's GPU (PCIe-only nodes: 1).
+// Throws InputError naming the value for an empty group, a GPU id outside 0..gpu_count()−1, or a
+// GPU that appears twice.
+GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& group);
+
+// Throws InputError, as make_group_layout() does, unless `group` is a non-empty list of distinct
+// GPUs of the cluster.
+void check_group(const Cluster& cluster, const std::vector<GpuId>& group);
+
+}  // namespace clustersim

@@ -1,0 +1,34 @@
+#pragma once
+
+// How much of a link's datasheet bandwidth NCCL's transports actually move, by link type. These
+// are the documented defaults; a calibration profile replaces the resulting times.
+//
+//   NVLink: NCCL's topology model gives each NVLink link a usable bandwidth per GPU generation
+//     (NCCL src/graph/topo.h: SM70/SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW
+//     40.1 GB/s) against a datasheet 25 GB/s per link per direction (50 GB/s for NVLink 5). On
+//     H100/H200 that is 18 × 20.6 = 370.8 of 450 GB/s, matching the 363–367 GB/s ring busbw
+//     measured on 8 × H200 (stas00/ml-engineering, docs/validation/published/collectives.csv).
+//   Network: NCCL's ring/tree search uses 12 GB/s for a 100 Gb/s NIC (topo.h NET_BW) and per-channel
+//     speeds of 24 and 48 GB/s for 200 and 400 Gb/s (search.cc speedArrayInter), i.e. 0.96 of the
+//     line rate; 8 × 200 Gb/s DGX A100 nodes measure 192 GB/s ring busbw (NVIDIA GTC24 S62129).
+//   NVLS: the switch's reduction runs below the link rate: NCCL tuning.cc nvlsEfficiency 0.85
+//     (Hopper) and 0.74 (Blackwell); GPUs without NVLink SHARP get 0.
+//   PCIe: topology presets already give usable PCIe rates, so 1.
+
+#include "core/gpu_spec.h"
+
+namespace clustersim {
+
+// NCCL's usable NVLink rate per link over the datasheet rate per link (nvlink_bandwidth /
+// nvlink_links), capped at 1. The generation is recognised from the GPU name (A100/A800 Ampere,
+// H100/H200/H800/H20 Hopper, B100/B200/B300/GB200/GB300 Blackwell); other GPUs get 0.8, the
+// Volta/Ampere ratio 20/25. Returns 1 for a GPU without NVLink.
+double nvlink_efficiency(const GpuSpec& gpu);
+
+// NCCL nvlsEfficiency for the GPU's generation; 0 when the GPU does not support NVLS.
+double nvls_efficiency(const GpuSpec& gpu);
+
+// Fraction of a NIC's line rate NCCL's network transport reaches (12 GB/s per 100 Gb/s).
+inline constexpr double kNicEfficiency = 12.0 / 12.5;
+
+}  // namespace clustersim

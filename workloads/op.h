@@ -1,0 +1,60 @@
+#pragma once
+
+#include <string_view>
+
+#include "core/units.h"
+#include "cost_models/gemm_shape.h"
+
+namespace clustersim {
+
+// How an op is priced (ComputeCostModel) or carried out (parallelism/collectives).
+enum class OpCost {
+  kGemm,            // a (batched) matrix product: `gemm`, priced by FLOPs and efficiency
+  kFlashAttention,  // a fused attention kernel: `kernel_flops` and HBM bytes
+  kMemoryBound,     // elementwise / normalisation / reduction: `bytes_read + bytes_written`
+  kCommunication,   // a collective among the rank's tensor- or context-parallel peers
+};
+
+enum class Pass {
+  kForward,
+  kBackward,
+  kRecompute,  // a forward op re-run before backward (activation recomputation)
+};
+
+// Where Megatron-LM places the collectives of tensor and context parallelism. Sizes follow the
+// nccl-tests convention (collectives/collective.h): all_reduce = per-rank buffer, all_gather =
+// gathered output, reduce_scatter = input; all three are [micro_batch, seq/cp, hidden] of the
+// activation dtype at the layer boundaries. kCpKvExchange is one step of the context-parallel ring:
+// each rank sends its K and V chunk to the next rank, `comm_steps` = cp − 1 times per attention.
+enum class CommKind { kNone, kTpAllReduce, kTpAllGather, kTpReduceScatter, kCpKvExchange };
+
+std::string_view name_of(OpCost cost);
+std::string_view name_of(Pass pass);
+std::string_view name_of(CommKind kind);
+
+// One step of a rank's program for one micro-batch. Names are static strings such as "qkv",
+// "qkv.dgrad", "qkv.wgrad", "attention.tp_all_reduce"; the pass says forward, backward or recompute.
+struct Op {
+  std::string_view name;
+  OpCost cost = OpCost::kMemoryBound;
+  Pass pass = Pass::kForward;
+  GemmShape gemm;            // kGemm: the shape; kFlashAttention: only its dtype
+  // FLOPs as counted for model FLOPs (Megatron/PaLM: 2 per multiply-add; attention over the full
+  // s × s score matrix; elementwise ops 0).
+  double flops = 0;
+  // FLOPs the kernel executes: equal to `flops` except for causal fused attention, which skips the
+  // masked half, and its backward, which recomputes the scores (2.5 × forward, FlashAttention's
+  // benchmark convention).
+  double kernel_flops = 0;
+  bool attention_core = false;  // QKᵀ / softmax / ·V or the fused kernel (for the FLOP conventions)
+  Bytes bytes_read;             // HBM traffic of kMemoryBound and kFlashAttention ops
+  Bytes bytes_written;
+  // Activation bytes this forward op keeps until its backward (Korthikanti et al. 2022, Sec. 4),
+  // under the training's recompute policy; 0 for backward and recompute ops.
+  Bytes saved;
+  CommKind comm = CommKind::kNone;  // kCommunication only
+  Bytes comm_bytes;
+  int64_t comm_steps = 1;
+};
+
+}  // namespace clustersim

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/data_type.h"
+#include "cost_models/precision_policy.h"
+#include "workloads/model_spec.h"
+
+namespace clustersim {
+
+// Activation recomputation (Megatron --recompute-granularity): none; selective recomputes the
+// attention core (QKᵀ, softmax, dropout, ·V) in backward (Korthikanti et al. 2022, Sec. 5); full
+// stores only each layer's input and re-runs the layer's forward before its backward.
+enum class Recompute { kNone, kSelective, kFull };
+// flash: one fused kernel (FlashAttention / cuDNN fused attention), never stores s×s tensors;
+// naive: QKᵀ, scale-mask-softmax, dropout and ·V as separate kernels (Megatron's unfused path).
+enum class AttentionKernel { kFlash, kNaive };
+
+std::string_view name_of(Recompute recompute);        // "none", "selective", "full"
+std::string_view name_of(AttentionKernel attention);  // "flash", "naive"
+Recompute parse_recompute(std::string_view text);
+AttentionKernel parse_attention_kernel(std::string_view text);
+
+// How a model is trained: batch, sequence, numerics and memory-saving options.
+struct TrainingSpec {
+  int64_t seq_len = 0;       // tokens per sequence s
+  int64_t global_batch = 0;  // sequences per optimizer step over all data-parallel replicas
+  int64_t micro_batch = 1;   // sequences per forward/backward pass b
+  DataType compute_dtype = DataType::kBf16;  // GEMM inputs: bf16, fp16 or fp8 (fp8 keeps bf16 activations)
+  Recompute recompute = Recompute::kNone;
+  AttentionKernel attention = AttentionKernel::kFlash;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  PrecisionPolicy precision = PrecisionPolicy::megatron_mixed();
+  // Dropout probabilities (Megatron --hidden-dropout, --attention-dropout; default 0.1 each, 0 for
+  // Llama recipes). A positive probability stores a 1-byte mask per element for backward.
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
+
+  // Element type of stored activations: the compute dtype for bf16/fp16; bf16 for fp8 compute
+  // (fp8 recipes cast to fp8 per GEMM and keep bf16 activations; Transformer Engine's fp8 caches
+  // of GEMM inputs are not modelled).
+  DataType activation_dtype() const;
+
+  // Throws InputError naming the field for non-positive seq_len, global_batch or micro_batch, a
+  // global batch not divisible by the micro batch, a compute dtype other than bf16/fp16/fp8,
+  // dropout outside [0, 1), an invalid precision policy, and (with learned positions) a sequence
+  // longer than model.max_position_embeddings.
+  void validate(const ModelSpec& model) const;
+};
+
+}  // namespace clustersim

@@ -1,0 +1,116 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/units.h"
+#include "cost_models/precision_policy.h"
+#include "workloads/model_spec.h"
+#include "workloads/op.h"
+#include "workloads/parameter_count.h"
+#include "workloads/shard_spec.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+// A dense decoder transformer as the ops one rank runs for one micro-batch, in Megatron-LM's order.
+//
+// Shapes are per rank: tokens T = micro_batch · seq_len / cp; column-parallel GEMMs (QKV, fc1, LM
+// head) have N = out/tp, row-parallel ones (proj, fc2) K = in/tp; with sequence parallelism the
+// norms, dropouts and residuals work on T/tp tokens. One layer's forward:
+//   input_norm, [tp_all_gather (sp)], qkv, [rope], attention core, proj,
+//   [tp_all_reduce, or tp_reduce_scatter (sp)], attention_residual (bias-dropout-add),
+//   post_attention_norm, [tp_all_gather (sp)], fc1, activation, fc2,
+//   [tp_all_reduce or tp_reduce_scatter (sp)], mlp_residual
+// with the attention core either one fused kernel ("flash_attention") or, naive, "attention_scores"
+// (QKᵀ, batched over heads), "softmax" (scale, causal mask, softmax), "attention_dropout",
+// "attention_values" (·V); context parallelism adds a "cp_kv_exchange" ring before the core.
+// Backward runs in reverse with, per forward GEMM, a data-gradient GEMM ("x.dgrad": M = T, N = in,
+// K = out) and a weight-gradient GEMM ("x.wgrad": M = out, N = in, K = T, A transposed); the tensor-
+// parallel collectives mirror the forward ones (all-reduce of the input gradient of QKV and fc1
+// without sp; with sp an all-gather of the output gradient before proj/fc2 and a reduce-scatter after
+// QKV/fc1, plus the re-all-gather of the saved sequence-sharded input for the QKV/fc1 weight
+// gradient, as Megatron's sequence-parallel linear layers do). Collectives appear only when tp > 1.
+//
+// Saved activations per op follow Korthikanti et al. 2022, Sec. 4 (16-bit activations, 1-byte
+// dropout masks): without parallelism a layer saves sbh(34 + 5as/h) bytes — norms' inputs 4sbh, QKV
+// input 2sbh, Q and K 4sbh, softmax output 2as²b, its dropout mask as²b and output 2as²b, V 2sbh,
+// proj input 2sbh, attention dropout mask sbh, fc1 input 2sbh, GeLU input 8sbh, fc2 input 8sbh, MLP
+// dropout mask sbh. Tensor parallelism divides the parts inside the parallel region by t, sequence
+// parallelism the rest; selective recompute drops the s² tensors; full recompute keeps only the layer
+// input; a fused attention kernel never stores the s² tensors (so selective recompute changes nothing
+// with it, ../shared/cases/memory.md M4). Generalised here: SwiGLU saves its 2·ffn input and the ffn
+// product; GQA with the fused kernel saves K and V with kv_heads (per rank: kv_heads_per_rank), while
+// the naive path expands K and V to all query heads before QKᵀ (Megatron's unfused attention) and saves
+// them at full size; zero dropout stores no mask. Omitted, as in the paper: O(s·b) normalisation
+// statistics and the O(a·s·b) softmax log-sum-exp of the fused kernel (< 0.2 % for h ≥ 4096).
+//
+// FLOPs: 2·M·N·K per GEMM; attention core 4·b·s_q·s·a·d forward over the full score matrix (Megatron's
+// and PaLM's convention), executed by a causal fused kernel at half that (`kernel_flops`).
+class Transformer {
+ public:
+  // Validates the model, the training spec and the sharding (InputError naming fields and valid
+  // values) and builds every op list once; accessors are then free.
+  Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard = {});
+
+  const ModelSpec& model() const { return model_; }
+  const TrainingSpec& training() const { return training_; }
+  const ShardSpec& shard() const { return shard_; }
+  const ShardedDims& dims() const { return dims_; }
+  // Parameters held by one tensor-parallel rank.
+  const ParameterCounts& parameters() const { return parameters_; }
+  // Tokens of one micro-batch on this rank: micro_batch · seq_len / cp.
+  int64_t tokens() const { return tokens_; }
+
+  // One transformer layer, one micro-batch, this rank.
+  const std::vector<Op>& layer_forward() const { return layer_forward_; }
+  // Forward ops re-run before layer_backward(): the whole layer (full recompute), the attention core
+  // (selective recompute with naive attention), or nothing.
+  const std::vector<Op>& layer_recompute() const { return layer_recompute_; }
+  const std::vector<Op>& layer_backward() const { return layer_backward_; }
+  // First pipeline stage: token (and learned position) embedding with embedding dropout.
+  const std::vector<Op>& embedding_forward() const { return embedding_forward_; }
+  const std::vector<Op>& embedding_backward() const { return embedding_backward_; }
+  // Last pipeline stage: final norm, LM head GEMM (padded vocabulary, column-parallel) and the
+  // vocabulary-parallel cross-entropy in fp32 (three all-reduces of [T] fp32 over tp: max, predicted
+  // logit, sum of exponentials, as Megatron's _VocabParallelCrossEntropy).
+  const std::vector<Op>& head_forward() const { return head_forward_; }
+  const std::vector<Op>& head_backward() const { return head_backward_; }
+
+  // Activation bytes one layer keeps per micro-batch (sum of layer_forward()'s `saved`).
+  Bytes layer_activation_bytes() const { return layer_activation_bytes_; }
+  Bytes embedding_activation_bytes() const { return embedding_activation_bytes_; }
+  // Final-norm and LM-head inputs; the logits are counted by logits_bytes().
+  Bytes head_activation_bytes() const { return head_activation_bytes_; }
+  // fp32 logits kept by the cross-entropy for backward plus their fp32 gradient: T × vocab/tp × 8 bytes.
+  // Alive for one micro-batch at a time on the last stage (MemoryBreakdown::logits).
+  Bytes logits_bytes() const;
+
+ private:
+  ModelSpec model_;
+  TrainingSpec training_;
+  ShardSpec shard_;
+  ShardedDims dims_;
+  ParameterCounts parameters_;
+  int64_t tokens_ = 0;
+  std::vector<Op> layer_forward_;
+  std::vector<Op> layer_recompute_;
+  std::vector<Op> layer_backward_;
+  std::vector<Op> embedding_forward_;
+  std::vector<Op> embedding_backward_;
+  std::vector<Op> head_forward_;
+  std::vector<Op> head_backward_;
+  Bytes layer_activation_bytes_;
+  Bytes embedding_activation_bytes_;
+  Bytes head_activation_bytes_;
+};
+
+// The optimizer step over `params` parameters (the rank's optimizer shard) as memory-bound ops:
+// "optimizer.grad_norm" reads the gradients once (Megatron clips by the global norm by default), and
+// "optimizer.step" reads and writes each state tensor once (Adam with an fp32 master copy: reads
+// grad, master, m, v; writes master, m, v and the 16-bit parameter copy; fused Adam kernels make
+// one pass). With fp32_grad_copy the 16-bit gradients are first cast into the fp32 copy. Throws
+// InputError for a negative count.
+std::vector<Op> optimizer_step_ops(int64_t params, const PrecisionPolicy& precision, OptimizerKind optimizer);
+
+}  // namespace clustersim

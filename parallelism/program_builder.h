@@ -1,0 +1,56 @@
+#pragma once
+
+// Turns a model, a training spec and a layout into the stage programs the step simulator runs, and
+// each stage's memory.
+//
+// Stage s holds layers_per_stage(layout)[s] layers cut into v chunks; chunk c is virtual stage
+// c·pp + s. The first virtual stage adds the embedding, the last the final norm, LM head and loss.
+// A chunk's forward is its layers' forward ops in Megatron order; its backward is, per layer in
+// reverse, the recompute ops (full or selective recompute) then the backward ops, followed by a
+// gradients-ready marker with the layer's parameter count (for the data-parallel buckets). Compute
+// ops are priced by the ComputeCostModel; tensor-parallel communication points become blocking
+// collectives on the tensor group. With ZeRO-3 every layer's parameters are all-gathered on the
+// data-parallel group before its forward and its backward (prefetched one layer ahead, as FSDP
+// does) and its gradients reduce-scattered.
+//
+// Simplified (stated in reports): no tied-embedding gradient all-reduce between the first and last
+// stage; the gradient-norm all-reduce of the optimizer is not simulated; tensor-parallel
+// communication is not overlapped with GEMMs (Megatron's --tp-comm-overlap is off by default).
+
+#include <vector>
+
+#include "cost_models/compute_cost_model.h"
+#include "cost_models/memory_model.h"
+#include "parallelism/layout.h"
+#include "parallelism/step_program.h"
+#include "workloads/transformer.h"
+
+namespace clustersim {
+
+struct ProgramOptions {
+  // Merge consecutive compute ops into one (fewer events; same total time). Off for traces, which
+  // then show every kernel.
+  bool merge_compute = true;
+};
+
+// Memory of one rank of each stage (the representative tp = cp = dp = 0 rank).
+struct StageMemory {
+  int stage = 0;
+  int layers = 0;
+  int64_t parameters = 0;           // dense parameters held by the rank (before ZeRO sharding)
+  double inflight_microbatches = 0; // stage-microbatch equivalents held at the peak
+  MemoryBreakdown memory;
+};
+
+struct TrainingPrograms {
+  std::vector<StageProgram> stages;
+  std::vector<StageMemory> memory;
+  int microbatches = 0;
+};
+
+// Builds the programs of every stage. `transformer` is the model sharded for one rank (tp, sp, cp
+// of `layout`). `layout` must have passed validate_layout(). Durations come from `cost`.
+TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
+                                         const Layout& layout, const ProgramOptions& options = {});
+
+}  // namespace clustersim

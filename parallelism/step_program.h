@@ -1,0 +1,113 @@
+#pragma once
+
+// The work of one pipeline stage in one training step, as the simulator executes it.
+//
+// A stage holds v model chunks. Each chunk has a forward and a backward pass program: a sequence
+// of compute ops (already priced by the cost model), collectives on the rank's process groups
+// (blocking, or started asynchronously and waited for later), and markers where parameter
+// gradients become ready for the data-parallel reduction. All ranks of a stage run the same
+// program (programs are templates, DESIGN.md "Speed at scale"); the simulator gives each rank a
+// cursor into it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/collective.h"
+#include "core/units.h"
+#include "parallelism/rank_grid.h"
+
+namespace clustersim {
+
+// What a compute op counts as in the time breakdown and in HFU.
+enum class WorkKind { kForward, kBackward, kRecompute, kOptimizer };
+
+struct ProgramOp {
+  enum class Kind {
+    kCompute,         // occupy the compute stream for `duration`
+    kCollective,      // a collective on `group`; blocking unless `handle` >= 0
+    kWait,            // wait for the asynchronous collective `handle` of this pass
+    kGradientsReady,  // `elements` parameter gradients of `group`'s reduction are final (last microbatch)
+  };
+  Kind kind = Kind::kCompute;
+  WorkKind work = WorkKind::kForward;
+  Duration duration;
+  double flops = 0;  // FLOPs of a compute op (for the trace and HFU)
+  GroupKind group = GroupKind::kTensor;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Bytes size;           // collective size in the nccl-tests convention (collectives/collective.h)
+  int handle = -1;      // kCollective: >= 0 starts it asynchronously under this id; kWait: the id
+  int64_t elements = 0; // kGradientsReady
+  std::string label;    // shown in traces: "qkv", "tp_all_reduce", ...
+
+  static ProgramOp compute(std::string label, WorkKind work, Duration duration, double flops = 0) {
+    ProgramOp op;
+    op.kind = Kind::kCompute;
+    op.label = std::move(label);
+    op.work = work;
+    op.duration = duration;
+    op.flops = flops;
+    return op;
+  }
+  static ProgramOp collective(std::string label, GroupKind group, CollectiveOp collective_op, Bytes size,
+                              int async_handle = -1) {
+    ProgramOp op;
+    op.kind = Kind::kCollective;
+    op.label = std::move(label);
+    op.group = group;
+    op.op = collective_op;
+    op.size = size;
+    op.handle = async_handle;
+    return op;
+  }
+  static ProgramOp wait(int async_handle) {
+    ProgramOp op;
+    op.kind = Kind::kWait;
+    op.handle = async_handle;
+    op.label = "wait";
+    return op;
+  }
+  static ProgramOp gradients_ready(GroupKind group, int64_t elements) {
+    ProgramOp op;
+    op.kind = Kind::kGradientsReady;
+    op.group = group;
+    op.elements = elements;
+    op.label = "grads_ready";
+    return op;
+  }
+};
+
+struct PassProgram {
+  std::vector<ProgramOp> ops;
+};
+
+struct ChunkProgram {
+  PassProgram forward;
+  PassProgram backward;  // includes the recompute forward ops first when recomputing
+  // Point-to-point payloads to the next virtual stage (forward activations) and to the previous
+  // one (backward gradients), per microbatch, per rank: [micro_batch, seq/cp, hidden] (/tp with
+  // sequence parallel or the scatter-gather optimization) in the activation dtype.
+  Bytes activation_bytes;
+  Bytes gradient_bytes;
+};
+
+// The data-parallel gradient reduction and parameter handling of a stage.
+struct GradientReduction {
+  CollectiveOp op = CollectiveOp::kAllReduce;  // all_reduce, or reduce_scatter with ZeRO >= 1
+  int64_t bytes_per_element = 4;               // gradient dtype size as reduced
+  int64_t bucket_elements = 40'000'000;        // Megatron DDP bucket size
+  bool overlap = true;                         // launch buckets during the last backward
+};
+
+struct StageProgram {
+  std::vector<ChunkProgram> chunks;  // v chunks; chunk c is virtual stage c·pp + stage
+  GradientReduction gradients;
+  Duration optimizer;                // optimizer step compute time on this rank
+  // ZeRO >= 1 / distributed optimizer: all-gather of the updated parameters on the data-parallel
+  // group after the optimizer (bytes = gathered output per rank); zero = none.
+  Bytes data_param_gather;
+  Bytes expert_param_gather;  // the same on the expert-data-parallel group
+  bool overlap_param_gather = false;  // hidden behind the next step's forward when true
+};
+
+}  // namespace clustersim

@@ -1,0 +1,513 @@
+#include "parallelism/step_simulation.h"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/error.h"
+#include "engine/simulator.h"
+#include "network/flow_network.h"
+#include "parallelism/pipeline_schedule.h"
+
+namespace clustersim {
+
+namespace {
+
+constexpr size_t kGroupKinds = 7;
+
+size_t index_of(GroupKind kind) { return static_cast<size_t>(kind); }
+
+const char* stream_of(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kTensor: return "tp";
+    case GroupKind::kContext: return "cp";
+    case GroupKind::kData: return "dp";
+    case GroupKind::kPipeline: return "pp";
+    case GroupKind::kExpert: return "ep";
+    case GroupKind::kExpertTensor: return "etp";
+    case GroupKind::kExpertData: return "edp";
+  }
+  return "?";
+}
+
+enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions };
+
+enum class Phase { kPasses, kFlushGradients, kAwaitReductions, kOptimizer, kParamGather, kDone };
+
+class StepSimulation {
+ public:
+  StepSimulation(const Cluster& cluster, const Layout& layout, const std::vector<StageProgram>& stages,
+                 int microbatches, const StepSimulationOptions& options)
+      : cluster_(cluster),
+        layout_(layout),
+        stages_(stages),
+        grid_(layout),
+        m_(microbatches),
+        v_(static_cast<int>(stages.front().chunks.size())),
+        options_(options) {
+    if (layout.world_size() > cluster.gpu_count()) {
+      throw InputError(fmt::format("the layout needs {} GPUs but the cluster has {}", layout.world_size(),
+                                   cluster.gpu_count()));
+    }
+    check_invariant(static_cast<int>(stages.size()) == layout.pp, "simulate_step: one program per stage");
+    for (const auto& s : stages) {
+      check_invariant(static_cast<int>(s.chunks.size()) == v_, "simulate_step: every stage has v chunks");
+    }
+    if (options.fidelity == Fidelity::kFlow) network_ = std::make_unique<FlowNetwork>(sim_, cluster);
+    runner_ = std::make_unique<CollectiveRunner>(sim_, cluster, network_.get(), options.fidelity,
+                                                 options.collective_profile);
+    for (int s = 0; s < layout.pp; ++s) {
+      passes_.push_back(schedule_passes(layout.schedule, s, layout.pp, m_, v_));
+    }
+    simulated_index_.assign(static_cast<size_t>(layout.world_size()), -1);
+    for (int r = 0; r < layout.world_size(); ++r) {
+      const RankCoord c = grid_.coord_of(r);
+      if (options.representative && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
+      simulated_index_[static_cast<size_t>(r)] = static_cast<int>(ranks_.size());
+      auto rank = std::make_unique<Rank>();
+      rank->rank = r;
+      rank->coord = c;
+      rank->stage = c.pp;
+      rank->forward_input.assign(static_cast<size_t>(m_ * v_), 0);
+      rank->backward_input.assign(static_cast<size_t>(m_ * v_), 0);
+      rank->backward_done.assign(static_cast<size_t>(v_), 0);
+      rank->breakdown.rank = r;
+      rank->breakdown.gpu = r;
+      rank->breakdown.stage = c.pp;
+      ranks_.push_back(std::move(rank));
+    }
+  }
+
+  StepResult run() {
+    for (auto& r : ranks_) {
+      Rank* rank = r.get();
+      sim_.schedule_at(Time::zero(), [this, rank] { advance(*rank); });
+    }
+    sim_.run();
+    StepResult result;
+    Time end = Time::zero();
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      const Rank& r = *ranks_[i];
+      if (r.phase != Phase::kDone) {
+        throw InternalError(fmt::format("step simulation deadlocked: rank {} (stage {}) stopped at pass {} of {}",
+                                        r.rank, r.stage, r.pass_index, passes_[static_cast<size_t>(r.stage)].size()));
+      }
+      if (r.breakdown.finish > end) {
+        end = r.breakdown.finish;
+        result.critical = i;
+      }
+    }
+    result.step_time = end - Time::zero();
+    for (auto& r : ranks_) {
+      r->breakdown.idle = end - r->breakdown.finish;
+      result.ranks.push_back(r->breakdown);
+    }
+    result.events = sim_.events_executed();
+    result.fingerprint = sim_.fingerprint();
+    result.trace = std::move(trace_);
+    return result;
+  }
+
+ private:
+  struct Rank {
+    int rank = 0;
+    RankCoord coord;
+    int stage = 0;
+    size_t pass_index = 0;
+    size_t op_index = 0;
+    bool pass_started = false;
+    Phase phase = Phase::kPasses;
+    std::vector<char> forward_input;   // [chunk·m + microbatch]
+    std::vector<char> backward_input;
+    std::vector<int> backward_done;    // backward passes finished per chunk
+    std::vector<char> handles;         // async collectives of the current pass: 1 = done
+    int waiting_handle = -1;
+    std::array<int64_t, kGroupKinds> pending_gradients{};
+    int outstanding_reductions = 0;
+    std::array<int, kGroupKinds> collective_sequence{};
+    std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
+    WaitKind wait = WaitKind::kNone;
+    Time wait_start;
+    RankBreakdown breakdown;
+  };
+
+  struct Rendezvous {
+    int arrived = 0;
+    std::vector<std::function<void()>> on_complete;
+  };
+
+  const std::vector<int>& group(Rank& r, GroupKind kind) {
+    auto& g = r.groups[index_of(kind)];
+    if (g.empty()) g = grid_.group_of(kind, r.rank);
+    return g;
+  }
+
+  int simulated_members(const std::vector<int>& members) const {
+    int n = 0;
+    for (int m : members) n += simulated_index_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+    return n;
+  }
+
+  void begin_wait(Rank& r, WaitKind kind) {
+    r.wait = kind;
+    r.wait_start = sim_.now();
+  }
+
+  void end_wait(Rank& r) {
+    const Duration waited = sim_.now() - r.wait_start;
+    if (r.wait == WaitKind::kInput) {
+      r.breakdown.bubble += waited;
+    } else if (r.wait != WaitKind::kNone) {
+      r.breakdown.exposed_comm += waited;
+    }
+    r.wait = WaitKind::kNone;
+  }
+
+  void resume(Rank& r) {
+    end_wait(r);
+    advance(r);
+  }
+
+  void record(const Rank& r, const std::string& stream, const std::string& name, Time start) {
+    if (!options_.record_trace) return;
+    trace_.push_back(TraceSpan{r.rank, r.rank, stream, name, start, sim_.now()});
+  }
+
+  // Starts a collective of `r`'s group `kind`; `done` runs when it completes. In full simulation
+  // the collective starts when every member has issued its matching call (per-group sequence).
+  void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
+                        std::function<void()> done) {
+    const std::vector<int>& members = group(r, kind);
+    const Time issued = sim_.now();
+    Rank* rank = &r;
+    auto finish = [this, rank, kind, label, issued, done = std::move(done)] {
+      record(*rank, stream_of(kind), label, issued);
+      done();
+    };
+    if (members.size() == 1 || size.count() == 0) {
+      sim_.schedule_after(Duration::zero(), finish);
+      return;
+    }
+    const int sequence = r.collective_sequence[index_of(kind)]++;
+    const int needed = simulated_members(members);
+    if (needed == 1) {
+      start_collective(op, members, size, dtype, std::move(finish));
+      if (options_.representative && options_.fidelity == Fidelity::kFlow) start_mirrors(r, kind, op, size, dtype);
+      return;
+    }
+    auto key = std::make_tuple(static_cast<int>(kind), members.front(), sequence);
+    Rendezvous& rv = rendezvous_[key];
+    rv.on_complete.push_back(std::move(finish));
+    if (++rv.arrived < needed) return;
+    auto callbacks = std::move(rv.on_complete);
+    rendezvous_.erase(key);
+    start_collective(op, members, size, dtype, [callbacks = std::move(callbacks)] {
+      for (const auto& c : callbacks) c();
+    });
+  }
+
+  void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
+                        std::function<void()> done) {
+    CollectiveRequest request;
+    request.op = op;
+    request.group.assign(members.begin(), members.end());  // rank r runs on GPU r
+    request.size = size;
+    request.dtype = dtype;
+    runner_->start(request, std::move(done));
+  }
+
+  // The collectives of the groups of kind `kind` in r's stage that r stands for (flow fidelity).
+  void start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype) {
+    auto& cache = mirror_groups_[std::make_pair(r.stage, static_cast<int>(kind))];
+    if (cache.empty()) {
+      const std::vector<int>& own = group(r, kind);
+      std::vector<char> seen(static_cast<size_t>(layout_.world_size()), 0);
+      for (int m : own) seen[static_cast<size_t>(m)] = 1;
+      for (int other = 0; other < layout_.world_size(); ++other) {
+        if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
+        std::vector<int> g = grid_.group_of(kind, other);
+        for (int m : g) seen[static_cast<size_t>(m)] = 1;
+        cache.push_back(std::move(g));
+      }
+      if (cache.empty()) cache.push_back({});  // marks "computed, none"
+    }
+    for (const auto& g : cache) {
+      if (!g.empty()) start_collective(op, g, size, dtype, [] {});
+    }
+  }
+
+  // Sends a pipeline payload from r to the rank holding virtual stage `target_vs` for the same
+  // (tp, cp, dp) coordinates; `arrive` runs at the receiver when the data is there.
+  void send_pipeline(Rank& r, int target_stage, Bytes size, std::function<void(Rank&)> arrive) {
+    RankCoord dest = r.coord;
+    dest.pp = target_stage;
+    const int dest_rank = grid_.rank_of(dest);
+    const int dest_index = simulated_index_[static_cast<size_t>(dest_rank)];
+    check_invariant(dest_index >= 0, "pipeline send to a rank that is not simulated");
+    Rank* receiver = ranks_[static_cast<size_t>(dest_index)].get();
+    const Time issued = sim_.now();
+    Rank* sender = &r;
+    auto delivered = [this, receiver, sender, issued, arrive = std::move(arrive)] {
+      record(*sender, "pp", "send", issued);
+      arrive(*receiver);
+    };
+    if (dest_rank == r.rank || size.count() == 0) {
+      sim_.schedule_after(Duration::zero(), delivered);
+      return;
+    }
+    start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
+    if (options_.representative && options_.fidelity == Fidelity::kFlow) {
+      for (int t = 0; t < layout_.tp; ++t) {
+        for (int c = 0; c < layout_.cp; ++c) {
+          for (int d = 0; d < layout_.dp; ++d) {
+            if (t == r.coord.tp && c == r.coord.cp && d == r.coord.dp) continue;
+            const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
+            const int dst = grid_.rank_of(RankCoord{t, c, d, target_stage});
+            start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [] {});
+          }
+        }
+      }
+    }
+  }
+
+  void wake_for_input(Rank& r) {
+    if (r.wait == WaitKind::kInput) resume(r);
+  }
+
+  int virtual_stage(const Rank& r, int chunk) const { return chunk * layout_.pp + r.stage; }
+  int last_virtual_stage() const { return layout_.pp * v_ - 1; }
+
+  bool input_ready(const Rank& r, const PipelinePass& pass) const {
+    const int vs = virtual_stage(r, pass.chunk);
+    const size_t slot = static_cast<size_t>(pass.chunk * m_ + pass.microbatch);
+    if (pass.kind == PassKind::kForward) return vs == 0 || r.forward_input[slot] != 0;
+    return vs == last_virtual_stage() || r.backward_input[slot] != 0;
+  }
+
+  void launch_reduction(Rank& r, GroupKind kind, int64_t elements) {
+    const GradientReduction& g = stages_[static_cast<size_t>(r.stage)].gradients;
+    ++r.outstanding_reductions;
+    Rank* rank = &r;
+    const DataType dtype = g.bytes_per_element == 4 ? DataType::kFp32 : DataType::kBf16;
+    issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce", [this, rank] {
+      --rank->outstanding_reductions;
+      if (rank->outstanding_reductions == 0 && rank->wait == WaitKind::kReductions) resume(*rank);
+    });
+  }
+
+  void flush_gradients(Rank& r) {
+    for (GroupKind kind : {GroupKind::kData, GroupKind::kExpertData}) {
+      int64_t& pending = r.pending_gradients[index_of(kind)];
+      if (pending > 0) launch_reduction(r, kind, pending);
+      pending = 0;
+    }
+  }
+
+  void gradients_ready(Rank& r, GroupKind kind, int64_t elements) {
+    const GradientReduction& g = stages_[static_cast<size_t>(r.stage)].gradients;
+    int64_t& pending = r.pending_gradients[index_of(kind)];
+    pending += elements;
+    if (!g.overlap) return;
+    while (pending >= g.bucket_elements) {
+      launch_reduction(r, kind, g.bucket_elements);
+      pending -= g.bucket_elements;
+    }
+  }
+
+  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration duration) {
+    const Time start = sim_.now();
+    Rank* rank = &r;
+    sim_.schedule_after(duration, [this, rank, label, work, duration, start] {
+      if (work == WorkKind::kOptimizer) {
+        rank->breakdown.optimizer += duration;
+      } else {
+        rank->breakdown.compute += duration;
+        if (work == WorkKind::kRecompute) rank->breakdown.recompute += duration;
+      }
+      record(*rank, "compute", label, start);
+      advance(*rank);
+    });
+  }
+
+  // Runs r's program until it has to wait. Called at start and whenever a wait ends.
+  void advance(Rank& r) {
+    const auto& passes = passes_[static_cast<size_t>(r.stage)];
+    const StageProgram& program = stages_[static_cast<size_t>(r.stage)];
+    while (r.phase == Phase::kPasses) {
+      if (r.pass_index == passes.size()) {
+        r.phase = Phase::kFlushGradients;
+        break;
+      }
+      const PipelinePass& pass = passes[r.pass_index];
+      const ChunkProgram& chunk = program.chunks[static_cast<size_t>(pass.chunk)];
+      const bool forward = pass.kind == PassKind::kForward;
+      const PassProgram& ops = forward ? chunk.forward : chunk.backward;
+      if (!r.pass_started) {
+        if (!input_ready(r, pass)) {
+          begin_wait(r, WaitKind::kInput);
+          return;
+        }
+        r.pass_started = true;
+        r.op_index = 0;
+        r.handles.assign(r.handles.size(), 0);
+      }
+      while (r.op_index < ops.ops.size()) {
+        const ProgramOp& op = ops.ops[r.op_index++];
+        switch (op.kind) {
+          case ProgramOp::Kind::kCompute:
+            run_compute(r, op.label, op.work, op.duration);
+            return;
+          case ProgramOp::Kind::kCollective: {
+            Rank* rank = &r;
+            if (op.handle < 0) {
+              begin_wait(r, WaitKind::kCollective);
+              issue_collective(r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank] { resume(*rank); });
+              return;
+            }
+            const size_t h = static_cast<size_t>(op.handle);
+            if (r.handles.size() <= h) r.handles.resize(h + 1, 0);
+            r.handles[h] = 0;
+            issue_collective(r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank, h] {
+              rank->handles[h] = 1;
+              if (rank->wait == WaitKind::kHandle && rank->waiting_handle == static_cast<int>(h)) resume(*rank);
+            });
+            break;
+          }
+          case ProgramOp::Kind::kWait: {
+            const size_t h = static_cast<size_t>(op.handle);
+            check_invariant(h < r.handles.size(), "wait for a collective that was never started");
+            if (r.handles[h] == 0) {
+              r.waiting_handle = op.handle;
+              begin_wait(r, WaitKind::kHandle);
+              return;
+            }
+            break;
+          }
+          case ProgramOp::Kind::kGradientsReady:
+            // Gradients are final in the chunk's last backward pass (they accumulate before).
+            if (!forward && r.backward_done[static_cast<size_t>(pass.chunk)] == m_ - 1) {
+              gradients_ready(r, op.group, op.elements);
+            }
+            break;
+        }
+      }
+      finish_pass(r, pass, chunk);
+    }
+    finish_step(r);
+  }
+
+  void finish_pass(Rank& r, const PipelinePass& pass, const ChunkProgram& chunk) {
+    const int vs = virtual_stage(r, pass.chunk);
+    const size_t slot_m = static_cast<size_t>(pass.microbatch);
+    if (pass.kind == PassKind::kForward) {
+      if (vs < last_virtual_stage()) {
+        const int next_vs = vs + 1;
+        const int target_stage = next_vs % layout_.pp;
+        const size_t slot = static_cast<size_t>(next_vs / layout_.pp * m_) + slot_m;
+        send_pipeline(r, target_stage, chunk.activation_bytes, [this, slot](Rank& dest) {
+          dest.forward_input[slot] = 1;
+          wake_for_input(dest);
+        });
+      }
+    } else {
+      int& done = r.backward_done[static_cast<size_t>(pass.chunk)];
+      ++done;
+      if (done == m_ && stages_[static_cast<size_t>(r.stage)].gradients.overlap) flush_gradients(r);
+      if (vs > 0) {
+        const int prev_vs = vs - 1;
+        const int target_stage = prev_vs % layout_.pp;
+        const size_t slot = static_cast<size_t>(prev_vs / layout_.pp * m_) + slot_m;
+        send_pipeline(r, target_stage, chunk.gradient_bytes, [this, slot](Rank& dest) {
+          dest.backward_input[slot] = 1;
+          wake_for_input(dest);
+        });
+      }
+    }
+    ++r.pass_index;
+    r.pass_started = false;
+  }
+
+  // After the last pass: remaining gradient buckets, wait for reductions, optimizer, parameter
+  // all-gather (ZeRO >= 1), done.
+  void finish_step(Rank& r) {
+    const StageProgram& program = stages_[static_cast<size_t>(r.stage)];
+    Rank* rank = &r;
+    while (true) {
+      switch (r.phase) {
+        case Phase::kPasses: return;
+        case Phase::kFlushGradients:
+          flush_gradients(r);
+          r.phase = Phase::kAwaitReductions;
+          break;
+        case Phase::kAwaitReductions:
+          if (r.outstanding_reductions > 0) {
+            begin_wait(r, WaitKind::kReductions);
+            return;
+          }
+          r.phase = Phase::kOptimizer;
+          break;
+        case Phase::kOptimizer:
+          r.phase = Phase::kParamGather;
+          if (program.optimizer > Duration::zero()) {
+            run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer);
+            return;
+          }
+          break;
+        case Phase::kParamGather: {
+          r.phase = Phase::kDone;
+          if (program.overlap_param_gather) break;
+          int gathers = 0;
+          for (auto [kind, size] : {std::pair{GroupKind::kData, program.data_param_gather},
+                                    std::pair{GroupKind::kExpertData, program.expert_param_gather}}) {
+            if (size.count() == 0) continue;
+            ++gathers;
+            ++r.outstanding_reductions;
+            issue_collective(r, kind, CollectiveOp::kAllGather, size, DataType::kBf16, "param_all_gather",
+                             [this, rank] {
+                               if (--rank->outstanding_reductions == 0) resume(*rank);
+                             });
+          }
+          if (gathers > 0) {
+            begin_wait(r, WaitKind::kReductions);
+            return;
+          }
+          break;
+        }
+        case Phase::kDone:
+          if (r.wait == WaitKind::kNone) r.breakdown.finish = sim_.now();
+          return;
+      }
+    }
+  }
+
+  const Cluster& cluster_;
+  const Layout& layout_;
+  const std::vector<StageProgram>& stages_;
+  RankGrid grid_;
+  int m_;
+  int v_;
+  StepSimulationOptions options_;
+  Simulator sim_;
+  std::unique_ptr<FlowNetwork> network_;
+  std::unique_ptr<CollectiveRunner> runner_;
+  std::vector<std::vector<PipelinePass>> passes_;
+  std::vector<int> simulated_index_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::map<std::tuple<int, int, int>, Rendezvous> rendezvous_;
+  std::map<std::pair<int, int>, std::vector<std::vector<int>>> mirror_groups_;
+  std::vector<TraceSpan> trace_;
+};
+
+}  // namespace
+
+StepResult simulate_step(const Cluster& cluster, const Layout& layout, const std::vector<StageProgram>& stages,
+                         int microbatches, const StepSimulationOptions& options) {
+  check_invariant(!stages.empty(), "simulate_step needs at least one stage program");
+  StepSimulation simulation(cluster, layout, stages, microbatches, options);
+  return simulation.run();
+}
+
+}  // namespace clustersim

@@ -1,0 +1,74 @@
+#pragma once
+
+// Simulates one training step of a layout: every simulated rank runs its stage's program in the
+// order of the pipeline schedule on a compute stream; collectives run on per-group communication
+// streams (the TP ones block the compute stream, data-parallel gradient buckets overlap with the
+// backward pass when enabled); pipeline sends carry activations and gradients between stages.
+//
+// Ranks: with `representative` on, one rank per pipeline stage (tp = cp = dp = 0) stands for all
+// ranks of its stage, which run identical programs on a symmetric fabric. Its collectives span
+// their whole groups, and in flow fidelity the collectives of the symmetric groups it stands for
+// are started alongside (and ignored on completion) so that link contention between them is kept.
+// A test compares this with the full simulation (`representative` off: every rank simulated,
+// collectives start when all members have arrived).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/collective_runner.h"
+#include "core/units.h"
+#include "parallelism/layout.h"
+#include "parallelism/rank_grid.h"
+#include "parallelism/step_program.h"
+#include "topology/cluster.h"
+
+namespace clustersim {
+
+struct StepSimulationOptions {
+  Fidelity fidelity = Fidelity::kAnalytical;
+  bool representative = true;
+  bool record_trace = false;
+  const CollectiveProfile* collective_profile = nullptr;
+};
+
+// Where one rank's step time went. The five parts sum to the step time.
+struct RankBreakdown {
+  int rank = 0;
+  GpuId gpu = 0;
+  int stage = 0;
+  Duration compute;        // forward, backward and recompute ops
+  Duration recompute;      // the part of `compute` spent recomputing
+  Duration exposed_comm;   // waiting for blocking collectives and the final gradient reduction
+  Duration bubble;         // waiting for pipeline inputs (including the point-to-point transfer)
+  Duration optimizer;      // optimizer step
+  Duration idle;           // finished before the slowest rank
+  Time finish;
+};
+
+struct TraceSpan {
+  int rank = 0;
+  GpuId gpu = 0;
+  std::string stream;  // "compute", "tp", "cp", "dp", "ep", "pp"
+  std::string name;
+  Time start;
+  Time end;
+};
+
+struct StepResult {
+  Duration step_time;
+  std::vector<RankBreakdown> ranks;  // the simulated ranks
+  size_t critical = 0;               // index in `ranks` of a rank that finished last
+  uint64_t events = 0;
+  uint64_t fingerprint = 0;          // engine fingerprint (determinism tests)
+  std::vector<TraceSpan> trace;      // when record_trace
+};
+
+// Simulates one step. `stages[s]` is the program of pipeline stage s (size pp). `microbatches`
+// per pipeline per step. The layout must have passed validate_layout() and fit the cluster
+// (world_size() <= cluster.gpu_count(); rank r runs on GPU r). Throws InputError for requests the
+// collectives reject, InternalError if the simulation deadlocks (a bug).
+StepResult simulate_step(const Cluster& cluster, const Layout& layout, const std::vector<StageProgram>& stages,
+                         int microbatches, const StepSimulationOptions& options);
+
+}  // namespace clustersim

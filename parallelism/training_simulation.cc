@@ -1,0 +1,106 @@
+#include "parallelism/training_simulation.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cost_models/compute_cost_model.h"
+#include "workloads/shard_spec.h"
+#include "workloads/transformer.h"
+
+namespace clustersim {
+
+LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& training, const Cluster& cluster,
+                             bool allow_idle_gpus) {
+  LayoutContext c;
+  c.layers = static_cast<int>(model.layers);
+  c.heads = static_cast<int>(model.heads);
+  c.kv_heads = static_cast<int>(model.kv_head_count());
+  c.experts = static_cast<int>(model.moe.num_experts);
+  c.ffn_hidden = static_cast<int>(model.ffn_hidden);
+  c.gpus = cluster.gpu_count();
+  const int first = cluster.gpus_in_node(0);
+  bool uniform = true;
+  for (int n = 1; n < cluster.node_count(); ++n) uniform = uniform && cluster.gpus_in_node(n) == first;
+  c.gpus_per_node = uniform ? first : 0;
+  c.global_batch = training.global_batch;
+  c.micro_batch = training.micro_batch;
+  c.seq_len = training.seq_len;
+  c.allow_idle_gpus = allow_idle_gpus;
+  return c;
+}
+
+namespace {
+
+// The GPU every rank runs on. Clusters mixing GPU models are rejected: the step simulator prices
+// one stage program for all ranks of a stage.
+const GpuSpec& uniform_gpu(const Cluster& cluster) {
+  const GpuSpec& gpu = cluster.node_spec(0).gpu;
+  for (int n = 1; n < cluster.node_count(); ++n) {
+    if (cluster.node_spec(n).gpu.name != gpu.name) {
+      throw InputError(fmt::format("cluster: node {} has {} GPUs but node 0 has {}; training simulation needs one GPU "
+                                   "model throughout",
+                                   n, cluster.node_spec(n).gpu.name, gpu.name));
+    }
+  }
+  return gpu;
+}
+
+double seconds(Duration d) { return d.to_seconds(); }
+
+}  // namespace
+
+TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
+                                 const Layout& layout, const TrainingSimulationOptions& options) {
+  model.validate();
+  training.validate(model);
+  validate_layout(layout, layout_context(model, training, cluster, options.allow_idle_gpus));
+  const ShardSpec shard{layout.tp, layout.sequence_parallel, layout.cp};
+  const Transformer transformer(model, training, shard);
+  const GpuSpec& gpu = uniform_gpu(cluster);
+  const ComputeCostModel cost(gpu, options.compute_profile);
+
+  TrainingReport report;
+  ProgramOptions program_options;
+  program_options.merge_compute = !options.record_trace;
+  report.programs = build_training_programs(transformer, cost, layout, program_options);
+  report.microbatches = report.programs.microbatches;
+  report.gpus = layout.world_size();
+  report.compute_model = cost.describe();
+  report.capacity = gpu.hbm_capacity;
+
+  StepSimulationOptions sim;
+  sim.fidelity = options.fidelity;
+  sim.representative = options.representative;
+  sim.record_trace = options.record_trace;
+  sim.collective_profile = options.collective_profile;
+  report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
+
+  report.flops = step_flops(model, training);
+  report.step_time_s = seconds(report.step.step_time);
+  const double peak = gpu.peak(training.compute_dtype).flop_per_second();
+  const double gpu_seconds = report.step_time_s * report.gpus;
+  report.tokens_per_s = static_cast<double>(training.global_batch * training.seq_len) / report.step_time_s;
+  report.mfu = report.flops.model / (gpu_seconds * peak);
+  report.hfu = report.flops.hardware / (gpu_seconds * peak);
+  report.model_tflops_per_gpu = report.flops.model / gpu_seconds * 1e-12;
+  report.hardware_tflops_per_gpu = report.flops.hardware / gpu_seconds * 1e-12;
+
+  const RankBreakdown& crit = report.step.ranks[report.step.critical];
+  report.breakdown.compute = seconds(crit.compute);
+  report.breakdown.exposed_comm = seconds(crit.exposed_comm);
+  report.breakdown.bubble = seconds(crit.bubble);
+  report.breakdown.optimizer = seconds(crit.optimizer);
+  report.breakdown.other = report.step_time_s - report.breakdown.compute - report.breakdown.exposed_comm -
+                           report.breakdown.bubble - report.breakdown.optimizer;
+
+  for (const auto& stage : report.programs.memory) {
+    if (stage.memory.total() > report.peak_memory) {
+      report.peak_memory = stage.memory.total();
+      report.peak_stage = stage.stage;
+    }
+  }
+  report.fits = report.peak_memory <= report.capacity;
+  return report;
+}
+
+}  // namespace clustersim

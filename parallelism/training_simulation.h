@@ -1,0 +1,73 @@
+#pragma once
+
+// One training step of a model on a cluster under a layout: validation, programs, simulation and
+// the figures users read (step time, tokens/s, MFU, HFU, memory per stage, where the time went).
+//
+// FLOP convention (stated in every report): MFU = model FLOPs per step / (step time × GPUs × dense
+// peak of the compute dtype), model FLOPs without recomputation and with attention over the full
+// s × s score matrix (Megatron-LM, Korthikanti et al. 2022; PaLM App. B); HFU adds the recomputed
+// forward FLOPs.
+
+#include <string>
+#include <vector>
+
+#include "collectives/collective_runner.h"
+#include "cost_models/calibration_profile.h"
+#include "parallelism/layout.h"
+#include "parallelism/program_builder.h"
+#include "parallelism/step_simulation.h"
+#include "topology/cluster.h"
+#include "workloads/model_flops.h"
+#include "workloads/model_spec.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+struct TrainingSimulationOptions {
+  Fidelity fidelity = Fidelity::kAnalytical;
+  bool representative = true;  // one rank per pipeline stage (see step_simulation.h)
+  bool record_trace = false;
+  bool allow_idle_gpus = false;
+  const CalibrationProfile* compute_profile = nullptr;
+  const CollectiveProfile* collective_profile = nullptr;
+};
+
+// Seconds of the critical (last-finishing) rank; they sum to the step time.
+struct TimeBreakdown {
+  double compute = 0;       // forward, backward, recompute
+  double exposed_comm = 0;  // collectives the compute stream waited for
+  double bubble = 0;        // pipeline waits
+  double optimizer = 0;
+  double other = 0;
+};
+
+struct TrainingReport {
+  StepResult step;
+  StepFlops flops;
+  TrainingPrograms programs;  // stage programs and per-stage memory
+  int gpus = 0;               // GPUs the layout uses
+  int microbatches = 0;       // per pipeline per step
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double model_tflops_per_gpu = 0;     // model FLOPs / step time / GPUs
+  double hardware_tflops_per_gpu = 0;  // with recomputation
+  TimeBreakdown breakdown;
+  Bytes peak_memory;                   // largest stage total
+  int peak_stage = 0;
+  Bytes capacity;                      // GPU memory capacity
+  bool fits = true;
+  std::string compute_model;           // "datasheet defaults ..." or "calibrated by profile ..."
+};
+
+// Validates everything (InputError naming fields and valid values), builds the programs and
+// simulates one step.
+TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
+                                 const Layout& layout, const TrainingSimulationOptions& options = {});
+
+// The LayoutContext validate_layout() needs, from the model, training spec and cluster.
+LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& training, const Cluster& cluster,
+                             bool allow_idle_gpus);
+
+}  // namespace clustersim

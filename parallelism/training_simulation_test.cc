@@ -1,0 +1,123 @@
+#include "parallelism/training_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "parallelism/test_clusters.h"
+#include "workloads/test_models.h"
+
+namespace clustersim {
+namespace {
+
+// A GPT of 12 layers, h 2048: small enough to simulate every rank of 16 GPUs quickly.
+ModelSpec small_gpt() {
+  ModelSpec m = testing::gpt3_175b();
+  m.name = "gpt-small";
+  m.layers = 12;
+  m.hidden = 2048;
+  m.ffn_hidden = 4 * 2048;
+  m.heads = 16;
+  return m;
+}
+
+TrainingSpec small_training(int64_t global_batch = 32) {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = global_batch;
+  t.micro_batch = 1;
+  return t;
+}
+
+TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
+  const Cluster cluster(testing::h100_cluster(2));
+  Layout layout{.tp = 2, .pp = 2, .dp = 4};
+  const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
+  ASSERT_GT(r.step_time_s, 0);
+  const auto& b = r.breakdown;
+  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.other, r.step_time_s, 1e-12);
+  EXPECT_NEAR(b.other, 0, 1e-9);  // the critical rank's time is fully accounted
+  EXPECT_GT(b.exposed_comm, 0);   // tp = 2 all-reduces block the compute stream
+  EXPECT_GT(b.bubble, 0);         // pp = 2
+  EXPECT_DOUBLE_EQ(r.tokens_per_s, 32.0 * 2048 / r.step_time_s);
+  // MFU = model FLOPs / (step time × GPUs × peak), and no recomputation means HFU = MFU.
+  EXPECT_DOUBLE_EQ(r.mfu, r.flops.model / (r.step_time_s * 16 * 989e12));
+  EXPECT_DOUBLE_EQ(r.hfu, r.mfu);
+  EXPECT_GT(r.mfu, 0.05);
+  EXPECT_LT(r.mfu, 1.0);
+  EXPECT_EQ(r.microbatches, 32 / 4);
+  ASSERT_EQ(r.programs.memory.size(), 2U);
+  EXPECT_TRUE(r.fits);
+}
+
+TEST(TrainingSimulation, RecomputationRaisesHfuAboveMfu) {
+  const Cluster cluster(testing::h100_cluster(1));
+  TrainingSpec t = small_training(16);
+  t.recompute = Recompute::kFull;
+  const TrainingReport r = simulate_training(cluster, small_gpt(), t, Layout{.tp = 8});
+  EXPECT_GT(r.hfu, r.mfu);
+  EXPECT_GT(r.step.ranks[r.step.critical].recompute, Duration::zero());
+}
+
+// The representative simulation (one rank per stage) equals the full one on a small cluster, at
+// both fidelities (DESIGN.md: symmetry with proof).
+TEST(TrainingSimulation, RepresentativeRanksMatchFullSimulation) {
+  const Cluster cluster(testing::h100_cluster(2));
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    for (Layout layout : {Layout{.tp = 2, .pp = 2, .dp = 4}, Layout{.tp = 4, .pp = 1, .dp = 4, .zero_stage = 1},
+                          Layout{.tp = 1, .pp = 4, .dp = 4, .vpp = 3, .schedule = PipelineSchedule::kInterleaved1F1B}}) {
+      TrainingSimulationOptions rep{.fidelity = f, .representative = true};
+      TrainingSimulationOptions full{.fidelity = f, .representative = false};
+      const TrainingReport a = simulate_training(cluster, small_gpt(), small_training(), layout, rep);
+      const TrainingReport b = simulate_training(cluster, small_gpt(), small_training(), layout, full);
+      EXPECT_EQ(a.step.step_time, b.step.step_time)
+          << "fidelity " << static_cast<int>(f) << " tp " << layout.tp << " pp " << layout.pp;
+      EXPECT_EQ(b.step.ranks.size(), 16U);
+      EXPECT_EQ(a.step.ranks.size(), static_cast<size_t>(layout.pp));
+    }
+  }
+}
+
+TEST(TrainingSimulation, SameInputGivesSameEventStream) {
+  const Cluster cluster(testing::h100_cluster(2));
+  Layout layout{.tp = 2, .pp = 2, .dp = 4};
+  TrainingSimulationOptions o{.fidelity = Fidelity::kFlow};
+  const TrainingReport a = simulate_training(cluster, small_gpt(), small_training(), layout, o);
+  const TrainingReport b = simulate_training(cluster, small_gpt(), small_training(), layout, o);
+  EXPECT_EQ(a.step.fingerprint, b.step.fingerprint);
+  EXPECT_EQ(a.step.events, b.step.events);
+  EXPECT_EQ(a.step.step_time, b.step.step_time);
+}
+
+TEST(TrainingSimulation, MemoryM2Llama7bDoesNotFitWithoutDistributedOptimizer) {
+  // Llama-2-7B, tp = pp = 1, dp = 8: 18 B/param = 121.3 GB > 80 GB; with the distributed
+  // optimizer 6 + 12/8 = 7.5 B/param = 50.5 GB of model state.
+  const Cluster cluster(testing::h100_cluster(1));
+  TrainingSpec t;
+  t.seq_len = 4096;
+  t.global_batch = 8;
+  t.micro_batch = 1;
+  t.recompute = Recompute::kFull;
+  const ModelSpec m = testing::llama2_7b();
+  const TrainingReport plain = simulate_training(cluster, m, t, Layout{.dp = 8});
+  EXPECT_FALSE(plain.fits);
+  const double p = 6'738'415'616.0;
+  const auto& mem = plain.programs.memory[0].memory;
+  EXPECT_NEAR(static_cast<double>((mem.params + mem.grads + mem.optimizer_state).count()), 18 * p, 1.0);
+  const TrainingReport sharded = simulate_training(cluster, m, t, Layout{.dp = 8, .zero_stage = 1});
+  const auto& mem1 = sharded.programs.memory[0].memory;
+  EXPECT_NEAR(static_cast<double>((mem1.params + mem1.grads + mem1.optimizer_state).count()), 7.5 * p, 8.0);
+  EXPECT_TRUE(sharded.fits);
+}
+
+TEST(TrainingSimulation, RejectsInvalidLayoutsWithNamedFields) {
+  const Cluster cluster(testing::h100_cluster(1));
+  try {
+    simulate_training(cluster, small_gpt(), small_training(), Layout{.tp = 3});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallelism"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -163,7 +163,10 @@ std::vector<std::vector<int>> ring_orders(const GroupLayout& layout) {
   check_invariant(layout.node_count() >= 1, "a layout spans at least one node");
   if (layout.node_count() == 1) return {layout.node_ranks.front()};
 
-  const int rings = layout.min_nics_per_node();
+  // NCCL builds one ring per NIC only where NVLink carries the rings inside the node; on a PCIe
+  // node one ring already fills the PCIe links ("going through all GPUs would consume all PCI
+  // bandwidth, so there would be no room left for another flow", NVIDIA/nccl issue 412).
+  const int rings = layout.intra_fabric == IntraNodeFabric::kPcie ? 1 : layout.min_nics_per_node();
   // Per node, the first rank (by local index) on each distinct NIC: the ring entry points.
   std::vector<std::vector<size_t>> entries(layout.node_ranks.size());
   for (size_t node = 0; node < layout.node_ranks.size(); ++node) {
@@ -205,9 +208,7 @@ bool ring_supports(CollectiveOp op, const GroupLayout&, std::string* why) {
   }
 }
 
-int ring_channels(const GroupLayout& layout) {
-  return 2 * (layout.node_count() > 1 ? layout.min_nics_per_node() : 1);
-}
+int ring_channels(const GroupLayout& layout) { return 2 * static_cast<int>(ring_orders(layout).size()); }
 
 std::vector<Bytes> split_over_rings(Bytes size, size_t rings) {
   std::vector<Bytes> parts;

@@ -10,7 +10,9 @@
 //     of NIC (r + k + 1) mod R, visiting the other GPUs in between (the order NCCL logs show:
 //     "0 7 6 5 4 3 2 1" then "1 0 7 6 5 4 3 2"). The exit NIC of one node is the entry NIC of the
 //     next, so rail-optimized fabrics stay on their rail (NCCL 2.20 "cross-nic rings without
-//     cross-rail communication"). R is the smallest number of distinct NICs the group uses on a node.
+//     cross-rail communication"). R is the smallest number of distinct NICs the group uses on a
+//     node; on PCIe-only nodes R = 1, since one ring already fills the PCIe links (NVIDIA/nccl
+//     issue 412).
 //   * Data. The buffer is split evenly over the R rings; each ring splits its part into n blocks.
 //     all_reduce takes 2(n−1) steps, all_gather and reduce_scatter n−1; in each step every rank
 //     sends one block to its successor, so each rank sends 2(n−1)/n·S (all_reduce) or (n−1)/n·S.

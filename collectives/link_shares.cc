@@ -19,6 +19,15 @@ int count_of(const std::map<Key, int>& counts, Key key) {
   return it->second;
 }
 
+// On an NVLink mesh a GPU's links go to different peers: flows to different peers do not share.
+// Elsewhere (NVSwitch uplink, PCIe port) every flow of a GPU shares its one port.
+int64_t intra_out_key(const GroupLayout& layout, int src, int dst) {
+  return layout.intra_fabric == IntraNodeFabric::kNvLinkMesh ? (int64_t{src} << 32) + dst : src;
+}
+int64_t intra_in_key(const GroupLayout& layout, int src, int dst) {
+  return layout.intra_fabric == IntraNodeFabric::kNvLinkMesh ? (int64_t{src} << 32) + dst : dst;
+}
+
 }  // namespace
 
 void LinkShares::add(const GroupLayout& layout, int src, int dst) {
@@ -26,8 +35,8 @@ void LinkShares::add(const GroupLayout& layout, int src, int dst) {
     ++nic_out_[nic_key(layout, src)];
     ++nic_in_[nic_key(layout, dst)];
   } else {
-    ++gpu_out_[src];
-    ++gpu_in_[dst];
+    ++gpu_out_[intra_out_key(layout, src, dst)];
+    ++gpu_in_[intra_in_key(layout, src, dst)];
   }
 }
 
@@ -36,7 +45,8 @@ Bandwidth LinkShares::rate(const GroupLayout& layout, int src, int dst, double e
     const int sharing = std::max(count_of(nic_out_, nic_key(layout, src)), count_of(nic_in_, nic_key(layout, dst)));
     return layout.nic_bandwidth * (layout.nic_efficiency * efficiency / sharing);
   }
-  const int sharing = std::max(count_of(gpu_out_, src), count_of(gpu_in_, dst));
+  const int sharing =
+      std::max(count_of(gpu_out_, intra_out_key(layout, src, dst)), count_of(gpu_in_, intra_in_key(layout, src, dst)));
   return layout.intra_bandwidth * (layout.intra_efficiency * efficiency / sharing);
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 
 // The bandwidth term of the closed forms: when an algorithm streams several flows at once, each
-// flow gets an equal share of the GPU NVLink/PCIe port or NIC it leaves and enters by. A GPU's
-// intra-node port and a NIC are counted separately per direction (links are full duplex), as the
-// flow model does. Used only for analytical estimates; flow fidelity lets the FlowNetwork share
+// flow gets an equal share of the GPU port or NIC it leaves and enters by. A GPU's intra-node port
+// is its NVSwitch uplink or PCIe link (all its flows share it); on an NVLink mesh it is the link to
+// that peer. Ports and NICs are counted per direction (links are full duplex), as the flow model
+// does. Used only for analytical estimates; flow fidelity lets the FlowNetwork share
 // the real links max-min fairly.
 
 #include <map>
@@ -25,7 +26,7 @@ class LinkShares {
   Bandwidth rate(const GroupLayout& layout, int src, int dst, double efficiency) const;
 
  private:
-  std::map<int, int> gpu_out_, gpu_in_;
+  std::map<int64_t, int> gpu_out_, gpu_in_;
   std::map<int64_t, int> nic_out_, nic_in_;
 };
 

@@ -1,0 +1,410 @@
+#include "collectives/collective_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "collectives/collective_profile.h"
+#include "collectives/link_efficiency.h"
+#include "core/error.h"
+#include "network/flow_network.h"
+#include "topology/test_specs.h"
+
+namespace clustersim {
+namespace {
+
+struct Outcome {
+  Duration time;
+  CollectiveChoice choice;
+};
+
+// Runs `request` alone on an idle cluster and returns its completion time.
+Outcome run(const Cluster& cluster, const CollectiveRequest& request, Fidelity fidelity,
+            const CollectiveProfile* profile = nullptr) {
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  CollectiveRunner runner(sim, cluster, &network, fidelity, profile);
+  bool done = false;
+  Time finished;
+  runner.start(request, [&] {
+    done = true;
+    finished = sim.now();
+  });
+  sim.run();
+  EXPECT_TRUE(done) << "collective never completed";
+  return {finished - Time::zero(), runner.choose(request)};
+}
+
+std::vector<GpuId> gpus(int first, int count) {
+  std::vector<GpuId> ids(static_cast<size_t>(count));
+  std::iota(ids.begin(), ids.end(), first);
+  return ids;
+}
+
+CollectiveRequest request(CollectiveOp op, std::vector<GpuId> group, Bytes size,
+                          CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
+                          Protocol protocol = Protocol::kAuto) {
+  CollectiveRequest r;
+  r.op = op;
+  r.group = std::move(group);
+  r.size = size;
+  r.algorithm = algorithm;
+  r.protocol = protocol;
+  return r;
+}
+
+double busbw(const CollectiveRequest& r, Duration t) {
+  return static_cast<double>(r.size.count()) / t.to_seconds() * bus_bandwidth_factor(r.op, static_cast<int>(r.group.size()));
+}
+
+Cluster nvswitch_cluster(int nodes, int gpus_per_node = 0, NodeSpec node = test_specs::nvswitch_node()) {
+  ClusterSpec spec = test_specs::cluster(node, nodes, test_specs::fabric(FabricType::kRailOptimized));
+  spec.gpus_per_node = gpus_per_node;
+  return Cluster(spec);
+}
+
+// A DGX A100-like node: 8 GPUs, NVLink 3 (12 links, 300 GB/s), 8 × 200 Gb/s NICs.
+NodeSpec dgx_a100_like() {
+  NodeSpec node = test_specs::nvswitch_node(8, 8);
+  node.gpu.name = "A100-SXM4-80GB";
+  node.gpu.nvlink_bandwidth = Bandwidth::gigabytes_per_s(300);
+  node.gpu.nvlink_links = 12;
+  node.gpu.supports_nvls = false;
+  node.nic.bandwidth = Bandwidth::gigabits_per_s(200);
+  return node;
+}
+
+// Issue 2: a ring all_reduce of S bytes on n GPUs of one NVSwitch node tends to
+// 2(n−1)/n · S / B_link (flow fidelity). B_link is the bandwidth NCCL can use on the GPU's NVLink:
+// datasheet × nvlink_efficiency(). What remains above the bound is NCCL's latency term, base +
+// 2(n−1) × hwLat(NVLink, ring, Simple) = 8.4 + 14 × 3.4 us for n = 8 (tuning.cc): within 1 % of
+// the bound from 1 GiB for n ≤ 4 and from 2 GiB for n = 8 (1.07 % at 1 GiB).
+TEST(CollectiveRunner, RingAllReduceOnOneNodeTendsToTheBandwidthBound) {
+  const NodeSpec node = test_specs::nvswitch_node();
+  const Cluster cluster = nvswitch_cluster(1);
+  const double link = node.gpu.nvlink_bandwidth.bytes_per_second() * nvlink_efficiency(node.gpu);
+  for (int n : {2, 4, 8}) {
+    for (Bytes size : {Bytes::gibibytes(1), Bytes::gibibytes(2), Bytes::gibibytes(4)}) {
+      const CollectiveRequest r =
+          request(CollectiveOp::kAllReduce, gpus(0, n), size, CollectiveAlgorithm::kRing, Protocol::kSimple);
+      const double bound = 2.0 * (n - 1) / n * static_cast<double>(size.count()) / link;
+      const double t = run(cluster, r, Fidelity::kFlow).time.to_seconds();
+      const double latency = (8.4 + 2 * (n - 1) * 3.4) * 1e-6;
+      EXPECT_NEAR(t, bound + latency, 1e-6 * bound) << "n=" << n;
+      if (n <= 4 || size >= Bytes::gibibytes(2)) {
+        EXPECT_LE(t - bound, 0.01 * bound) << "n=" << n;
+      }
+    }
+  }
+}
+
+// Case C1: without in-network reduction busbw never exceeds what a GPU can inject: its intra-node
+// port (NVLink or PCIe link), plus its NIC when the group spans nodes. Sweep of sizes, ops and
+// group shapes at flow fidelity; NVLS is excluded (in-switch reduction may exceed the link).
+TEST(CollectiveRunner, BusBandwidthNeverExceedsTheBottleneck) {
+  struct Shape {
+    NodeSpec node;
+    int nodes;
+    int gpus_per_node;
+  };
+  const std::vector<Shape> shapes = {{test_specs::nvswitch_node(), 1, 8},  {test_specs::nvswitch_node(), 2, 8},
+                                     {test_specs::nvswitch_node(), 4, 4},  {test_specs::nvswitch_node(), 4, 1},
+                                     {test_specs::pcie_node(true), 1, 8},  {test_specs::pcie_node(false), 2, 8},
+                                     {test_specs::mesh_node(), 1, 8},      {dgx_a100_like(), 2, 8}};
+  const std::vector<std::pair<CollectiveOp, CollectiveAlgorithm>> ops = {
+      {CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing},    {CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree},
+      {CollectiveOp::kAllGather, CollectiveAlgorithm::kRing},    {CollectiveOp::kReduceScatter, CollectiveAlgorithm::kRing},
+      {CollectiveOp::kBroadcast, CollectiveAlgorithm::kRing},    {CollectiveOp::kReduce, CollectiveAlgorithm::kRing},
+      {CollectiveOp::kAllToAll, CollectiveAlgorithm::kPairwise}, {CollectiveOp::kSendRecv, CollectiveAlgorithm::kPairwise}};
+  int checked = 0;
+  for (const Shape& shape : shapes) {
+    const Cluster cluster = nvswitch_cluster(shape.nodes, shape.gpus_per_node, shape.node);
+    double port = 0;
+    switch (shape.node.intra) {
+      case IntraNodeFabric::kNvSwitch:
+        port = shape.node.gpu.nvlink_bandwidth.bytes_per_second();
+        break;
+      case IntraNodeFabric::kNvLinkMesh:
+        port = shape.node.nvlink_link_bandwidth.bytes_per_second() * shape.node.gpu.nvlink_links;
+        break;
+      case IntraNodeFabric::kPcie:
+        port = shape.node.pcie.switch_link.bytes_per_second();
+        break;
+    }
+    const double injection = shape.nodes > 1 ? port + shape.node.nic.bandwidth.bytes_per_second() : port;
+    for (const auto& [op, algorithm] : ops) {
+      const int group_size = op == CollectiveOp::kSendRecv ? 2 : cluster.gpu_count();
+      std::vector<GpuId> group = gpus(0, group_size);
+      if (op == CollectiveOp::kSendRecv && shape.nodes > 1) group = {0, cluster.gpu_count() - 1};
+      for (int64_t size = 4096; size <= (int64_t{4} << 30); size *= 16) {
+        const CollectiveRequest r = request(op, group, Bytes::of(size), algorithm);
+        const Outcome outcome = run(cluster, r, Fidelity::kFlow);
+        EXPECT_LE(busbw(r, outcome.time), injection)
+            << name_of(op) << "/" << name_of(algorithm) << " on " << shape.node.name << " x" << shape.nodes << ", "
+            << size << " B";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8 * 8 * 6);
+}
+
+// NVLS is in-network reduction: its busbw exceeds the NVLink bandwidth NCCL can use (≈ 480 GB/s
+// measured on 450 GB/s NVLink 4), and the selector prefers it for large all_reduce on one node.
+TEST(CollectiveRunner, NvlsBusBandwidthExceedsTheLink) {
+  NodeSpec node = test_specs::nvswitch_node();
+  node.gpu.name = "H100-SXM5-80GB";
+  const Cluster cluster = nvswitch_cluster(1, 0, node);
+  const CollectiveRequest r = request(CollectiveOp::kAllReduce, gpus(0, 8), Bytes::gibibytes(8));
+  const Outcome outcome = run(cluster, r, Fidelity::kFlow);
+  EXPECT_EQ(outcome.choice.algorithm, CollectiveAlgorithm::kNvls);
+  EXPECT_GT(busbw(r, outcome.time), node.gpu.nvlink_bandwidth.bytes_per_second());
+  // 2(n−1)/(n+1) · B · nvlink_efficiency · nvls_efficiency.
+  const double expected = 14.0 / 9.0 * node.gpu.nvlink_bandwidth.bytes_per_second() * nvlink_efficiency(node.gpu) *
+                          nvls_efficiency(node.gpu);
+  EXPECT_NEAR(busbw(r, outcome.time), expected, 0.01 * expected);
+}
+
+// Case C2: 2 DGX A100-like nodes (8 × 200 Gb/s = 200 GB/s of network per node). The ring reaches
+// ≈ 0.96 · B = 192 GB/s busbw; the tree more (half the network traffic, NVLink-bound here), below
+// 2(n−1)/n · B; the selector picks the tree for large all_reduce.
+TEST(CollectiveRunner, TreeBeatsRingOnTwoNodes) {
+  const NodeSpec node = dgx_a100_like();
+  const Cluster cluster = nvswitch_cluster(2, 0, node);
+  const int n = 16;
+  const double network = 8 * node.nic.bandwidth.bytes_per_second();
+  const Bytes size = Bytes::gibibytes(4);
+  const CollectiveRequest ring = request(CollectiveOp::kAllReduce, gpus(0, n), size, CollectiveAlgorithm::kRing);
+  const CollectiveRequest tree = request(CollectiveOp::kAllReduce, gpus(0, n), size, CollectiveAlgorithm::kTree);
+  const double ring_busbw = busbw(ring, run(cluster, ring, Fidelity::kFlow).time);
+  const double tree_busbw = busbw(tree, run(cluster, tree, Fidelity::kFlow).time);
+  EXPECT_NEAR(ring_busbw, kNicEfficiency * network, 0.01 * network);
+  EXPECT_GT(tree_busbw, ring_busbw);
+  EXPECT_LT(tree_busbw, 2.0 * (n - 1) / n * network);
+  for (double gib : {0.5, 1.0, 4.0}) {
+    const CollectiveRequest automatic = request(CollectiveOp::kAllReduce, gpus(0, n), Bytes::gibibytes(gib));
+    EXPECT_EQ(run(cluster, automatic, Fidelity::kFlow).choice.algorithm, CollectiveAlgorithm::kTree) << gib;
+  }
+}
+
+// Case C3: 8 GPUs, each with its own 100 Gb/s NIC, as 1 × 8, 2 × 4 and 4 × 2 GPUs × nodes,
+// 1.6 GB ring all_reduce. NCCL runs one ring per NIC of a node (each channel leaves the node
+// through a different NIC), so the network bandwidth grows with the GPUs (and NICs) per node:
+// t(1×8) > t(2×4) > t(4×2). In this model the NICs add up perfectly: busbw = R · 0.96 · 12.5 GB/s
+// with R = 1, 2, 4 rings, so t(1×8)/t(4×2) = 4. The measurement behind the case (NVIDIA/nccl
+// issue 569, DGX-2: 363/173/132 ms) scales less (2.75): per NIC 7.7, 8.1 and 5.3 GB/s. Nothing
+// in NCCL's published tuning model or topology search accounts for the drop at 4 NICs; it is left
+// to a calibration profile rather than fitted by an invented penalty.
+TEST(CollectiveRunner, InterNodeBandwidthGrowsWithTheNicsInUse) {
+  NodeSpec node = test_specs::nvswitch_node(8, 8);
+  node.nic.bandwidth = Bandwidth::gigabits_per_s(100);
+  const Bytes size = Bytes::gigabytes(1.6);
+  std::vector<double> seconds;
+  for (int per_node : {1, 2, 4}) {
+    const Cluster cluster = nvswitch_cluster(8 / per_node, per_node, node);
+    const CollectiveRequest r = request(CollectiveOp::kAllReduce, gpus(0, 8), size, CollectiveAlgorithm::kRing);
+    const double t = run(cluster, r, Fidelity::kFlow).time.to_seconds();
+    const double nic_bound = 2.0 * 7 / 8 * static_cast<double>(size.count()) /
+                             (per_node * kNicEfficiency * node.nic.bandwidth.bytes_per_second());
+    EXPECT_NEAR(t, nic_bound, 0.01 * nic_bound) << per_node << " GPUs per node";
+    seconds.push_back(t);
+  }
+  EXPECT_GT(seconds[0], seconds[1]);
+  EXPECT_GT(seconds[1], seconds[2]);
+  EXPECT_NEAR(seconds[0] / seconds[2], 4.0, 0.04);
+}
+
+// Case C3: a tp = 8 all_reduce inside one node does not change when nodes are added.
+TEST(CollectiveRunner, IntraNodeAllReduceIgnoresOtherNodes) {
+  const CollectiveRequest r = request(CollectiveOp::kAllReduce, gpus(0, 8), Bytes::mebibytes(256));
+  const Outcome alone = run(nvswitch_cluster(1), r, Fidelity::kFlow);
+  for (int nodes : {2, 16}) {
+    const Outcome in_larger = run(nvswitch_cluster(nodes), r, Fidelity::kFlow);
+    EXPECT_EQ(in_larger.time, alone.time) << nodes;
+    EXPECT_EQ(in_larger.choice.algorithm, alone.choice.algorithm);
+  }
+}
+
+// Case C5: a 9,839,837,184-byte reduce_scatter over 4 GPUs simulates exactly: the bytes on each
+// GPU's NVLink are 3/4 of it over the NVLink efficiency, and flow and closed form agree.
+TEST(CollectiveRunner, LargeReduceScatterIsExact) {
+  const NodeSpec node = test_specs::nvswitch_node();
+  const Cluster cluster = nvswitch_cluster(1);
+  const Bytes size = Bytes::of(9'839'837'184);
+  const CollectiveRequest r =
+      request(CollectiveOp::kReduceScatter, gpus(0, 4), size, CollectiveAlgorithm::kRing, Protocol::kSimple);
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+  Time finished;
+  runner.start(r, [&] { finished = sim.now(); });
+  sim.run();
+  EXPECT_NEAR((finished - Time::zero()).to_seconds(), runner.estimate(r).to_seconds(), 1e-9);
+  // GPU 0's uplink to the NVSwitch carries its three steps of 2,459,959,296 bytes each.
+  const Route& route = cluster.route(0, 1);
+  const double scale = 1.0 / nvlink_efficiency(node.gpu);
+  const int64_t expected = 3 * Bytes::of(2'459'959'296).scaled(scale).count();
+  EXPECT_EQ(network.bytes_carried(route.links.front()).count(), expected);
+  EXPECT_GT(expected, int64_t{1} << 32);
+}
+
+// Flow and analytical fidelity agree on idle clusters, ring and tree, 4 KiB to 4 GiB. Measured:
+// within 1e-5 (rounding of a few picoseconds) on NVSwitch nodes (single node, rail-optimized and
+// fat-tree fabrics), on PCIe nodes with peer-to-peer and on one NVLink-mesh node; within 2 % on
+// PCIe nodes without peer-to-peer (messages of 128 KiB and less, where the detour through host
+// memory makes a route's latency exceed the protocol's step cost). Not covered: multi-node
+// NVLink-mesh nodes, where the closed form misses links shared by rings routed through
+// intermediate GPUs (analytical up to 25 % faster than flow).
+TEST(CollectiveRunner, FlowAndAnalyticalAgreeOnIdleClusters) {
+  struct Case {
+    NodeSpec node;
+    int nodes;
+    FabricType fabric;
+    double tolerance;
+  };
+  const std::vector<Case> cases = {{test_specs::nvswitch_node(), 1, FabricType::kSingleSwitch, 1e-5},
+                                   {test_specs::nvswitch_node(), 4, FabricType::kRailOptimized, 1e-5},
+                                   {test_specs::nvswitch_node(), 4, FabricType::kFatTree, 1e-5},
+                                   {dgx_a100_like(), 2, FabricType::kRailOptimized, 1e-5},
+                                   {test_specs::pcie_node(true), 2, FabricType::kSingleSwitch, 1e-5},
+                                   {test_specs::pcie_node(false), 1, FabricType::kSingleSwitch, 0.02},
+                                   {test_specs::mesh_node(), 1, FabricType::kSingleSwitch, 1e-5}};
+  for (const Case& c : cases) {
+    const Cluster cluster(test_specs::cluster(c.node, c.nodes, test_specs::fabric(c.fabric)));
+    for (CollectiveAlgorithm algorithm : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree}) {
+      for (int64_t size = 4096; size <= (int64_t{4} << 30); size *= 32) {
+        const CollectiveRequest r =
+            request(CollectiveOp::kAllReduce, gpus(0, cluster.gpu_count()), Bytes::of(size), algorithm);
+        const double flow = run(cluster, r, Fidelity::kFlow).time.to_seconds();
+        const double analytical = run(cluster, r, Fidelity::kAnalytical).time.to_seconds();
+        EXPECT_NEAR(analytical, flow, c.tolerance * flow)
+            << name_of(algorithm) << " on " << c.node.name << " x" << c.nodes << ", " << size << " B";
+      }
+    }
+  }
+}
+
+// Concurrent collectives on the same GPUs contend in flow fidelity (twice the bytes on the same
+// links) but not in analytical fidelity, which prices each alone.
+TEST(CollectiveRunner, ConcurrentCollectivesShareLinksInFlowFidelity) {
+  const Cluster cluster = nvswitch_cluster(1);
+  const CollectiveRequest r =
+      request(CollectiveOp::kAllGather, gpus(0, 8), Bytes::gibibytes(2), CollectiveAlgorithm::kRing, Protocol::kSimple);
+  for (Fidelity fidelity : {Fidelity::kFlow, Fidelity::kAnalytical}) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    CollectiveRunner runner(sim, cluster, &network, fidelity);
+    std::vector<Time> finished;
+    runner.start(r, [&] { finished.push_back(sim.now()); });
+    runner.start(r, [&] { finished.push_back(sim.now()); });
+    sim.run();
+    ASSERT_EQ(finished.size(), 2u);
+    const double alone = runner.estimate(r).to_seconds();
+    const double both = std::max(finished[0], finished[1]).to_seconds();
+    if (fidelity == Fidelity::kFlow) {
+      EXPECT_NEAR(both, 2 * alone, 0.01 * alone);
+    } else {
+      EXPECT_NEAR(both, alone, 1e-12);
+    }
+  }
+}
+
+// The same run twice gives the same event stream (engine fingerprint).
+TEST(CollectiveRunner, Deterministic) {
+  const Cluster cluster = nvswitch_cluster(4);
+  std::vector<uint64_t> fingerprints;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+    runner.start(request(CollectiveOp::kAllReduce, gpus(0, 32), Bytes::mebibytes(64)), [] {});
+    runner.start(request(CollectiveOp::kAllToAll, gpus(0, 32), Bytes::mebibytes(32)), [] {});
+    sim.run();
+    fingerprints.push_back(sim.fingerprint());
+  }
+  EXPECT_EQ(fingerprints[0], fingerprints[1]);
+}
+
+// A calibrated fit replaces the closed form for the candidates it covers.
+TEST(CollectiveRunner, ProfileReplacesTheClosedForm) {
+  const Cluster cluster = nvswitch_cluster(1);
+  CollectiveProfile profile;
+  profile.fits.push_back({CollectiveOp::kAllReduce,
+                          CollectiveAlgorithm::kRing,
+                          Protocol::kSimple,
+                          8,
+                          1,
+                          {{Bytes::zero(), Bytes::gibibytes(16), Duration::microseconds(30), Bandwidth::gigabytes_per_s(100)}}});
+  const CollectiveRequest r =
+      request(CollectiveOp::kAllReduce, gpus(0, 8), Bytes::gibibytes(1), CollectiveAlgorithm::kRing, Protocol::kSimple);
+  const Duration expected = Duration::microseconds(30) + transfer_time(r.size, Bandwidth::gigabytes_per_s(100));
+  EXPECT_EQ(run(cluster, r, Fidelity::kAnalytical, &profile).time, expected);
+  Simulator sim;
+  CollectiveRunner runner(sim, cluster, nullptr, Fidelity::kAnalytical, &profile);
+  EXPECT_EQ(runner.estimate(r), expected);
+}
+
+void expect_input_error(const Cluster& cluster, const CollectiveRequest& r, const std::vector<std::string>& parts) {
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+  try {
+    runner.start(r, [] {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(runner.estimate(r), InputError);
+}
+
+TEST(CollectiveRunner, InvalidRequestsNameTheValueAndTheValidChoices) {
+  const Cluster cluster = nvswitch_cluster(2);
+  const Bytes size = Bytes::mebibytes(1);
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, {}, size), {"empty"});
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, {0, 1, 1}, size), {"GPU 1", "ranks 1 and 2"});
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, {0, 16}, size), {"GPU 16", "0..15"});
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, {0, -1}, size), {"GPU -1", "0..15"});
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, gpus(0, 4), Bytes::zero()), {"0 bytes", "all_reduce"});
+  expect_input_error(cluster, request(CollectiveOp::kAllGather, gpus(0, 4), size, CollectiveAlgorithm::kTree),
+                     {"\"tree\"", "all_gather", "valid algorithms: auto, ring"});
+  CollectiveRequest broadcast = request(CollectiveOp::kBroadcast, gpus(0, 4), size);
+  broadcast.root = 4;
+  expect_input_error(cluster, broadcast, {"root 4", "0..3"});
+  expect_input_error(cluster, request(CollectiveOp::kSendRecv, gpus(0, 3), size), {"exactly 2", "got 3"});
+  CollectiveRequest a2a = request(CollectiveOp::kAllToAll, gpus(0, 2), size);
+  a2a.all_to_all_bytes = {0, 1, 2};
+  expect_input_error(cluster, a2a, {"3 entries", "2 x 2 = 4"});
+  a2a.all_to_all_bytes = {0, 1, -2, 0};
+  expect_input_error(cluster, a2a, {"all_to_all_bytes[1][0]", "-2"});
+
+  // NVLS on a node without NVSwitch (PCIe), and across nodes.
+  const Cluster pcie(test_specs::cluster(test_specs::pcie_node(true), 1, test_specs::fabric(FabricType::kSingleSwitch)));
+  expect_input_error(pcie, request(CollectiveOp::kAllReduce, gpus(0, 8), size, CollectiveAlgorithm::kNvls),
+                     {"\"nvls\"", "NVSwitch", "valid algorithms: auto, ring, tree"});
+  expect_input_error(cluster, request(CollectiveOp::kAllReduce, gpus(0, 16), size, CollectiveAlgorithm::kNvls),
+                     {"\"nvls\"", "NVSwitch"});
+}
+
+TEST(CollectiveRunner, AnalyticalCompletesAtTheEstimate) {
+  const Cluster cluster = nvswitch_cluster(2);
+  const CollectiveRequest r = request(CollectiveOp::kAllReduce, gpus(0, 16), Bytes::mebibytes(100));
+  Simulator sim;
+  CollectiveRunner runner(sim, cluster, nullptr, Fidelity::kAnalytical);
+  Time finished;
+  runner.start(r, [&] { finished = sim.now(); });
+  sim.run();
+  EXPECT_EQ(finished - Time::zero(), runner.estimate(r));
+  EXPECT_GT(runner.estimate(r), Duration::zero());
+}
+
+// A group of one rank has nothing to exchange.
+TEST(CollectiveRunner, SingleRankCompletesAtOnce) {
+  const Cluster cluster = nvswitch_cluster(1);
+  EXPECT_EQ(run(cluster, request(CollectiveOp::kAllReduce, {3}, Bytes::mebibytes(1)), Fidelity::kFlow).time,
+            Duration::zero());
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -172,11 +172,13 @@ class Communicators {
   std::vector<LocalRank> ranks_;
 };
 
-// All-reduce of rank+1 over 1 Mi floats must give n(n+1)/2 everywhere; all-gather of rank+1 must
+// All-reduce of rank+1 over up to 1 Mi floats must give n(n+1)/2 everywhere; all-gather of rank+1 must
 // put r+1 in the r-th chunk. Run on the "auto" communicators before any timing.
-bool check_results(Communicators& comms, ProcessGroup& group, std::string& message) {
+bool check_results(Communicators& comms, ProcessGroup& group, size_t buffer_bytes, std::string& message) {
   const int n = comms.nranks();
-  const int64_t count = int64_t{1} << 20;
+  // 1 Mi floats, or what the buffers hold, rounded down to whole chunks per rank.
+  const int64_t count = std::min<int64_t>(int64_t{1} << 20, static_cast<int64_t>(buffer_bytes) / kElementBytes) / n * n;
+  if (count == 0) return true;
   for (LocalRank& r : comms.ranks()) {
     check_cuda(cudaSetDevice(r.device), "cudaSetDevice");
     fill_constant(r.send.as<float>(), count, static_cast<float>(r.rank + 1), r.stream->get());
@@ -342,7 +344,7 @@ NcclRunResult run_nccl_benchmarks(const CalibrateOptions& options, ProcessGroup&
     const bool is_auto = setting.algo == "auto" && setting.proto == "auto";
     if (is_auto) {
       std::string message;
-      result.check_passed = check_results(comms, group, message);
+      result.check_passed = check_results(comms, group, buffer_bytes, message);
       if (root) std::cout << "nccl check (" << nranks << " ranks): " << (result.check_passed ? "pass" : message) << "\n";
       comms.allocate(buffer_bytes);  // random data again after the check's constants
     }

@@ -108,7 +108,9 @@ TEST(Cluster, RejectsBadIds) {
 }
 
 // 2,048 DGX-H100-like nodes (16,384 GPUs) on a rail-optimized fabric build in well under a second,
-// and looking up routes does not compute all n² of them.
+// and looking up routes does not compute all n² of them. (Release build: ~30 ms to build, ~40 ms
+// for the 16,384 first routes; benchmarks/network_benchmark measures both. The route bound is
+// loose so that sanitizer builds pass; an n² routing table would take minutes.)
 TEST(Cluster, SixteenThousandGpusBuildFast) {
   const auto start = std::chrono::steady_clock::now();
   const Cluster cluster(test_specs::cluster(test_specs::nvswitch_node(), 2048, test_specs::fabric(FabricType::kRailOptimized)));
@@ -121,7 +123,7 @@ TEST(Cluster, SixteenThousandGpusBuildFast) {
     ASSERT_FALSE(route.links.empty());
   }
   const double routes_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - routes_start).count();
-  EXPECT_LT(routes_s, 1.0);
+  EXPECT_LT(routes_s, 10.0);
 }
 
 }  // namespace

@@ -30,7 +30,9 @@ enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 //   alignment        kHalfAligned × 0.31, kMisaligned × 0.195 (measured ratios of slow-path to
 //                    aligned throughput on the H200: 4091³ 146.5 vs ~700 TFLOP/s, 4096×50257×4096
 //                    132 vs 683 TFLOP/s for 50304; 4100³ 213 TFLOP/s; the issue's own readings
-//                    127 vs 696 and 129 vs 744 give 0.18).
+//                    127 vs 696 and 129 vs 744 give 0.18). fp8 GEMMs need 16-element strides
+//                    (torch._scaled_mm rejects others, Transformer Engine pads); misaligned fp8
+//                    shapes get the same ratios, unmeasured.
 // Fit: least squares on relative time error over the 84 aligned H200 samples of
 // cost_models/testdata/h200_pytorch_sweep.json (bf16 and fp8, with ComputeCostModel's memory floor
 // and 1.23 µs kernel gap) together with the 18 Hopper rows of docs/validation/published/gemm.csv

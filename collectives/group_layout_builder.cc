@@ -91,7 +91,7 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
   }
   layout.intra_fabric = any_pcie ? IntraNodeFabric::kPcie
                                  : (any_mesh ? IntraNodeFabric::kNvLinkMesh : IntraNodeFabric::kNvSwitch);
-  if (any_pcie) layout.intra_efficiency = 1.0;
+  if (any_pcie) layout.intra_efficiency = kPcieEfficiency;
   const NodeSpec& first_spec = cluster.node_spec(nodes.front());
   layout.nvls_capable = nodes.size() == 1 && group.size() > 1 && first_spec.intra == IntraNodeFabric::kNvSwitch &&
                         first_spec.gpu.supports_nvls;

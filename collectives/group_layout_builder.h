@@ -18,7 +18,7 @@ namespace clustersim {
 //   nic_bandwidth: the bottleneck of an inter-node route between consecutive nodes;
 //   intra_latency / inter_latency: the largest route latency over those pairs and over every hop
 //     of the rings the ring algorithm runs (ring_orders());
-//   efficiencies: link_efficiency.h for the node's GPU (PCIe-only nodes: 1).
+//   efficiencies: link_efficiency.h for the node's GPU (PCIe-only nodes: kPcieEfficiency).
 // Throws InputError naming the value for an empty group, a GPU id outside 0..gpu_count()−1, or a
 // GPU that appears twice.
 GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& group);

@@ -13,7 +13,9 @@
 //     line rate; 8 × 200 Gb/s DGX A100 nodes measure 192 GB/s ring busbw (NVIDIA GTC24 S62129).
 //   NVLS: the switch's reduction runs below the link rate: NCCL tuning.cc nvlsEfficiency 0.85
 //     (Hopper) and 0.74 (Blackwell); GPUs without NVLink SHARP get 0.
-//   PCIe: topology presets already give usable PCIe rates, so 1.
+//   PCIe: NCCL's topology model gives a PCIe Gen3 x16 link 12 GB/s (topo.h PCI_BW) against a line
+//     rate of 8 GT/s × 16 lanes × 128/130 ÷ 8 = 15.75 GB/s per direction: 0.76. The presets give
+//     line rates; 8 PCIe Gen4 GPUs measure 24 GB/s ring busbw on 31.5 GB/s links (GTC24 S62129).
 
 #include "core/gpu_spec.h"
 
@@ -30,5 +32,8 @@ double nvls_efficiency(const GpuSpec& gpu);
 
 // Fraction of a NIC's line rate NCCL's network transport reaches (12 GB/s per 100 Gb/s).
 inline constexpr double kNicEfficiency = 12.0 / 12.5;
+
+// Fraction of a PCIe link's line rate NCCL's transports reach (PCI_BW 12 GB/s of 15.75 GB/s).
+inline constexpr double kPcieEfficiency = 12.0 / (8.0 * 16.0 * 128.0 / 130.0 / 8.0);
 
 }  // namespace clustersim

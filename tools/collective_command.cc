@@ -1,0 +1,227 @@
+#include "tools/collective_command.h"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/error.h"
+#include "network/flow_network.h"
+#include "scenarios/hardware_presets.h"
+#include "topology/cluster.h"
+
+namespace clustersim {
+namespace {
+
+// nccl-tests' type names (common.cu test_typenames).
+std::string_view nccl_type_name(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFp32:
+    case DataType::kTf32:
+      return "float";
+    case DataType::kBf16:
+      return "bfloat16";
+    case DataType::kFp16:
+      return "half";
+    case DataType::kFp8:
+      return "f8e4m3";
+  }
+  return "float";
+}
+
+bool reduces(CollectiveOp op) {
+  return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter || op == CollectiveOp::kReduce;
+}
+
+bool rooted(CollectiveOp op) { return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce; }
+
+// Bytes nccl-tests actually moves for a requested size: whole elements, and for ops whose buffer
+// is split over the ranks, a whole element per rank.
+int64_t rounded_size(int64_t requested, CollectiveOp op, int ranks, int64_t element) {
+  const bool per_rank = op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter ||
+                        op == CollectiveOp::kAllToAll;
+  const int64_t unit = per_rank ? element * ranks : element;
+  return requested / unit * unit;
+}
+
+struct Row {
+  int64_t size = 0;
+  Duration time;
+  CollectiveChoice choice;
+};
+
+Cluster build_cluster(const CollectiveCommandOptions& options) {
+  if (options.nodes < 1) throw InputError(fmt::format("--nodes must be at least 1 (got {})", options.nodes));
+  const HardwareCatalog catalog(options.data_dir.empty() ? default_data_dir() : options.data_dir);
+  NodeSpec node = catalog.node(options.node);
+  if (!options.nic.empty()) node.nic = catalog.nic(options.nic);
+  if (options.gpus_per_node < 0 || options.gpus_per_node > node.gpus) {
+    throw InputError(fmt::format("--gpus-per-node {} is not valid for node \"{}\"; valid: 1..{} (or 0 for all)",
+                                 options.gpus_per_node, options.node, node.gpus));
+  }
+  ClusterSpec spec;
+  spec.nodes.assign(static_cast<size_t>(options.nodes), node);
+  spec.fabric.type = options.fabric;
+  spec.fabric.switch_latency = options.switch_latency;
+  spec.fabric.leaf_ports = options.leaf_ports;
+  spec.fabric.oversubscription = options.oversubscription;
+  spec.gpus_per_node = options.gpus_per_node;
+  return Cluster(spec);
+}
+
+std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
+  const int64_t first = options.min_bytes.count();
+  const int64_t last = options.max_bytes.count();
+  if (first > last) {
+    throw InputError(fmt::format("the minimum size ({} B) is larger than the maximum size ({} B)", first, last));
+  }
+  if (options.step_factor == 1 || options.step_factor < 0 ||
+      (options.step_factor == 0 && options.step_bytes == Bytes::zero() && first < last)) {
+    throw InputError(fmt::format("the size step does not grow: factor {} and increment {} B; give a factor >= 2 or "
+                                 "an increment > 0",
+                                 options.step_factor, options.step_bytes.count()));
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t size = first; size <= last;) {
+    sizes.push_back(size);
+    if (options.step_factor >= 2) {
+      if (size == 0 || size > last / options.step_factor) break;
+      size *= options.step_factor;
+    } else {
+      if (first == last || size > last - options.step_bytes.count()) break;
+      size += options.step_bytes.count();
+    }
+  }
+  return sizes;
+}
+
+// One size, alone on an idle cluster.
+Row simulate(const Cluster& cluster, const CollectiveCommandOptions& options, const std::vector<GpuId>& group,
+             int64_t size) {
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  CollectiveRunner runner(sim, cluster, &network, options.fidelity);
+  CollectiveRequest request;
+  request.op = options.op;
+  request.group = group;
+  request.size = Bytes::of(size);
+  request.dtype = options.dtype;
+  request.algorithm = options.algorithm;
+  request.protocol = options.protocol;
+  Time finished;
+  const auto done = [&] { finished = std::max(finished, sim.now()); };
+  Row row{size, Duration::zero(), {}};
+  if (options.op == CollectiveOp::kSendRecv) {
+    // sendrecv_perf: every rank sends to the next one at once.
+    const auto n = group.size();
+    for (size_t rank = 0; rank < n && n > 1; ++rank) {
+      CollectiveRequest pair = request;
+      pair.group = {group[rank], group[(rank + 1) % n]};
+      runner.start(pair, done);
+      row.choice = runner.choose(pair);
+    }
+  } else {
+    runner.start(request, done);
+    row.choice = runner.choose(request);
+  }
+  sim.run();
+  row.time = finished - Time::zero();
+  return row;
+}
+
+}  // namespace
+
+Bytes parse_nccl_tests_size(std::string_view text) {
+  int64_t value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  int64_t scale = 1;
+  if (ec == std::errc() && ptr + 1 == end) {
+    switch (*ptr) {
+      case 'K':
+      case 'k':
+        scale = int64_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        scale = int64_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        scale = int64_t{1} << 30;
+        break;
+      default:
+        scale = 0;
+    }
+  } else if (ptr != end) {
+    scale = 0;
+  }
+  if (ec != std::errc() || ptr == begin || scale == 0 || value < 0) {
+    throw InputError(fmt::format("invalid size \"{}\"; write a whole number of bytes with an optional K, M or G "
+                                 "suffix (powers of 1024, as nccl-tests), e.g. \"8\", \"64K\", \"8G\"",
+                                 text));
+  }
+  return Bytes::of(checked_mul(value, scale, "size"));
+}
+
+FabricType parse_fabric_type(std::string_view text) {
+  if (text == "rail") return FabricType::kRailOptimized;
+  if (text == "fat-tree") return FabricType::kFatTree;
+  if (text == "switch") return FabricType::kSingleSwitch;
+  throw InputError(fmt::format("unknown fabric \"{}\"; valid: rail, fat-tree, switch", text));
+}
+
+int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
+  const Cluster cluster = build_cluster(options);
+  std::vector<GpuId> group(static_cast<size_t>(cluster.gpu_count()));
+  for (GpuId gpu = 0; gpu < cluster.gpu_count(); ++gpu) group[static_cast<size_t>(gpu)] = gpu;
+  const int ranks = cluster.gpu_count();
+  if (options.op == CollectiveOp::kSendRecv && ranks < 2) {
+    throw InputError("send_recv needs at least 2 GPUs; use more nodes or GPUs per node");
+  }
+  const int64_t element = bytes_per_element(options.dtype);
+  std::vector<Row> rows;
+  for (int64_t requested : sweep_sizes(options)) {
+    const int64_t size = rounded_size(requested, options.op, ranks, element);
+    if (size == 0) continue;
+    rows.push_back(simulate(cluster, options, group, size));
+  }
+
+  const double factor = bus_bandwidth_factor(options.op, ranks);
+  const auto algbw = [](const Row& row) {
+    return row.time > Duration::zero() ? static_cast<double>(row.size) / row.time.to_seconds() * 1e-9 : 0.0;
+  };
+  if (options.json) {
+    nlohmann::json results = nlohmann::json::array();
+    for (const Row& row : rows) {
+      results.push_back({{"size_bytes", row.size},
+                         {"time_us", row.time.to_microseconds()},
+                         {"algbw_GBps", algbw(row)},
+                         {"busbw_GBps", algbw(row) * factor},
+                         {"algorithm", name_of(row.choice.algorithm)},
+                         {"protocol", name_of(row.choice.protocol)}});
+    }
+    out << nlohmann::json{{"results", results}}.dump(2) << "\n";
+    return 0;
+  }
+  out << fmt::format("# clustersim collective: {} on {} x {} ({} GPUs), {} fabric, {} fidelity\n", name_of(options.op),
+                     options.nodes, options.node, ranks,
+                     options.fabric == FabricType::kRailOptimized ? "rail"
+                     : options.fabric == FabricType::kFatTree     ? "fat-tree"
+                                                                  : "switch",
+                     options.fidelity == Fidelity::kFlow ? "flow" : "analytical");
+  out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>12}  {:>8}\n", "size", "count",
+                     "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol");
+  out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}\n", "(B)", "(elements)", "", "", "",
+                     "(us)", "(GB/s)", "(GB/s)");
+  for (const Row& row : rows) {
+    out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:>12}  {:>8}\n", row.size,
+                       row.size / element, nccl_type_name(options.dtype), reduces(options.op) ? "sum" : "none",
+                       rooted(options.op) ? 0 : -1, row.time.to_microseconds(), algbw(row), algbw(row) * factor,
+                       name_of(row.choice.algorithm), name_of(row.choice.protocol));
+  }
+  return 0;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,65 @@
+#pragma once
+
+// `clustersim collective`: a simulated nccl-tests. Builds a cluster of identical preset nodes,
+// runs one collective over all its GPUs for every size of an nccl-tests sweep (-b, -e, -f / -i),
+// and prints nccl-tests' columns — size (B), count (elements), type, redop, root, time (us),
+// algbw and busbw (GB/s, nccl-tests' bus-bandwidth factors) — plus the algorithm and protocol the
+// selector chose, so users can diff against their nccl-tests logs. Each size runs alone on an
+// idle cluster (nccl-tests times one collective at a time). With `json` the output is
+// {"results": [{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "protocol"}, ...]}.
+//
+// nccl-tests conventions kept: sizes are rounded down to whole elements (and, for all_gather,
+// reduce_scatter and all_to_all, to a multiple of ranks × element size, as nccl-tests'
+// getCollByteCount does); sizes that round to zero are skipped; send_recv makes every rank send
+// `size` bytes to the next rank at once (sendrecv_perf), busbw = algbw.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "collectives/collective.h"
+#include "collectives/collective_runner.h"
+#include "core/data_type.h"
+#include "core/units.h"
+#include "topology/specs.h"
+
+namespace clustersim {
+
+struct CollectiveCommandOptions {
+  std::string node = "dgx-h100";  // node preset (scenarios/hardware/nodes) or a YAML path
+  std::string nic;                // NIC preset replacing the node's; empty: the node's own
+  int nodes = 1;                  // nodes in the cluster (all identical)
+  int gpus_per_node = 0;          // GPUs used per node; 0: all of the node's GPUs
+  FabricType fabric = FabricType::kRailOptimized;
+  // Fabric switch latency per traversal. Default: an estimate for InfiniBand NDR switches, whose
+  // published port-to-port figures range from about 150 to 330 ns; calibrate.
+  Duration switch_latency = Duration::nanoseconds(300);
+  int leaf_ports = 64;            // NVIDIA Quantum-2 QM9700: 64 NDR ports
+  double oversubscription = 1.0;  // fat-tree only
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Bytes min_bytes = Bytes::of(8);  // nccl-tests -b
+  Bytes max_bytes = Bytes::of(8);  // nccl-tests -e
+  int64_t step_factor = 2;         // nccl-tests -f: multiply the size by this each step (0: use step_bytes)
+  Bytes step_bytes;                // nccl-tests -i: add this each step when step_factor is 0
+  DataType dtype = DataType::kFp32;  // nccl-tests default: float
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  Protocol protocol = Protocol::kAuto;
+  Fidelity fidelity = Fidelity::kFlow;
+  bool json = false;
+  std::string data_dir;  // holds hardware/; empty: default_data_dir()
+};
+
+// nccl-tests' size syntax: a whole number with an optional K, M or G suffix, in powers of 1024
+// (nccl-tests parsesize: "-e 8G" is 8 GiB). Throws InputError naming the text.
+Bytes parse_nccl_tests_size(std::string_view text);
+
+// "rail", "fat-tree" or "switch". Throws InputError naming the text and the valid names.
+FabricType parse_fabric_type(std::string_view text);
+
+// Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError for bad
+// options (unknown preset, nodes < 1, gpus_per_node beyond the node, min > max, a step that does
+// not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
+int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
+
+}  // namespace clustersim

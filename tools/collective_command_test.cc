@@ -1,0 +1,138 @@
+#include "tools/collective_command.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "collectives/link_efficiency.h"
+#include "core/error.h"
+#include "scenarios/hardware_presets.h"
+
+namespace clustersim {
+namespace {
+
+nlohmann::json run_json(CollectiveCommandOptions options) {
+  options.json = true;
+  std::ostringstream out;
+  EXPECT_EQ(run_collective_command(options, out), 0);
+  return nlohmann::json::parse(out.str());
+}
+
+TEST(CollectiveCommand, NcclTestsSizes) {
+  EXPECT_EQ(parse_nccl_tests_size("8"), Bytes::of(8));
+  EXPECT_EQ(parse_nccl_tests_size("64K"), Bytes::kibibytes(64));
+  EXPECT_EQ(parse_nccl_tests_size("128M"), Bytes::mebibytes(128));
+  EXPECT_EQ(parse_nccl_tests_size("8G"), Bytes::gibibytes(8));
+  for (const char* bad : {"", "8X", "G", "-8", "8 G", "1.5G"}) {
+    EXPECT_THROW(parse_nccl_tests_size(bad), InputError) << bad;
+  }
+  EXPECT_EQ(parse_fabric_type("fat-tree"), FabricType::kFatTree);
+  EXPECT_THROW(parse_fabric_type("torus"), InputError);
+}
+
+// -b 8 -e 8G -f 2 gives 31 sizes; each line's busbw is algbw × 2(n−1)/n.
+TEST(CollectiveCommand, SweepWithNcclTestsColumns) {
+  CollectiveCommandOptions options;
+  options.node = "dgx-h100";
+  options.nodes = 2;
+  options.min_bytes = Bytes::of(8);
+  options.max_bytes = Bytes::gibibytes(8);
+  const nlohmann::json json = run_json(options);
+  const auto& results = json.at("results");
+  ASSERT_EQ(results.size(), 31u);
+  const int n = 16;
+  for (const auto& row : results) {
+    const double size = row.at("size_bytes").get<double>();
+    const double time_us = row.at("time_us").get<double>();
+    EXPECT_NEAR(row.at("algbw_GBps").get<double>(), size / time_us * 1e-3, 1e-9 * size / time_us);
+    EXPECT_NEAR(row.at("busbw_GBps").get<double>(), row.at("algbw_GBps").get<double>() * 2.0 * (n - 1) / n, 1e-9);
+    EXPECT_FALSE(row.at("algorithm").get<std::string>().empty());
+    EXPECT_FALSE(row.at("protocol").get<std::string>().empty());
+  }
+  // Text form: a header and one line per size.
+  std::ostringstream text;
+  options.json = false;
+  run_collective_command(options, text);
+  size_t lines = 0;
+  for (char c : text.str()) lines += c == '\n';
+  EXPECT_EQ(lines, 3u + 31u);
+  EXPECT_NE(text.str().find("float"), std::string::npos);
+  EXPECT_NE(text.str().find("sum"), std::string::npos);
+}
+
+// A forced ring all_reduce on one DGX H100 at 8 GiB: busbw = 2(n−1)/n · S / t with
+// t = 8.4 + 14 × 3.4 us (NCCL latency) + 2(n−1)/n · S / (450 GB/s × NVLink efficiency).
+TEST(CollectiveCommand, RingBusBandwidthOnOneNode) {
+  CollectiveCommandOptions options;
+  options.node = "dgx-h100";
+  options.algorithm = CollectiveAlgorithm::kRing;
+  options.min_bytes = options.max_bytes = Bytes::gibibytes(8);
+  const auto& row = run_json(options).at("results").at(0);
+  const HardwareCatalog catalog;
+  const GpuSpec gpu = catalog.node("dgx-h100").gpu;
+  const double size = 8.0 * (1 << 30);
+  const double seconds = (8.4 + 14 * 3.4) * 1e-6 + 1.75 * size / (gpu.nvlink_bandwidth.bytes_per_second() * nvlink_efficiency(gpu));
+  EXPECT_NEAR(row.at("busbw_GBps").get<double>(), 1.75 * size / seconds * 1e-9, 0.01);
+  EXPECT_EQ(row.at("algorithm"), "ring");
+  EXPECT_EQ(row.at("protocol"), "Simple");
+}
+
+// all_gather sizes are rounded down to a multiple of ranks × element (nccl-tests), sizes that
+// round to zero are skipped.
+TEST(CollectiveCommand, AllGatherSizesFollowNcclTests) {
+  CollectiveCommandOptions options;
+  options.node = "dgx-a100";
+  options.op = CollectiveOp::kAllGather;
+  options.min_bytes = Bytes::of(8);
+  options.max_bytes = Bytes::of(1000);
+  const auto results = run_json(options).at("results");
+  ASSERT_FALSE(results.empty());
+  EXPECT_EQ(results.front().at("size_bytes"), 32);  // 8 and 16 B are below 8 ranks × 4 B
+  for (const auto& row : results) EXPECT_EQ(row.at("size_bytes").get<int64_t>() % 32, 0);
+}
+
+// send_recv: every rank sends to the next at once; busbw = algbw.
+TEST(CollectiveCommand, SendRecvRunsEveryRankAtOnce) {
+  CollectiveCommandOptions options;
+  options.node = "dgx-h100";
+  options.nodes = 2;
+  options.gpus_per_node = 1;
+  options.op = CollectiveOp::kSendRecv;
+  options.min_bytes = options.max_bytes = Bytes::gibibytes(1);
+  const auto& row = run_json(options).at("results").at(0);
+  EXPECT_DOUBLE_EQ(row.at("busbw_GBps").get<double>(), row.at("algbw_GBps").get<double>());
+  // Each GPU's NIC (400 Gb/s) carries one direction of one flow.
+  EXPECT_LT(row.at("busbw_GBps").get<double>(), 50.0);
+  EXPECT_GT(row.at("busbw_GBps").get<double>(), 0.9 * 50.0 * kNicEfficiency);
+}
+
+TEST(CollectiveCommand, BadOptionsAreInputErrors) {
+  std::ostringstream out;
+  CollectiveCommandOptions options;
+  options.node = "dgx-h999";
+  EXPECT_THROW(run_collective_command(options, out), InputError);
+  options = {};
+  options.gpus_per_node = 9;
+  EXPECT_THROW(run_collective_command(options, out), InputError);
+  options = {};
+  options.nodes = 0;
+  EXPECT_THROW(run_collective_command(options, out), InputError);
+  options = {};
+  options.min_bytes = Bytes::of(1024);
+  options.max_bytes = Bytes::of(8);
+  EXPECT_THROW(run_collective_command(options, out), InputError);
+  options = {};
+  options.op = CollectiveOp::kAllGather;
+  options.algorithm = CollectiveAlgorithm::kTree;
+  options.min_bytes = options.max_bytes = Bytes::mebibytes(1);
+  try {
+    run_collective_command(options, out);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("valid algorithms"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace clustersim

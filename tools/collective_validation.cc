@@ -1,0 +1,324 @@
+#include "tools/collective_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "collectives/collective_runner.h"
+#include "core/error.h"
+#include "network/flow_network.h"
+#include "scenarios/hardware_presets.h"
+#include "topology/cluster.h"
+
+namespace clustersim {
+namespace {
+
+// RFC 4180 records: commas separate fields, double quotes enclose fields with commas, "" is a quote.
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("cannot read the collectives measurements \"{}\"", path));
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  const std::string text = buffer.str();
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+    } else if (c == '\n') {
+      record.push_back(std::move(field));
+      field.clear();
+      records.push_back(std::move(record));
+      record.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (!field.empty() || !record.empty()) {
+    record.push_back(std::move(field));
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+double number_or_zero(const std::string& text) {
+  if (text.empty()) return 0;
+  try {
+    return std::stod(text);
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("collectives.csv: \"{}\" is not a number", text));
+  }
+}
+
+struct Setup {
+  std::string node;  // preset
+  std::string nic;   // preset replacing the node's, or empty
+  int nodes = 1;
+  int gpus_per_node = 0;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  int64_t size = 0;
+  std::string note;
+};
+
+// The nccl-tests size used for rows that give only a large-message plateau.
+constexpr int64_t kPlateauSize = int64_t{8} << 30;
+
+std::optional<CollectiveOp> op_of(const std::string& collective) {
+  if (collective == "all_reduce") return CollectiveOp::kAllReduce;
+  if (collective == "all_gather") return CollectiveOp::kAllGather;
+  if (collective == "reduce_scatter") return CollectiveOp::kReduceScatter;
+  if (collective == "alltoall") return CollectiveOp::kAllToAll;
+  return std::nullopt;
+}
+
+// The setup a row describes (SOURCES.md), or the reason it is not simulated.
+std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::string& bw_definition,
+                               std::string* reason) {
+  if (!contains(bw_definition, "nccl-tests")) {
+    *reason = fmt::format("not comparable: \"{}\" is not nccl-tests' algbw/busbw", bw_definition);
+    return std::nullopt;
+  }
+  const auto op = op_of(row.collective);
+  if (!op) {
+    *reason = fmt::format("collective \"{}\" is not simulated", row.collective);
+    return std::nullopt;
+  }
+  Setup setup;
+  setup.op = *op;
+  setup.size = row.size_bytes > 0 ? row.size_bytes : kPlateauSize;
+  const std::string& system = row.system;
+  const std::string& algorithm = row.algorithm;
+  if (algorithm.starts_with("Ring")) {
+    setup.algorithm = CollectiveAlgorithm::kRing;  // also "Ring (NCCL_NVLS_ENABLE=0)"
+  } else if (algorithm.starts_with("NVLS") || algorithm.starts_with("SHARP") || contains(system, "SHARP")) {
+    setup.algorithm = CollectiveAlgorithm::kNvls;
+  }
+
+  if (contains(row.source, "a3mega")) {
+    // GCP A3 Mega: 8 × H100 and 8 × 200 Gb/s GPUDirect-TCPXO NICs per VM (fabric not stated in the
+    // file); modelled as DGX H100 nodes with 200 Gb/s NICs.
+    setup.node = "dgx-h100";
+    setup.nic = "cx6-200g";
+    setup.nodes = 2;
+    setup.note = "2 × dgx-h100 with 8 × 200 Gb/s NICs (A3 Mega, assumed; TCPXO modelled as RDMA)";
+    return setup;
+  }
+  if (contains(row.source, "stas00") && !contains(row.source, "GTC")) {
+    setup.node = contains(system, "B200") ? "hgx-b200" : "hgx-h200";
+    setup.gpus_per_node = row.gpus;
+    setup.note = fmt::format("{} GPUs of one {}", row.gpus, setup.node);
+    return setup;
+  }
+  // NVIDIA GTC slides: typical large-message plateaus.
+  const bool multi_node = row.gpus == 32 || contains(system, "RDMA");
+  if (contains(system, "V100") || contains(system, "Gen5") || contains(system, "Gen6") || contains(system, "GB200") ||
+      contains(system, "TCP")) {
+    *reason = "no preset for this hardware (V100, PCIe Gen5/Gen6 hosts, GB200 NVL72, TCP sockets)";
+    return std::nullopt;
+  }
+  if (multi_node && setup.algorithm == CollectiveAlgorithm::kNvls) {
+    *reason = "needs NVLink SHARP with InfiniBand SHARP across nodes (not modelled)";
+    return std::nullopt;
+  }
+  if (contains(system, "2x200Gb") || contains(system, "2x 200Gb") || contains(system, "2x 400Gb")) {
+    *reason = "servers with two NICs of unstated type and intra-node fabric";
+    return std::nullopt;
+  }
+  if (contains(system, "DGX A100") || contains(system, "A100")) setup.node = "dgx-a100";
+  if (contains(system, "DGX H100") || contains(system, "H100") || contains(system, "NVLink4")) setup.node = "dgx-h100";
+  if (contains(system, "B200") || contains(system, "NVLink5")) setup.node = "hgx-b200";
+  if (contains(system, "NVLink3")) setup.node = "dgx-a100";
+  if (contains(system, "PCIe Gen4")) setup.node = "pcie-8gpu";
+  if (system == "200Gb RDMA (IB/RoCE)" || system == "400Gb RDMA (IB/RoCE)") {
+    // One NIC per node: a ring across nodes with one GPU each.
+    setup.node = contains(system, "400Gb") ? "dgx-h100" : "dgx-a100";
+    setup.nodes = 4;
+    setup.gpus_per_node = 1;
+    setup.note = fmt::format("4 nodes × 1 GPU of {} (one NIC per node)", setup.node);
+    return setup;
+  }
+  if (setup.node.empty()) {
+    *reason = "system not described by a preset";
+    return std::nullopt;
+  }
+  if (multi_node) {
+    setup.nodes = 4;  // the GTC25 slide's 32 GPUs; the GTC24 slide does not state the count
+    setup.note = fmt::format("4 × {} (32 GPUs)", setup.node);
+  } else {
+    setup.note = fmt::format("1 × {}", setup.node);
+  }
+  if (setup.algorithm == CollectiveAlgorithm::kAuto && setup.op == CollectiveOp::kAllReduce) {
+    setup.algorithm = CollectiveAlgorithm::kRing;  // the non-SHARP bars
+  }
+  return setup;
+}
+
+struct Simulated {
+  Duration time;
+  CollectiveChoice choice;
+};
+
+Simulated simulate(const Setup& setup, const HardwareCatalog& catalog) {
+  NodeSpec node = catalog.node(setup.node);
+  if (!setup.nic.empty()) node.nic = catalog.nic(setup.nic);
+  ClusterSpec spec;
+  spec.nodes.assign(static_cast<size_t>(setup.nodes), node);
+  spec.fabric.type = FabricType::kRailOptimized;
+  spec.fabric.switch_latency = Duration::nanoseconds(300);
+  spec.fabric.leaf_ports = 64;
+  spec.gpus_per_node = setup.gpus_per_node;
+  const Cluster cluster(spec);
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+  CollectiveRequest request;
+  request.op = setup.op;
+  for (GpuId gpu = 0; gpu < cluster.gpu_count(); ++gpu) request.group.push_back(gpu);
+  request.size = Bytes::of(setup.size);
+  request.dtype = DataType::kFp32;
+  request.algorithm = setup.algorithm;
+  Time finished;
+  runner.start(request, [&] { finished = sim.now(); });
+  sim.run();
+  return {finished - Time::zero(), runner.choose(request)};
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+std::string short_source(const std::string& source) {
+  if (contains(source, "a3mega")) return "A3 Mega nccl-tests (SOURCES B1)";
+  if (contains(source, "GTC24")) return "NVIDIA GTC24 S62129 (B3)";
+  if (contains(source, "GTC25")) return "NVIDIA GTC25 S72583 (B3)";
+  if (contains(source, "all_reduce_bench")) return "stas00 all_reduce_bench (B2)";
+  if (contains(source, "stas00")) return "stas00 nccl-tests (B2)";
+  if (contains(source, "DeepEP")) return "DeepEP (B4)";
+  if (contains(source, "Narayanan")) return "Narayanan et al. SC21";
+  return source.substr(0, 40);
+}
+
+std::string size_text(int64_t bytes) {
+  if (bytes == 0) return "—";
+  if (bytes >= (int64_t{1} << 30) && bytes % (int64_t{1} << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (int64_t{1} << 20) && bytes % (int64_t{1} << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+CollectiveValidation validate_collectives(const std::string& csv_path, const std::string& data_dir) {
+  const auto records = read_csv(csv_path);
+  if (records.empty()) throw InputError(fmt::format("\"{}\" is empty", csv_path));
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < records.front().size(); ++i) column[records.front()[i]] = i;
+  for (const char* key : {"source", "system", "gpus", "collective", "algorithm", "size_bytes", "time_us", "busbw_GBps",
+                          "bw_definition"}) {
+    if (!column.contains(key)) throw InputError(fmt::format("\"{}\" has no column \"{}\"", csv_path, key));
+  }
+  const HardwareCatalog catalog(data_dir);
+  CollectiveValidation validation;
+  std::vector<double> large_errors, all_errors;
+  for (size_t r = 1; r < records.size(); ++r) {
+    const auto& record = records[r];
+    if (record.size() < records.front().size()) continue;  // blank trailing line
+    const auto field = [&](const char* key) { return record[column.at(key)]; };
+    CollectiveValidationRow row;
+    row.source = field("source");
+    row.system = field("system");
+    row.collective = field("collective");
+    row.algorithm = field("algorithm");
+    row.gpus = static_cast<int>(number_or_zero(field("gpus")));
+    row.size_bytes = static_cast<int64_t>(number_or_zero(field("size_bytes")));
+    const double time_us = number_or_zero(field("time_us"));
+    row.measured_is_time = time_us > 0;
+    row.measured = row.measured_is_time ? time_us : number_or_zero(field("busbw_GBps"));
+    std::string reason;
+    const auto setup = setup_for(row, field("bw_definition"), &reason);
+    if (!setup || row.measured <= 0) {
+      row.not_compared = setup ? "no measured value" : reason;
+      validation.rows.push_back(std::move(row));
+      continue;
+    }
+    const Simulated simulated = simulate(*setup, catalog);
+    const int ranks = setup->nodes * (setup->gpus_per_node > 0 ? setup->gpus_per_node : catalog.node(setup->node).gpus);
+    const double algbw = static_cast<double>(setup->size) / simulated.time.to_seconds() * 1e-9;
+    row.simulated = row.measured_is_time ? simulated.time.to_microseconds()
+                                         : algbw * bus_bandwidth_factor(setup->op, ranks);
+    row.error = row.simulated / row.measured - 1.0;
+    row.compared = true;
+    row.setup = setup->note + (setup->algorithm == CollectiveAlgorithm::kAuto
+                                   ? ", algorithm auto"
+                                   : fmt::format(", {} forced", name_of(setup->algorithm)));
+    if (row.size_bytes == 0) row.setup += fmt::format(", simulated at {}", size_text(setup->size));
+    row.simulated_choice = fmt::format("{}/{}", name_of(simulated.choice.algorithm), name_of(simulated.choice.protocol));
+    all_errors.push_back(std::abs(row.error));
+    if (row.size_bytes >= (int64_t{64} << 20)) large_errors.push_back(std::abs(row.error));
+    validation.rows.push_back(std::move(row));
+  }
+  validation.median_error_large = median(large_errors);
+  validation.large_rows = static_cast<int>(large_errors.size());
+  validation.median_error_all = median(all_errors);
+  validation.compared_rows = static_cast<int>(all_errors.size());
+  return validation;
+}
+
+void write_collective_validation(const CollectiveValidation& validation, std::ostream& out) {
+  out << "# Collectives: simulated against published measurements\n\n"
+         "Generated by `clustersim-collective-validation` (tools/collective_validation.cc) from\n"
+         "`docs/validation/published/collectives.csv`; setups per `docs/validation/published/SOURCES.md`.\n"
+         "Do not edit by hand.\n\n"
+         "Each comparable row is simulated alone on an idle cluster built from the hardware presets\n"
+         "(`scenarios/hardware/`), flow fidelity, before any calibration: datasheet bandwidths with the\n"
+         "documented transport efficiencies of `collectives/link_efficiency.h` and NCCL's latency model\n"
+         "(`collectives/protocol.h`). Where a row names the algorithm NCCL ran (`NCCL_NVLS_ENABLE=0`,\n"
+         "`NVLS`), that algorithm is forced; otherwise the selector chooses. Rows that give only a\n"
+         "large-message plateau (GTC slides) are simulated at 8 GiB. Error = simulated / measured − 1 on\n"
+         "the row's measured quantity: time when the row has one, else nccl-tests busbw.\n\n";
+  out << fmt::format("**Median |error|, rows with a stated size ≥ 64 MiB: {:.1f} % over {} rows** "
+                     "(requirement: ≤ 15 %).  \n",
+                     100 * validation.median_error_large, validation.large_rows);
+  out << fmt::format("Median |error| over all {} compared rows (plateaus included): {:.1f} %.\n\n",
+                     validation.compared_rows, 100 * validation.median_error_all);
+  out << "| source | system | GPUs | collective | measured algorithm | size | measured | simulated | error | "
+         "simulated algorithm | setup or reason not compared |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& row : validation.rows) {
+    const std::string unit = row.measured_is_time ? " us" : " GB/s busbw";
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", short_source(row.source),
+                       row.system, row.gpus > 0 ? std::to_string(row.gpus) : "—", row.collective,
+                       row.algorithm.empty() ? "—" : row.algorithm, size_text(row.size_bytes),
+                       row.measured > 0 ? fmt::format("{:.4g}{}", row.measured, unit) : "—",
+                       row.compared ? fmt::format("{:.4g}{}", row.simulated, unit) : "—",
+                       row.compared ? fmt::format("{:+.1f} %", 100 * row.error) : "—",
+                       row.compared ? row.simulated_choice : "—", row.compared ? row.setup : row.not_compared);
+  }
+}
+
+}  // namespace clustersim

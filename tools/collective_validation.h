@@ -1,0 +1,57 @@
+#pragma once
+
+// Compares clustersim's collectives with published measurements: every row of
+// docs/validation/published/collectives.csv, beside the value simulated for the setup that row
+// describes (docs/validation/published/SOURCES.md), with its error. The report is
+// docs/validation/collectives.md, written by the clustersim-collective-validation program.
+//
+// Rows are compared only where the bandwidth definitions match (nccl-tests algbw/busbw or time);
+// DeepEP's per-link bandwidths and whole-run bisection figures are listed as not comparable, and
+// setups the presets cannot describe (V100, PCIe Gen5/6 hosts, GB200 NVL72, TCP sockets, IB SHARP,
+// servers whose intra-node fabric is not stated) as not simulated, each with the reason.
+// Simulation: flow fidelity, one collective alone on an idle cluster, before any calibration.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace clustersim {
+
+struct CollectiveValidationRow {
+  // From the CSV.
+  std::string source;
+  std::string system;
+  std::string collective;
+  std::string algorithm;      // as measured ("Ring (NCCL_NVLS_ENABLE=0)", "NCCL default", ...)
+  int gpus = 0;
+  int64_t size_bytes = 0;     // 0 when the source does not state it
+  double measured = 0;        // time in us when the row has one, else busbw in GB/s
+  bool measured_is_time = false;
+  // Simulated.
+  bool compared = false;
+  std::string setup;          // presets, nodes, algorithm forced, assumptions
+  std::string not_compared;   // why, when !compared
+  double simulated = 0;       // same quantity as `measured`
+  double error = 0;           // simulated / measured − 1
+  std::string simulated_choice;  // "ring/Simple"
+};
+
+struct CollectiveValidation {
+  std::vector<CollectiveValidationRow> rows;
+  // Median |error| over compared rows whose size is stated and ≥ 64 MiB (the requirement),
+  // and over all compared rows (plateau rows without a stated size simulated at 8 GiB).
+  double median_error_large = 0;
+  int large_rows = 0;
+  double median_error_all = 0;
+  int compared_rows = 0;
+};
+
+// Reads `csv_path` and simulates every comparable row with the presets under `data_dir`.
+// Throws InputError for an unreadable or malformed CSV.
+CollectiveValidation validate_collectives(const std::string& csv_path, const std::string& data_dir);
+
+// The report as Markdown.
+void write_collective_validation(const CollectiveValidation& validation, std::ostream& out);
+
+}  // namespace clustersim

@@ -1,0 +1,447 @@
+#include "scenarios/scenario.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "parallelism/layout.h"
+#include "scenarios/hardware_presets.h"
+
+namespace clustersim {
+
+namespace {
+
+KeyDef key(std::string path, ValueType type, std::string description, std::string default_text = "") {
+  KeyDef k;
+  k.path = std::move(path);
+  k.type = type;
+  k.description = std::move(description);
+  k.default_text = std::move(default_text);
+  return k;
+}
+
+KeyDef integer(std::string path, std::string description, std::string default_text, double min,
+               std::optional<double> max = std::nullopt) {
+  KeyDef k = key(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
+KeyDef choice(std::string path, std::string description, std::string default_text, std::vector<std::string> choices) {
+  KeyDef k = key(std::move(path), ValueType::kEnum, std::move(description), std::move(default_text));
+  k.choices = std::move(choices);
+  return k;
+}
+
+KeyDef real(std::string path, std::string description, std::string default_text, double min, double max) {
+  KeyDef k = key(std::move(path), ValueType::kReal, std::move(description), std::move(default_text));
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
+// The model keys, under `prefix` ("model." in scenarios, "" in preset files).
+void add_model_keys(Schema& s, const std::string& prefix) {
+  s.key(key(prefix + "name", ValueType::kString, "model name shown in reports"));
+  s.key(integer(prefix + "layers", "transformer layers L", "", 1));
+  s.key(integer(prefix + "hidden", "hidden size h", "", 1));
+  s.key(integer(prefix + "ffn_hidden", "MLP intermediate size (4h for GPT)", "", 1));
+  s.key(integer(prefix + "heads", "attention (query) heads a", "", 1));
+  s.key(integer(prefix + "kv_heads", "key/value heads for grouped-query attention (0 = heads, MHA)", "0", 0));
+  s.key(integer(prefix + "head_dim", "size of one head (0 = hidden / heads)", "0", 0));
+  s.key(integer(prefix + "vocab", "tokenizer vocabulary before Megatron's padding", "", 1));
+  s.key(choice(prefix + "mlp", "MLP kind", "gelu", {"gelu", "swiglu"}));
+  s.key(choice(prefix + "norm", "normalisation", "layernorm", {"layernorm", "rmsnorm"}));
+  s.key(choice(prefix + "position_embedding", "position encoding", "learned", {"learned", "rope"}));
+  s.key(integer(prefix + "max_position_embeddings", "rows of a learned position table (0 = seq_len)", "0", 0));
+  s.key(key(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
+  s.key(integer(prefix + "make_vocab_size_divisible_by",
+                "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by)", "128", 1));
+  s.key(key(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
+  s.key(key(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
+  const std::string moe = prefix + "moe";
+  s.section(moe, "mixture-of-experts MLP (absent: dense)");
+  s.key(integer(moe + ".num_experts", "routed experts per MoE layer", "0", 0));
+  s.key(integer(moe + ".top_k", "experts each token is routed to", "0", 0));
+  s.key(integer(moe + ".moe_ffn_hidden", "intermediate size of one expert", "0", 0));
+  s.key(integer(moe + ".shared_experts", "always-active shared experts", "0", 0));
+  s.key(integer(moe + ".first_dense_layers", "leading layers with a dense MLP", "0", 0));
+  const std::string mla = prefix + "mla";
+  s.section(mla, "multi-head latent attention (DeepSeek-V2/V3; absent: standard attention)");
+  s.key(integer(mla + ".q_lora_rank", "query down-projection rank", "0", 0));
+  s.key(integer(mla + ".kv_lora_rank", "key/value down-projection rank", "0", 0));
+  s.key(integer(mla + ".rope_head_dim", "decoupled RoPE head size", "0", 0));
+}
+
+const std::vector<std::string> kDtypes16 = {"bf16", "fp16", "fp32"};
+
+Schema build_scenario_schema() {
+  Schema s("scenario");
+  s.key(key("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
+  s.key(key("description", ValueType::kString, "free text", ""));
+  s.key(key("calibration", ValueType::kString,
+            "calibration profile name (tools/calibrate/profiles/<name>.json) or path; absent: datasheet defaults"));
+  s.key(integer("seed", "seed of every random choice (ECMP hashing, noise)", "1", 0));
+
+  s.section("cluster", "the GPUs and the networks between them");
+  s.key(key("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
+  s.key(integer("cluster.nodes", "number of nodes", "1", 1, 1'000'000));
+  s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0));
+  s.section_list("cluster.node_groups", "heterogeneous clusters: groups of identical nodes, in order");
+  s.key(key("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
+  s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1));
+  s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0));
+  s.section("cluster.fabric", "the inter-node network");
+  s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
+               {"single-switch", "fat-tree", "rail-optimized"}));
+  s.key(key("cluster.fabric.nic", ValueType::kString, "NIC preset replacing the node's NIC (scenarios/hardware/nics/)"));
+  s.key(key("cluster.fabric.switch_latency", ValueType::kDuration,
+            "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ 300 ns)",
+            "300 ns"));
+  s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", "32", 1));
+  s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth", "1", 1, 64));
+
+  s.section("model", "the transformer");
+  s.key(key("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));
+  add_model_keys(s, "model.");
+
+  s.section("training", "what one optimizer step processes and how");
+  s.key(integer("training.seq_len", "tokens per sequence", "", 1));
+  s.key(integer("training.global_batch", "sequences per optimizer step", "", 1));
+  s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1));
+  s.key(choice("training.precision", "GEMM compute dtype", "bf16", {"bf16", "fp16", "fp8"}));
+  s.key(choice("training.params_dtype", "working copy of the parameters (default: bf16, fp16 for fp16 training)", "",
+               kDtypes16));
+  s.key(choice("training.grads_dtype", "gradient buffer dtype (Megatron: fp32 main grads)", "fp32", kDtypes16));
+  s.key(key("training.master_weights", ValueType::kBool, "fp32 master copy of the parameters", "true"));
+  s.key(key("training.fp32_grad_copy", ValueType::kBool,
+            "an extra fp32 gradient copy next to 16-bit gradients (DeepSpeed ZeRO's accounting)", "false"));
+  s.key(choice("training.optimizer_state_dtype", "Adam moments dtype", "fp32", {"fp32", "bf16"}));
+  s.key(choice("training.optimizer", "optimizer", "adam", {"adam", "sgd"}));
+  s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
+  s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",
+               {"flash", "naive"}));
+  s.key(real("training.hidden_dropout", "dropout after attention and MLP (0 stores no mask)", "0.1", 0, 1));
+  s.key(real("training.attention_dropout", "dropout on attention probabilities", "0.1", 0, 1));
+
+  s.section("parallelism", "the parallel layout (Megatron-LM names)");
+  s.key(integer("parallelism.tp", "tensor-parallel size", "1", 1));
+  s.key(integer("parallelism.pp", "pipeline-parallel size", "1", 1));
+  s.key(integer("parallelism.dp", "data-parallel size (0 = GPUs / (tp·cp·pp))", "0", 0));
+  s.key(integer("parallelism.cp", "context-parallel size", "1", 1));
+  s.key(integer("parallelism.ep", "expert-parallel size", "1", 1));
+  s.key(integer("parallelism.etp", "expert tensor-parallel size", "1", 1));
+  s.key(integer("parallelism.vpp", "model chunks per pipeline stage (interleaved schedule)", "1", 1));
+  s.key(integer("parallelism.layers_per_virtual_stage",
+                "layers per model chunk (Megatron --num-layers-per-virtual-pipeline-stage; 0 = use vpp)", "0", 0));
+  KeyDef stage_layers = key("parallelism.stage_layers", ValueType::kIntList,
+                            "explicit layers per pipeline stage, one per stage (default: even split)");
+  stage_layers.min = 1;
+  s.key(stage_layers);
+  s.key(key("parallelism.sequence_parallel", ValueType::kBool, "Megatron sequence parallelism (needs tp > 1)",
+            "false"));
+  s.key(integer("parallelism.zero", "ZeRO stage: 0 none, 1 optimizer state (= distributed optimizer), 2 + grads, 3 + "
+                "params",
+                "0", 0, 3));
+  s.key(key("parallelism.distributed_optimizer", ValueType::kBool,
+            "Megatron's distributed optimizer (shards optimizer state like ZeRO-1)", "false"));
+  s.key(choice("parallelism.schedule", "pipeline schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"}));
+  s.key(key("parallelism.order", ValueType::kString, "rank order, innermost first", "tp-cp-ep-dp-pp"));
+  s.key(key("parallelism.overlap_grad_reduce", ValueType::kBool, "overlap gradient reduction with backward", "true"));
+  s.key(key("parallelism.overlap_param_gather", ValueType::kBool,
+            "overlap the distributed optimizer's parameter all-gather with the next forward", "false"));
+  s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
+                "40000000", 1));
+
+  s.section("simulation", "how to simulate");
+  s.key(choice("simulation.fidelity",
+               "flow: collectives as flows sharing links; analytical: closed forms; auto: flow up to flow_max_gpus",
+               "auto", {"auto", "flow", "analytical"}));
+  s.key(integer("simulation.flow_max_gpus", "largest cluster simulated with flow fidelity under auto", "256", 1));
+  s.key(key("simulation.representative", ValueType::kBool,
+            "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
+  s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
+            "false"));
+  return s;
+}
+
+Schema build_model_preset_schema() {
+  Schema s("model preset");
+  s.key(key("source", ValueType::kString, "where the numbers come from"));
+  add_model_keys(s, "");
+  return s;
+}
+
+std::string data_dir_or_default(const std::string& data_dir) {
+  return data_dir.empty() ? default_data_dir() : data_dir;
+}
+
+// Copies the model keys present in `doc` under `prefix` onto `m`.
+void apply_model_keys(const ConfigDocument& doc, const std::string& prefix, ModelSpec& m) {
+  auto int_key = [&](const char* name, int64_t& field) {
+    if (doc.has(prefix + name)) field = doc.get_int(prefix + name);
+  };
+  if (doc.has(prefix + "name")) m.name = doc.get_string(prefix + "name");
+  int_key("layers", m.layers);
+  int_key("hidden", m.hidden);
+  int_key("ffn_hidden", m.ffn_hidden);
+  int_key("heads", m.heads);
+  int_key("kv_heads", m.kv_heads);
+  int_key("head_dim", m.head_dim);
+  int_key("vocab", m.vocab);
+  if (doc.has(prefix + "mlp")) m.mlp = parse_mlp_kind(doc.get_string(prefix + "mlp"));
+  if (doc.has(prefix + "norm")) m.norm = parse_norm_kind(doc.get_string(prefix + "norm"));
+  if (doc.has(prefix + "position_embedding")) {
+    m.position_embedding = parse_position_embedding(doc.get_string(prefix + "position_embedding"));
+  }
+  int_key("max_position_embeddings", m.max_position_embeddings);
+  if (doc.has(prefix + "tied_embeddings")) m.tied_embeddings = doc.get_bool(prefix + "tied_embeddings");
+  int_key("make_vocab_size_divisible_by", m.make_vocab_size_divisible_by);
+  if (doc.has(prefix + "linear_bias")) m.linear_bias = doc.get_bool(prefix + "linear_bias");
+  if (doc.has(prefix + "qkv_bias")) m.qkv_bias = doc.get_bool(prefix + "qkv_bias");
+  int_key("moe.num_experts", m.moe.num_experts);
+  int_key("moe.top_k", m.moe.top_k);
+  int_key("moe.moe_ffn_hidden", m.moe.moe_ffn_hidden);
+  int_key("moe.shared_experts", m.moe.shared_experts);
+  int_key("moe.first_dense_layers", m.moe.first_dense_layers);
+  int_key("mla.q_lora_rank", m.mla.q_lora_rank);
+  int_key("mla.kv_lora_rank", m.mla.kv_lora_rank);
+  int_key("mla.rope_head_dim", m.mla.rope_head_dim);
+}
+
+std::string model_preset_path(const std::string& name, const std::string& data_dir) {
+  if (name.find('/') != std::string::npos || name.ends_with(".yaml")) return name;
+  const auto p = std::filesystem::path(data_dir) / "models" / (name + ".yaml");
+  if (!std::filesystem::exists(p)) {
+    std::string available;
+    for (const auto& n : model_preset_names(data_dir)) available += (available.empty() ? "" : ", ") + n;
+    throw InputError(fmt::format("unknown model preset \"{}\"; available: {} (or give a path to a .yaml file)", name,
+                                 available));
+  }
+  return p.string();
+}
+
+// Wraps InputErrors thrown while interpreting `path` with its location.
+template <typename F>
+auto located(const ConfigDocument& doc, const std::string& path, F&& f) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    throw doc.error_at(path, e.what());
+  }
+}
+
+ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catalog) {
+  ClusterSpec c;
+  auto add_nodes = [&](const ConfigDocument& d, const std::string& node_key, int64_t count, int64_t gpus_per_node) {
+    NodeSpec node = located(d, node_key, [&] { return catalog.node(d.get_string(node_key)); });
+    if (gpus_per_node > node.gpus) {
+      throw d.error_at(node_key, fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs", gpus_per_node,
+                                             node.name, node.gpus));
+    }
+    if (gpus_per_node > 0 && gpus_per_node < node.gpus) {
+      // Keep the GPUs' own NICs: GPU g keeps the NIC it has in the full node.
+      std::vector<int> affinity = node.nic_of_gpu;
+      if (affinity.empty()) {
+        for (int g = 0; g < node.gpus; ++g) affinity.push_back(g * node.nics / node.gpus);
+      }
+      affinity.resize(static_cast<size_t>(gpus_per_node));
+      node.nic_of_gpu = affinity;
+      node.gpus = static_cast<int>(gpus_per_node);
+    }
+    for (int64_t i = 0; i < count; ++i) c.nodes.push_back(node);
+  };
+  const auto groups = doc.get_sections("cluster.node_groups");
+  if (!groups.empty()) {
+    if (doc.has("cluster.node") || doc.has("cluster.nodes")) {
+      throw doc.error_at("cluster.node_groups", "give either cluster.node/nodes or cluster.node_groups, not both");
+    }
+    for (const auto& g : groups) add_nodes(g, "node", g.get_int("count"), g.get_int("gpus_per_node"));
+  } else {
+    if (!doc.has("cluster.node")) {
+      throw doc.error_at("cluster", "missing key \"cluster.node\" (a node preset such as dgx-h100, or a path); "
+                                    "presets: " + [&] {
+                                      std::string s;
+                                      for (const auto& n : catalog.names("nodes")) s += (s.empty() ? "" : ", ") + n;
+                                      return s;
+                                    }());
+    }
+    add_nodes(doc, "cluster.node", doc.get_int("cluster.nodes"), doc.get_int("cluster.gpus_per_node"));
+  }
+  const std::string type = doc.get_string("cluster.fabric.type");
+  c.fabric.type = type == "single-switch" ? FabricType::kSingleSwitch
+                  : type == "fat-tree"    ? FabricType::kFatTree
+                                          : FabricType::kRailOptimized;
+  if (doc.has("cluster.fabric.nic")) {
+    c.fabric.nic = located(doc, "cluster.fabric.nic", [&] { return catalog.nic(doc.get_string("cluster.fabric.nic")); });
+  }
+  c.fabric.switch_latency = doc.get_duration("cluster.fabric.switch_latency");
+  c.fabric.leaf_ports = static_cast<int>(doc.get_int("cluster.fabric.leaf_ports"));
+  c.fabric.oversubscription = doc.get_real("cluster.fabric.oversubscription");
+  return c;
+}
+
+TrainingSpec load_training(const ConfigDocument& doc) {
+  TrainingSpec t;
+  t.seq_len = doc.get_int("training.seq_len");
+  t.global_batch = doc.get_int("training.global_batch");
+  t.micro_batch = doc.get_int("training.micro_batch");
+  t.compute_dtype = parse_data_type(doc.get_string("training.precision"));
+  const DataType default_params = t.compute_dtype == DataType::kFp16 ? DataType::kFp16 : DataType::kBf16;
+  PrecisionPolicy p = PrecisionPolicy::megatron_mixed(default_params);
+  if (doc.has("training.params_dtype")) p.param_dtype = parse_data_type(doc.get_string("training.params_dtype"));
+  p.grad_dtype = parse_data_type(doc.get_string("training.grads_dtype"));
+  p.master_weights = doc.get_bool("training.master_weights");
+  p.fp32_grad_copy = doc.get_bool("training.fp32_grad_copy");
+  p.optimizer_state_dtype = parse_data_type(doc.get_string("training.optimizer_state_dtype"));
+  located(doc, "training", [&] {
+    p.validate();
+    return 0;
+  });
+  t.precision = p;
+  t.optimizer = parse_optimizer(doc.get_string("training.optimizer"));
+  t.recompute = parse_recompute(doc.get_string("training.recompute"));
+  t.attention = parse_attention_kernel(doc.get_string("training.attention"));
+  t.hidden_dropout = doc.get_real("training.hidden_dropout");
+  t.attention_dropout = doc.get_real("training.attention_dropout");
+  return t;
+}
+
+Layout load_layout(const ConfigDocument& doc, int gpus) {
+  Layout l;
+  l.tp = static_cast<int>(doc.get_int("parallelism.tp"));
+  l.pp = static_cast<int>(doc.get_int("parallelism.pp"));
+  l.cp = static_cast<int>(doc.get_int("parallelism.cp"));
+  l.ep = static_cast<int>(doc.get_int("parallelism.ep"));
+  l.etp = static_cast<int>(doc.get_int("parallelism.etp"));
+  l.vpp = static_cast<int>(doc.get_int("parallelism.vpp"));
+  l.layers_per_virtual_stage = static_cast<int>(doc.get_int("parallelism.layers_per_virtual_stage"));
+  for (int64_t n : doc.get_int_list("parallelism.stage_layers")) l.stage_layers.push_back(static_cast<int>(n));
+  l.sequence_parallel = doc.get_bool("parallelism.sequence_parallel");
+  l.zero_stage = static_cast<int>(doc.get_int("parallelism.zero"));
+  if (doc.get_bool("parallelism.distributed_optimizer")) l.zero_stage = std::max(l.zero_stage, 1);
+  l.schedule = parse_pipeline_schedule(doc.get_string("parallelism.schedule"));
+  l.order = doc.get_string("parallelism.order");
+  l.overlap_grad_reduce = doc.get_bool("parallelism.overlap_grad_reduce");
+  l.overlap_param_gather = doc.get_bool("parallelism.overlap_param_gather");
+  l.grad_bucket_elements = doc.get_int("parallelism.grad_bucket_elements");
+  const int64_t dp = doc.get_int("parallelism.dp");
+  if (dp > 0) {
+    l.dp = static_cast<int>(dp);
+  } else {
+    const int model_parallel = l.tp * l.cp * l.pp;
+    if (gpus % model_parallel != 0) {
+      throw doc.error_at("parallelism", fmt::format("tp·cp·pp = {}·{}·{} = {} does not divide the cluster's {} GPUs; "
+                                                    "set parallelism.dp or change tp, cp, pp",
+                                                    l.tp, l.cp, l.pp, model_parallel, gpus));
+    }
+    l.dp = gpus / model_parallel;
+  }
+  return l;
+}
+
+}  // namespace
+
+const Schema& scenario_schema() {
+  static const Schema schema = build_scenario_schema();
+  return schema;
+}
+
+const Schema& model_preset_schema() {
+  static const Schema schema = build_model_preset_schema();
+  return schema;
+}
+
+std::vector<std::string> model_preset_names(const std::string& data_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(data_dir_or_default(data_dir)) / "models",
+                                                           ec)) {
+    if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ModelSpec load_model_preset(const std::string& name_or_path, const std::string& data_dir) {
+  const std::string dir = data_dir_or_default(data_dir);
+  const auto doc = ConfigDocument::load_file(model_preset_path(name_or_path, dir), model_preset_schema());
+  ModelSpec m;
+  m.name = name_or_path;
+  apply_model_keys(doc, "", m);
+  return m;
+}
+
+Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus) {
+  switch (settings.fidelity) {
+    case FidelityChoice::kFlow: return Fidelity::kFlow;
+    case FidelityChoice::kAnalytical: return Fidelity::kAnalytical;
+    case FidelityChoice::kAuto: break;
+  }
+  return gpus <= settings.flow_max_gpus ? Fidelity::kFlow : Fidelity::kAnalytical;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides, const std::string& data_dir) {
+  const std::string dir = data_dir_or_default(data_dir);
+  const auto doc = ConfigDocument::load_file(path, scenario_schema(), overrides);
+  const HardwareCatalog catalog(dir);
+  Scenario s;
+  s.source = path;
+  s.name = doc.get_string("name");
+  if (doc.has("calibration")) s.calibration = doc.get_string("calibration");
+  s.cluster = load_cluster(doc, catalog);
+
+  if (doc.has("model.preset")) {
+    s.model = located(doc, "model.preset", [&] { return load_model_preset(doc.get_string("model.preset"), dir); });
+  }
+  apply_model_keys(doc, "model.", s.model);
+  if (s.model.name.empty()) s.model.name = "model";
+  s.training = load_training(doc);
+  if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
+    s.model.max_position_embeddings = s.training.seq_len;
+  }
+  located(doc, "model", [&] {
+    s.model.validate();
+    return 0;
+  });
+  located(doc, "training", [&] {
+    s.training.validate(s.model);
+    return 0;
+  });
+
+  int gpus = 0;
+  for (const auto& n : s.cluster.nodes) gpus += n.gpus;
+  s.layout = load_layout(doc, gpus);
+  LayoutContext context;
+  context.layers = static_cast<int>(s.model.layers);
+  context.heads = static_cast<int>(s.model.heads);
+  context.kv_heads = static_cast<int>(s.model.kv_head_count());
+  context.experts = static_cast<int>(s.model.moe.num_experts);
+  context.ffn_hidden = static_cast<int>(s.model.ffn_hidden);
+  context.gpus = gpus;
+  context.gpus_per_node = s.cluster.nodes.front().gpus;
+  for (const auto& n : s.cluster.nodes) {
+    if (n.gpus != context.gpus_per_node) context.gpus_per_node = 0;
+  }
+  context.global_batch = s.training.global_batch;
+  context.micro_batch = s.training.micro_batch;
+  context.seq_len = s.training.seq_len;
+  context.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
+  located(doc, "parallelism", [&] {
+    validate_layout(s.layout, context);
+    return 0;
+  });
+
+  const std::string fidelity = doc.get_string("simulation.fidelity");
+  s.simulation.fidelity = fidelity == "flow"         ? FidelityChoice::kFlow
+                          : fidelity == "analytical" ? FidelityChoice::kAnalytical
+                                                     : FidelityChoice::kAuto;
+  s.simulation.flow_max_gpus = static_cast<int>(doc.get_int("simulation.flow_max_gpus"));
+  s.simulation.representative = doc.get_bool("simulation.representative");
+  s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
+  return s;
+}
+
+}  // namespace clustersim

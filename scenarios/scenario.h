@@ -1,0 +1,68 @@
+#pragma once
+
+// A scenario file: the cluster, the model, the training options, the parallel layout and how to
+// simulate. Loaded against scenario_schema() (`clustersim help-config` prints it); presets for
+// nodes and models are resolved through the hardware catalog and scenarios/models/.
+//
+//   name: llama3-70b on 8 DGX H100
+//   cluster: {node: dgx-h100, nodes: 8, fabric: {type: rail-optimized, nic: cx7-400g}}
+//   model: {preset: llama3-70b}
+//   training: {seq_len: 8192, global_batch: 512, micro_batch: 1, precision: bf16, recompute: selective}
+//   parallelism: {tp: 8, pp: 4, dp: 2, vpp: 5, sequence_parallel: true, zero: 1,
+//                 schedule: interleaved-1f1b}
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/collective_runner.h"
+#include "parallelism/layout.h"
+#include "scenarios/config_document.h"
+#include "scenarios/schema.h"
+#include "topology/specs.h"
+#include "workloads/model_spec.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+enum class FidelityChoice { kAuto, kFlow, kAnalytical };
+
+struct SimulationSettings {
+  FidelityChoice fidelity = FidelityChoice::kAuto;
+  // `auto` uses flow fidelity up to this many GPUs and analytical beyond.
+  int flow_max_gpus = 256;
+  bool representative = true;
+  bool allow_idle_gpus = false;
+};
+
+struct Scenario {
+  std::string name;
+  std::string source;  // file path, for messages
+  ClusterSpec cluster;
+  ModelSpec model;
+  TrainingSpec training;
+  Layout layout;
+  std::optional<std::string> calibration;  // profile name or path
+  SimulationSettings simulation;
+};
+
+// The schema of scenario files (every key with type, unit, default and description).
+const Schema& scenario_schema();
+// The schema of model preset files (scenarios/models/<name>.yaml): the model section's keys.
+const Schema& model_preset_schema();
+
+// Loads `path` with `overrides` (--set) applied. `data_dir` holds hardware/ and models/.
+// Throws InputError naming file:line:column and key for anything invalid, including layouts that
+// do not fit the model and cluster (validate_layout) and unknown presets.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
+                       const std::string& data_dir = "");
+
+// Builds a ModelSpec from a model preset name or file path (models/<name>.yaml). Throws InputError.
+ModelSpec load_model_preset(const std::string& name_or_path, const std::string& data_dir = "");
+// Names of the shipped model presets, sorted.
+std::vector<std::string> model_preset_names(const std::string& data_dir = "");
+
+// The fidelity `auto` resolves to for a cluster of `gpus` GPUs.
+Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus);
+
+}  // namespace clustersim

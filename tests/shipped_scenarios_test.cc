@@ -1,0 +1,56 @@
+// Every shipped scenario loads and simulates to completion with finite, consistent figures.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "parallelism/training_simulation.h"
+#include "scenarios/scenario.h"
+
+namespace clustersim {
+namespace {
+
+std::vector<std::string> shipped_scenarios() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() == ".yaml") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class ShippedScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedScenario, SimulatesToCompletion) {
+  const Scenario s = load_scenario(GetParam());
+  const Cluster cluster(s.cluster);
+  TrainingSimulationOptions o;
+  // Flow fidelity where the scenario's `auto` would choose it, but keep the suite fast: the
+  // analytical level for everything above 16 GPUs (the flow level is covered by unit tests).
+  o.fidelity = s.layout.world_size() <= 16 ? resolve_fidelity(s.simulation, s.layout.world_size())
+                                           : Fidelity::kAnalytical;
+  const TrainingReport r = simulate_training(cluster, s.model, s.training, s.layout, o);
+  EXPECT_TRUE(std::isfinite(r.step_time_s));
+  EXPECT_GT(r.step_time_s, 0);
+  EXPECT_GT(r.mfu, 0.0);
+  EXPECT_LT(r.mfu, 1.0);
+  EXPECT_TRUE(r.fits) << GetParam() << ": shipped scenarios are meant to fit in memory";
+  const auto& b = r.breakdown;
+  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.other, r.step_time_s, 1e-9);
+  EXPECT_EQ(r.gpus, cluster.gpu_count());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ShippedScenario, ::testing::ValuesIn(shipped_scenarios()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = std::filesystem::path(param.param).stem().string();
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace clustersim

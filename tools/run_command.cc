@@ -1,0 +1,78 @@
+#include "tools/run_command.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <optional>
+
+#include "collectives/collective_profile.h"
+#include "core/error.h"
+#include "cost_models/calibration_profile.h"
+#include "parallelism/training_simulation.h"
+#include "scenarios/hardware_presets.h"
+#include "scenarios/scenario.h"
+#include "tools/chrome_trace.h"
+#include "tools/run_report.h"
+
+namespace clustersim {
+
+std::string resolve_profile_path(const std::string& name_or_path) {
+  if (std::filesystem::exists(name_or_path)) return name_or_path;
+  const auto shipped = std::filesystem::path(default_data_dir()) / "profiles" / (name_or_path + ".json");
+  if (std::filesystem::exists(shipped)) return shipped.string();
+  std::string available;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(shipped.parent_path(), ec)) {
+    if (e.path().extension() == ".json") available += (available.empty() ? "" : ", ") + e.path().stem().string();
+  }
+  throw InputError(fmt::format("calibration profile \"{}\" not found; shipped profiles: {} (or give a path to a "
+                               "profile .json written by `clustersim calibrate fit`)",
+                               name_or_path, available.empty() ? "none" : available));
+}
+
+int run_command(const RunOptions& options, std::ostream& out) {
+  std::vector<Override> overrides;
+  for (const auto& s : options.sets) overrides.push_back(parse_override(s));
+  const Scenario scenario = load_scenario(options.scenario, overrides);
+  const Cluster cluster(scenario.cluster);
+
+  std::optional<CalibrationProfile> compute_profile;
+  std::optional<CollectiveProfile> collective_profile;
+  std::string calibration;
+  if (scenario.calibration) {
+    const std::string path = resolve_profile_path(*scenario.calibration);
+    compute_profile = load_calibration_profile(path);
+    if (!compute_profile->collectives_json.empty()) {
+      collective_profile = parse_collective_profile(compute_profile->collectives_json);
+    }
+    calibration = path;
+  }
+
+  TrainingSimulationOptions sim;
+  sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout.world_size());
+  sim.representative = scenario.simulation.representative;
+  sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
+  sim.record_trace = !options.trace.empty();
+  sim.compute_profile = compute_profile ? &*compute_profile : nullptr;
+  sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
+
+  const auto start = std::chrono::steady_clock::now();
+  const TrainingReport report = simulate_training(cluster, scenario.model, scenario.training, scenario.layout, sim);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall};
+  if (!options.trace.empty()) {
+    std::ofstream trace(options.trace);
+    if (!trace) throw InputError(fmt::format("--trace {}: cannot open the file for writing", options.trace));
+    write_chrome_trace(report.step.trace, cluster, trace);
+  }
+  if (options.json) {
+    write_run_json(report, context, out);
+  } else {
+    write_run_summary(report, context, out);
+  }
+  return 0;
+}
+
+}  // namespace clustersim

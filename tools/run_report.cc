@@ -1,0 +1,159 @@
+#include "tools/run_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace clustersim {
+
+const char* const kFlopConvention =
+    "MFU = model FLOPs / (step time x GPUs x dense peak of the compute dtype); model FLOPs = forward + backward "
+    "GEMMs and attention over the full s x s score matrix, no recomputation (Megatron-LM / Korthikanti et al. 2022, "
+    "PaLM App. B); HFU adds the recomputed forward FLOPs";
+
+namespace {
+
+std::string fidelity_name(Fidelity f) { return f == Fidelity::kFlow ? "flow" : "analytical"; }
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
+
+std::string gb(Bytes b) { return fmt::format("{:.2f}", b.to_gb()); }
+
+}  // namespace
+
+std::string describe_layout(const Layout& l) {
+  std::string s = fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp);
+  if (l.cp > 1) s += fmt::format(" · cp {}", l.cp);
+  if (l.ep > 1) s += fmt::format(" · ep {}", l.ep);
+  if (l.etp > 1) s += fmt::format(" · etp {}", l.etp);
+  if (l.vpp > 1) s += fmt::format(" · vpp {}", l.vpp);
+  if (l.layers_per_virtual_stage > 0) s += fmt::format(" · {} layers/chunk", l.layers_per_virtual_stage);
+  if (l.sequence_parallel) s += " · sp";
+  if (l.zero_stage > 0) s += fmt::format(" · zero {}", l.zero_stage);
+  s += fmt::format(" · {}", name_of(l.schedule));
+  return s;
+}
+
+void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostream& out) {
+  const Scenario& s = *c.scenario;
+  const GpuSpec& gpu = c.cluster->node_spec(0).gpu;
+  out << fmt::format("{}\n", s.name);
+  out << fmt::format("  cluster    {} GPUs ({} nodes of {}), {}\n", c.cluster->gpu_count(), c.cluster->node_count(),
+                     s.cluster.nodes.front().name, gpu.name);
+  out << fmt::format("  model      {} · {} layers · h {} · seq {} · global batch {} · micro batch {}\n", s.model.name,
+                     s.model.layers, s.model.hidden, s.training.seq_len, s.training.global_batch,
+                     s.training.micro_batch);
+  out << fmt::format("  layout     {} · {} microbatches per pipeline · recompute {}\n", describe_layout(s.layout),
+                     r.microbatches, name_of(s.training.recompute));
+  out << "\n";
+  out << fmt::format("  step time           {:.4f} s\n", r.step_time_s);
+  out << fmt::format("  tokens/s            {:.0f}  ({:.0f} per GPU)\n", r.tokens_per_s, r.tokens_per_s / r.gpus);
+  out << fmt::format("  MFU / HFU           {:.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  out << fmt::format("  TFLOP/s per GPU     {:.1f} model, {:.1f} hardware\n", r.model_tflops_per_gpu,
+                     r.hardware_tflops_per_gpu);
+  const TimeBreakdown& b = r.breakdown;
+  out << "\n  where the time goes (slowest rank)\n";
+  for (auto [name, v] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
+                         std::pair{"pipeline bubble", b.bubble}, std::pair{"optimizer", b.optimizer},
+                         std::pair{"other", b.other}}) {
+    out << fmt::format("    {:<22} {:>10.4f} s  {:>6}\n", name, v, percent(v, r.step_time_s));
+  }
+  out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB)\n", gb(r.capacity));
+  out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "stage", "layers", "params", "grads",
+                     "optimizer", "activations", "other", "total", "");
+  for (const auto& st : r.programs.memory) {
+    const MemoryBreakdown& m = st.memory;
+    out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", st.stage, st.layers, gb(m.params),
+                       gb(m.grads), gb(m.optimizer_state), gb(m.activations), gb(m.other()), gb(m.total()),
+                       m.fits(r.capacity) ? "fits" : "OUT OF MEMORY");
+  }
+  out << "\n";
+  out << fmt::format("  compute model  {}\n", r.compute_model);
+  out << fmt::format("  collectives    {}\n", c.calibration.empty() ? "datasheet link bandwidths with NCCL protocol "
+                                                                        "costs (no calibration profile)"
+                                                                      : "calibrated by " + c.calibration);
+  out << fmt::format("  simulation     {} fidelity, {} simulated ranks, {} events, {:.3f} s wall\n",
+                     fidelity_name(c.fidelity), r.step.ranks.size(), r.step.events, c.wall_s);
+  out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
+}
+
+void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& out) {
+  const Scenario& s = *c.scenario;
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["model"] = s.model.name;
+  j["gpus"] = r.gpus;
+  j["gpu"] = c.cluster->node_spec(0).gpu.name;
+  j["layout"] = {{"tp", s.layout.tp},
+                 {"pp", s.layout.pp},
+                 {"dp", s.layout.dp},
+                 {"cp", s.layout.cp},
+                 {"ep", s.layout.ep},
+                 {"etp", s.layout.etp},
+                 {"vpp", virtual_stages(s.layout, static_cast<int>(s.model.layers))},
+                 {"sequence_parallel", s.layout.sequence_parallel},
+                 {"zero", s.layout.zero_stage},
+                 {"schedule", std::string(name_of(s.layout.schedule))},
+                 {"micro_batch", s.training.micro_batch},
+                 {"recompute", std::string(name_of(s.training.recompute))}};
+  j["microbatches"] = r.microbatches;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["model_flops_per_step"] = r.flops.model;
+  j["hardware_flops_per_step"] = r.flops.hardware;
+  j["tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  j["flop_convention"] = kFlopConvention;
+  j["breakdown_s"] = {{"compute", r.breakdown.compute},
+                      {"exposed_comm", r.breakdown.exposed_comm},
+                      {"bubble", r.breakdown.bubble},
+                      {"optimizer", r.breakdown.optimizer},
+                      {"other", r.breakdown.other}};
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& st : r.programs.memory) {
+    const MemoryBreakdown& m = st.memory;
+    stages.push_back({{"stage", st.stage},
+                      {"layers", st.layers},
+                      {"params_bytes", m.params.count()},
+                      {"grads_bytes", m.grads.count()},
+                      {"optimizer_bytes", m.optimizer_state.count()},
+                      {"activations_bytes", m.activations.count()},
+                      {"other_bytes", m.other().count()},
+                      {"total_bytes", m.total().count()},
+                      {"inflight_microbatches", st.inflight_microbatches},
+                      {"fits", m.fits(r.capacity)}});
+  }
+  j["memory"] = {{"peak_bytes", r.peak_memory.count()},
+                 {"peak_stage", r.peak_stage},
+                 {"capacity_bytes", r.capacity.count()},
+                 {"fits", r.fits},
+                 {"per_stage", std::move(stages)}};
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const auto& rank : r.step.ranks) {
+    ranks.push_back({{"rank", rank.rank},
+                     {"gpu", rank.gpu},
+                     {"stage", rank.stage},
+                     {"compute_s", rank.compute.to_seconds()},
+                     {"recompute_s", rank.recompute.to_seconds()},
+                     {"exposed_comm_s", rank.exposed_comm.to_seconds()},
+                     {"bubble_s", rank.bubble.to_seconds()},
+                     {"optimizer_s", rank.optimizer.to_seconds()},
+                     {"idle_s", rank.idle.to_seconds()},
+                     {"finish_s", rank.finish.to_seconds()}});
+  }
+  j["ranks"] = std::move(ranks);
+  j["compute_model"] = r.compute_model;
+  j["calibration"] = c.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.calibration);
+  j["sim"] = {{"events", r.step.events},
+              {"wall_s", c.wall_s},
+              {"fidelity", fidelity_name(c.fidelity)},
+              {"simulated_ranks", r.step.ranks.size()},
+              {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace clustersim

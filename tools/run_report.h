@@ -1,0 +1,36 @@
+#pragma once
+
+// The output of `clustersim run`: a summary table for people and JSON for programs.
+
+#include <ostream>
+#include <string>
+
+#include "parallelism/training_simulation.h"
+#include "scenarios/scenario.h"
+
+namespace clustersim {
+
+struct RunContext {
+  const Scenario* scenario = nullptr;
+  const Cluster* cluster = nullptr;
+  Fidelity fidelity = Fidelity::kAnalytical;
+  std::string calibration;  // profile used, or empty for datasheet defaults
+  double wall_s = 0;        // simulator wall time (0 under --reproducible)
+};
+
+// The FLOP convention behind MFU and HFU, stated in every report.
+extern const char* const kFlopConvention;
+
+// Human-readable summary: layout, step time, tokens/s, MFU/HFU, breakdown, memory per stage.
+void write_run_summary(const TrainingReport& report, const RunContext& context, std::ostream& out);
+
+// JSON with step_time_s, tokens_per_s, mfu, hfu, model_flops_per_step, tflops_per_gpu,
+// breakdown_s{compute, exposed_comm, bubble, optimizer, other}, memory{peak_bytes, capacity_bytes,
+// fits, per_stage[{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
+// other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}. Keys in a fixed order.
+void write_run_json(const TrainingReport& report, const RunContext& context, std::ostream& out);
+
+// "tp 8 · pp 4 · dp 2 · vpp 5 · sp · zero 1 · interleaved-1f1b"
+std::string describe_layout(const Layout& layout);
+
+}  // namespace clustersim

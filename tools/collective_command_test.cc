@@ -68,7 +68,8 @@ TEST(CollectiveCommand, RingBusBandwidthOnOneNode) {
   options.node = "dgx-h100";
   options.algorithm = CollectiveAlgorithm::kRing;
   options.min_bytes = options.max_bytes = Bytes::gibibytes(8);
-  const auto& row = run_json(options).at("results").at(0);
+  const nlohmann::json json = run_json(options);
+  const auto& row = json.at("results").at(0);
   const HardwareCatalog catalog;
   const GpuSpec gpu = catalog.node("dgx-h100").gpu;
   const double size = 8.0 * (1 << 30);
@@ -100,7 +101,8 @@ TEST(CollectiveCommand, SendRecvRunsEveryRankAtOnce) {
   options.gpus_per_node = 1;
   options.op = CollectiveOp::kSendRecv;
   options.min_bytes = options.max_bytes = Bytes::gibibytes(1);
-  const auto& row = run_json(options).at("results").at(0);
+  const nlohmann::json json = run_json(options);
+  const auto& row = json.at("results").at(0);
   EXPECT_DOUBLE_EQ(row.at("busbw_GBps").get<double>(), row.at("algbw_GBps").get<double>());
   // Each GPU's NIC (400 Gb/s) carries one direction of one flow.
   EXPECT_LT(row.at("busbw_GBps").get<double>(), 50.0);

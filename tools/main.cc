@@ -4,11 +4,13 @@
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
 
 #include "core/error.h"
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
+#include "tools/calibrate_shapes.h"
 #include "tools/run_command.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +32,15 @@ int main(int argc, char** argv) {
   help_cmd->add_option("kind", help_kind, "scenario | model | gpu | nic | node")
       ->check(CLI::IsMember({"scenario", "model", "gpu", "nic", "node"}));
 
+  CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "calibration helpers");
+  calibrate_cmd->require_subcommand(1);
+  std::vector<std::string> shape_scenarios;
+  std::string shapes_out;
+  CLI::App* shapes_cmd =
+      calibrate_cmd->add_subcommand("shapes", "write the GEMM shapes of scenarios for clustersim-calibrate --shapes");
+  shapes_cmd->add_option("scenarios", shape_scenarios, "scenario files")->required()->check(CLI::ExistingFile);
+  shapes_cmd->add_option("--out", shapes_out, "output file (default: standard output)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -45,6 +56,16 @@ int main(int argc, char** argv) {
 
   try {
     if (run_cmd->parsed()) return run_command(run, std::cout);
+    if (shapes_cmd->parsed()) {
+      if (shapes_out.empty()) {
+        write_calibration_shapes(shape_scenarios, std::cout);
+      } else {
+        std::ofstream file(shapes_out);
+        if (!file) throw InputError("--out " + shapes_out + ": cannot open the file for writing");
+        write_calibration_shapes(shape_scenarios, file);
+      }
+      return 0;
+    }
     if (help_cmd->parsed()) {
       if (help_kind == "scenario") scenario_schema().print(std::cout);
       if (help_kind == "model") model_preset_schema().print(std::cout);

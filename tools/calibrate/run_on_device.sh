@@ -85,10 +85,13 @@ if [ "$do_calibrate" = 0 ]; then
   :
 elif [ -n "$bin" ] && [ -x "$bin" ]; then
   run_stage info 30 "$bin" info
+  # CALIBRATE_SHAPES names a shapes file (`clustersim calibrate shapes`) timed besides the built-in sets.
+  shapes=()
+  [ -n "${CALIBRATE_SHAPES:-}" ] && shapes=(--shapes "$CALIBRATE_SHAPES")
   if [ "$mode" = smoke ]; then
-    run_stage calibrate "$t_calibrate" "$bin" all --quick --out "$out"
+    run_stage calibrate "$t_calibrate" "$bin" all --quick "${shapes[@]}" --out "$out"
   else
-    run_stage calibrate "$t_calibrate" "$bin" all --out "$out"
+    run_stage calibrate "$t_calibrate" "$bin" all "${shapes[@]}" --out "$out"
   fi
 else
   say "no calibrator binary: calibration skipped"

@@ -192,11 +192,15 @@ TEST(CollectiveRunner, TreeBeatsRingOnTwoNodes) {
 // Case C3: 8 GPUs, each with its own 100 Gb/s NIC, as 1 × 8, 2 × 4 and 4 × 2 GPUs × nodes,
 // 1.6 GB ring all_reduce. NCCL runs one ring per NIC of a node (each channel leaves the node
 // through a different NIC), so the network bandwidth grows with the GPUs (and NICs) per node:
-// t(1×8) > t(2×4) > t(4×2). In this model the NICs add up perfectly: busbw = R · 0.96 · 12.5 GB/s
-// with R = 1, 2, 4 rings, so t(1×8)/t(4×2) = 4. The measurement behind the case (NVIDIA/nccl
-// issue 569, DGX-2: 363/173/132 ms) scales less (2.75): per NIC 7.7, 8.1 and 5.3 GB/s. Nothing
-// in NCCL's published tuning model or topology search accounts for the drop at 4 NICs; it is left
-// to a calibration profile rather than fitted by an invented penalty.
+// t(1×8) > t(2×4) > t(4×2). Here the NICs add up perfectly — busbw = R · 0.96 · 12.5 GB/s with
+// R = 1, 2, 4 rings, t(1×8)/t(4×2) = 4 — as they do for current NCCL on DGX A100/H100 (8 NICs:
+// 192 and 380 GB/s measured, GTC24 S62129; 191 and 381 simulated, docs/validation/collectives.md).
+// The measurement behind the case (NVIDIA/nccl issue 569: DGX-2, NCCL 2.10 era, 363/173/132 ms)
+// scales less, 2.75: per NIC 7.7, 8.1 and 5.3 GB/s, i.e. a per-node ceiling near 21 GB/s once four
+// NICs are busy. NCCL's public tuning model and topology search do not explain it; a likely cause
+// is DGX-2's PCIe (rings of that era re-entering and leaving a node through the same NIC, the exit
+// GPU then reaching it across PCIe switches or host memory), which the presets do not describe.
+// It is left to calibration rather than fitted with an invented penalty.
 TEST(CollectiveRunner, InterNodeBandwidthGrowsWithTheNicsInUse) {
   NodeSpec node = test_specs::nvswitch_node(8, 8);
   node.nic.bandwidth = Bandwidth::gigabits_per_s(100);

@@ -138,3 +138,47 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
 
 }  // namespace
 }  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+// Flow and analytical fidelity on the shipped node presets, idle clusters, ring and tree all_reduce
+// from 4 KiB to 4 GiB. Measured agreement: within 1e-5 (picosecond rounding) on every NVSwitch
+// preset, on pcie-8gpu and on one hybrid-cube-mesh-a100 node; on two mesh nodes the analytical
+// time is up to 25 % shorter, because its closed form misses the NVLink links shared by rings
+// routed through intermediate GPUs (use flow fidelity there).
+TEST(CollectiveCommand, FlowAndAnalyticalAgreeOnShippedNodes) {
+  struct Case {
+    const char* node;
+    int nodes;
+    double tolerance;
+  };
+  for (const Case& c : {Case{"dgx-a100", 1, 1e-5}, Case{"dgx-a100", 2, 1e-5}, Case{"dgx-h100", 1, 1e-5},
+                        Case{"dgx-h100", 4, 1e-5}, Case{"hgx-h200", 2, 1e-5}, Case{"hgx-b200", 2, 1e-5},
+                        Case{"pcie-8gpu", 1, 1e-5}, Case{"pcie-8gpu", 2, 1e-5}, Case{"hybrid-cube-mesh-a100", 1, 1e-5},
+                        Case{"hybrid-cube-mesh-a100", 2, 0.26}}) {
+    for (CollectiveAlgorithm algorithm : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree}) {
+      CollectiveCommandOptions options;
+      options.node = c.node;
+      options.nodes = c.nodes;
+      options.algorithm = algorithm;
+      options.min_bytes = Bytes::kibibytes(4);
+      options.max_bytes = Bytes::gibibytes(4);
+      options.step_factor = 32;
+      options.fidelity = Fidelity::kFlow;
+      const nlohmann::json flow = run_json(options);
+      options.fidelity = Fidelity::kAnalytical;
+      const nlohmann::json analytical = run_json(options);
+      ASSERT_EQ(flow.at("results").size(), analytical.at("results").size());
+      for (size_t i = 0; i < flow.at("results").size(); ++i) {
+        const double f = flow.at("results").at(i).at("time_us").get<double>();
+        const double a = analytical.at("results").at(i).at("time_us").get<double>();
+        EXPECT_NEAR(a, f, c.tolerance * f) << c.node << " x" << c.nodes << " " << name_of(algorithm) << " "
+                                           << flow.at("results").at(i).at("size_bytes");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -7,8 +7,10 @@
 //               protocol's latency and bandwidth efficiency, on the bottleneck bandwidth of the
 //               links it uses), or the calibrated fit when a profile covers it.
 // Both levels use the same selector, so they pick the same algorithm and protocol. On an idle
-// cluster the two agree to a few picoseconds on NVSwitch and PCIe (peer-to-peer) nodes, within 2 %
-// on PCIe nodes without peer-to-peer (collectives/collective_runner_test.cc).
+// cluster the two agree to a few picoseconds on NVSwitch and PCIe (peer-to-peer) nodes and on one
+// NVLink-mesh node, within 2 % on PCIe nodes without peer-to-peer; across NVLink-mesh nodes the
+// analytical time is up to 25 % shorter (collectives/collective_runner_test.cc,
+// tools/collective_command_test.cc).
 //
 // A calibration profile, when given and covering the request, prices the candidates for the
 // selector and is the analytical time; flow fidelity always runs the algorithm's transfers.

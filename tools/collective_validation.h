@@ -3,7 +3,7 @@
 // Compares clustersim's collectives with published measurements: every row of
 // docs/validation/published/collectives.csv, beside the value simulated for the setup that row
 // describes (docs/validation/published/SOURCES.md), with its error. The report is
-// docs/validation/collectives.md, written by the clustersim-collective-validation program.
+// docs/validation/collectives.md, written by `clustersim validate --collectives`.
 //
 // Rows are compared only where the bandwidth definitions match (nccl-tests algbw/busbw or time);
 // DeepEP's per-link bandwidths and whole-run bisection figures are listed as not comparable, and

@@ -11,6 +11,8 @@
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
 #include "tools/calibrate_shapes.h"
+#include "tools/collective_command.h"
+#include "tools/collective_validation.h"
 #include "tools/run_command.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +33,37 @@ int main(int argc, char** argv) {
   CLI::App* help_cmd = app.add_subcommand("help-config", "print every key of a file kind with type, unit, default");
   help_cmd->add_option("kind", help_kind, "scenario | model | gpu | nic | node")
       ->check(CLI::IsMember({"scenario", "model", "gpu", "nic", "node"}));
+
+  CollectiveCommandOptions coll;
+  std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
+  std::string coll_fabric = "rail", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
+  CLI::App* coll_cmd = app.add_subcommand("collective", "simulated nccl-tests: one collective over all GPUs per size");
+  coll_cmd->add_option("--node", coll.node, "node preset or node YAML path")->capture_default_str();
+  coll_cmd->add_option("--nodes", coll.nodes, "number of nodes")->capture_default_str();
+  coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node (0 = all)");
+  coll_cmd->add_option("--nic", coll.nic, "NIC preset replacing the node's");
+  coll_cmd->add_option("--fabric", coll_fabric, "rail | fat-tree | switch")->capture_default_str();
+  coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
+      ->capture_default_str();
+  coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
+      ->capture_default_str();
+  coll_cmd->add_option("-e,--maxbytes", coll_max, "largest size")->capture_default_str();
+  coll_cmd->add_option("-f,--stepfactor", coll.step_factor, "multiply the size by this each step")
+      ->capture_default_str();
+  coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (with -f 0)");
+  coll_cmd->add_option("--algo", coll_algo, "auto | ring | tree | nvls | hierarchical | pairwise")
+      ->capture_default_str();
+  coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
+  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
+  coll_cmd->add_option("--fidelity", coll_fidelity, "flow | analytical")->capture_default_str();
+  coll_cmd->add_flag("--json", coll.json, "print JSON");
+
+  std::string validate_collectives_csv, validate_out;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "compare predictions with measurements");
+  validate_cmd->add_option("--collectives", validate_collectives_csv,
+                           "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
+      ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--out", validate_out, "write the Markdown report here (default: standard output)");
 
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "calibration helpers");
   calibrate_cmd->require_subcommand(1);
@@ -56,6 +89,39 @@ int main(int argc, char** argv) {
 
   try {
     if (run_cmd->parsed()) return run_command(run, std::cout);
+    if (coll_cmd->parsed()) {
+      coll.op = parse_collective_op(coll_op);
+      coll.algorithm = parse_collective_algorithm(coll_algo);
+      coll.protocol = parse_protocol(coll_proto);
+      coll.dtype = parse_data_type(coll_dtype);
+      coll.fabric = parse_fabric_type(coll_fabric);
+      coll.min_bytes = parse_nccl_tests_size(coll_min);
+      coll.max_bytes = parse_nccl_tests_size(coll_max);
+      coll.step_bytes = parse_nccl_tests_size(coll_step);
+      if (coll_fidelity != "flow" && coll_fidelity != "analytical") {
+        throw InputError("--fidelity " + coll_fidelity + ": valid values are flow, analytical");
+      }
+      coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
+      return run_collective_command(coll, std::cout);
+    }
+    if (validate_cmd->parsed()) {
+      std::ofstream file;
+      if (!validate_out.empty()) {
+        file.open(validate_out);
+        if (!file) throw InputError("--out " + validate_out + ": cannot open the file for writing");
+      }
+      std::ostream& report = validate_out.empty() ? std::cout : file;
+      if (validate_collectives_csv.empty()) {
+        throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv");
+      }
+      const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
+      write_collective_validation(validation, report);
+      if (!validate_out.empty()) {
+        std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
+                  << " % over " << validation.large_rows << " rows >= 64 MiB\n";
+      }
+      return 0;
+    }
     if (shapes_cmd->parsed()) {
       if (shapes_out.empty()) {
         write_calibration_shapes(shape_scenarios, std::cout);

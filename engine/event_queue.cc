@@ -19,8 +19,11 @@ EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
   Slot& s = slots_[slot];
   s.callback = std::move(callback);
   s.pending = true;
-  heap_.push_back(Key{time.ps(), priority, slot, next_sequence_++});
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  check_invariant(priority >= kMinPriority && priority <= kMaxPriority, "EventQueue: priority out of range");
+  check_invariant(next_sequence_ < (uint64_t{1} << 48), "EventQueue: sequence space exhausted");
+  const uint64_t order = (static_cast<uint64_t>(priority - kMinPriority) << 48) | next_sequence_++;
+  heap_.push_back(Key{time.ps(), order, slot});
+  sift_up(heap_.size() - 1);
   ++live_;
   return EventId{slot, s.generation};
 }
@@ -35,6 +38,42 @@ bool EventQueue::cancel(EventId id) {
   return true;
 }
 
+// 4-ary heap: the children of node i are 4i + 1 .. 4i + 4.
+void EventQueue::sift_up(size_t index) {
+  const Key key = heap_[index];
+  while (index > 0) {
+    const size_t parent = (index - 1) / 4;
+    if (!earlier(key, heap_[parent])) break;
+    heap_[index] = heap_[parent];
+    index = parent;
+  }
+  heap_[index] = key;
+}
+
+void EventQueue::sift_down(size_t index) {
+  const size_t n = heap_.size();
+  const Key key = heap_[index];
+  while (true) {
+    const size_t first = 4 * index + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t last = std::min(first + 4, n);
+    for (size_t c = first + 1; c < last; ++c) {
+      if (earlier(heap_[c], heap_[best])) best = c;
+    }
+    if (!earlier(heap_[best], key)) break;
+    heap_[index] = heap_[best];
+    index = best;
+  }
+  heap_[index] = key;
+}
+
+void EventQueue::remove_top() {
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) sift_down(0);
+}
+
 void EventQueue::release(uint32_t slot) {
   ++slots_[slot].generation;
   free_slots_.push_back(slot);
@@ -43,8 +82,7 @@ void EventQueue::release(uint32_t slot) {
 void EventQueue::drop_cancelled_top() {
   while (!heap_.empty() && !slots_[heap_.front().slot].pending) {
     const uint32_t slot = heap_.front().slot;
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    heap_.pop_back();
+    remove_top();
     release(slot);
   }
 }
@@ -59,8 +97,7 @@ EventQueue::Callback EventQueue::pop(Time& time) {
   drop_cancelled_top();
   check_invariant(!heap_.empty(), "EventQueue::pop on an empty queue");
   const Key top = heap_.front();
-  std::pop_heap(heap_.begin(), heap_.end(), Later{});
-  heap_.pop_back();
+  remove_top();
   Slot& s = slots_[top.slot];
   Callback callback = std::move(s.callback);
   s.callback = nullptr;

@@ -17,7 +17,7 @@ namespace {
 
 // Rates are recomputed in an event at the very end of an instant, after every flow start and
 // finish of that instant (events run in priority order at equal times).
-constexpr int32_t kRateUpdatePriority = std::numeric_limits<int32_t>::max();
+constexpr int32_t kRateUpdatePriority = EventQueue::kMaxPriority;
 
 // A remaining amount within this many bytes of an integer is that integer: it absorbs the rounding
 // of rate × elapsed time in doubles (relative error ~1e-16 of sizes up to 1e13 bytes).

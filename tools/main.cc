@@ -14,6 +14,7 @@
 #include "tools/collective_command.h"
 #include "tools/collective_validation.h"
 #include "tools/run_command.h"
+#include "tools/validate_runs.h"
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -64,6 +65,13 @@ int main(int argc, char** argv) {
                            "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
       ->check(CLI::ExistingFile);
   validate_cmd->add_option("--out", validate_out, "write the Markdown report here (default: standard output)");
+  ValidateRunsOptions validate_runs_options;
+  validate_cmd->add_option("--runs", validate_runs_options.csv,
+                           "published training-run measurements CSV (docs/validation/published/training_runs.csv)")
+      ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--training-out", validate_runs_options.training_out,
+                           "with --runs: also write the per-configuration summary (docs/validation/training.md)");
+  validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
 
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "calibration helpers");
   calibrate_cmd->require_subcommand(1);
@@ -105,6 +113,10 @@ int main(int argc, char** argv) {
       return run_collective_command(coll, std::cout);
     }
     if (validate_cmd->parsed()) {
+      if (!validate_runs_options.csv.empty()) {
+        validate_runs_options.out = validate_out;
+        return validate_runs_command(validate_runs_options, std::cout, std::cerr);
+      }
       std::ofstream file;
       if (!validate_out.empty()) {
         file.open(validate_out);

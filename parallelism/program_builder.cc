@@ -146,19 +146,9 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   Bytes p2p = Bytes::of(transformer.tokens()) * model.hidden * act_bytes;
   if (layout.sequence_parallel) p2p = p2p.divided_ceil(layout.tp);
 
-  const MemoryModel memory_model(precision, training.optimizer, layout.zero_stage,
-                                 static_cast<int64_t>(layout.dp) * layout.cp, 1);
-
-  // Full recompute keeps one layer's complete activations alive while it is recomputed.
-  Bytes recompute_working_set;
-  if (training.recompute == Recompute::kFull) {
-    TrainingSpec no_recompute = training;
-    no_recompute.recompute = Recompute::kNone;
-    recompute_working_set = Transformer(model, no_recompute, transformer.shard()).layer_activation_bytes();
-  }
-
   TrainingPrograms out;
   out.microbatches = static_cast<int>(m);
+  out.memory = stage_memory(transformer, layout);
   for (int s = 0; s < p; ++s) {
     const int chunk_layers = stage_layers[static_cast<size_t>(s)] / v;
     StageProgram stage;
@@ -201,16 +191,43 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     }
     stage.overlap_param_gather = layout.overlap_param_gather;
     out.stages.push_back(std::move(stage));
+  }
+  return out;
+}
 
-    // Memory of the stage's representative rank.
+std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout) {
+  const ModelSpec& model = transformer.model();
+  const TrainingSpec& training = transformer.training();
+  const int p = layout.pp;
+  const int layers = static_cast<int>(model.layers);
+  const int v = virtual_stages(layout, layers);
+  const std::vector<int> stage_layers = layers_per_stage(layout, layers);
+  const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
+  if (m > INT32_MAX) throw InputError("too many microbatches per step");
+  const ParameterCounts& params = transformer.parameters();
+  const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,
+                                 static_cast<int64_t>(layout.dp) * layout.cp, 1);
+
+  // Full recompute keeps one layer's complete activations alive while it is recomputed.
+  Bytes recompute_working_set;
+  if (training.recompute == Recompute::kFull) {
+    TrainingSpec no_recompute = training;
+    no_recompute.recompute = Recompute::kNone;
+    recompute_working_set = Transformer(model, no_recompute, transformer.shard()).layer_activation_bytes();
+  }
+
+  std::vector<StageMemory> out;
+  for (int s = 0; s < p; ++s) {
+    const bool first_stage = s == 0;
+    const bool last_stage = s == p - 1;
     StageMemory mem;
     mem.stage = s;
     mem.layers = stage_layers[static_cast<size_t>(s)];
-    mem.parameters = stage_params;
+    mem.parameters = params.stage(mem.layers, first_stage, last_stage, p > 1);
     const int peak = peak_inflight_passes(layout.schedule, s, p, static_cast<int>(m), v);
     mem.inflight_microbatches = static_cast<double>(peak) / v;
     RankMemoryInputs inputs;
-    inputs.dense_params = stage_params;
+    inputs.dense_params = mem.parameters;
     Bytes per_microbatch = transformer.layer_activation_bytes() * mem.layers;
     if (first_stage) per_microbatch += transformer.embedding_activation_bytes();
     if (last_stage) per_microbatch += transformer.head_activation_bytes();
@@ -219,7 +236,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     if (last_stage) inputs.logits = transformer.logits_bytes();
     mem.memory = memory_model.rank_memory(inputs);
     mem.memory.activations += recompute_working_set;
-    out.memory.push_back(mem);
+    out.push_back(mem);
   }
   return out;
 }

@@ -53,4 +53,9 @@ struct TrainingPrograms {
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options = {});
 
+// The memory of each stage's representative rank (what build_training_programs() reports in
+// `memory`), without pricing or building any program: the cheap path a layout search uses to drop
+// layouts that cannot fit before simulating them. Same preconditions as build_training_programs().
+std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout);
+
 }  // namespace clustersim

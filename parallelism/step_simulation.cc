@@ -56,9 +56,14 @@ class StepSimulation {
     for (const auto& s : stages) {
       check_invariant(static_cast<int>(s.chunks.size()) == v_, "simulate_step: every stage has v chunks");
     }
+    // Analytical fidelity prices a collective that starts alone as a fixed delay, so a run of
+    // compute ops and such collectives is one event (see Segment). Traces keep every op.
+    fuse_ = options.fidelity == Fidelity::kAnalytical && !options.record_trace;
     if (options.fidelity == Fidelity::kFlow) network_ = std::make_unique<FlowNetwork>(sim_, cluster);
     runner_ = std::make_unique<CollectiveRunner>(sim_, cluster, network_.get(), options.fidelity,
                                                  options.collective_profile);
+    analytical_runner_ = std::make_unique<CollectiveRunner>(sim_, cluster, nullptr, Fidelity::kAnalytical,
+                                                            options.collective_profile);
     for (int s = 0; s < layout.pp; ++s) {
       passes_.push_back(schedule_passes(layout.schedule, s, layout.pp, m_, v_));
     }
@@ -112,6 +117,21 @@ class StepSimulation {
   }
 
  private:
+  // A run of ops from `start` up to (not including) `end` that the rank executes back to back
+  // with no interaction with other ranks: compute ops and blocking collectives that start at once
+  // and take a fixed time (analytical fidelity, no other member simulated). Executing it as one
+  // event gives the same times and breakdown as executing its ops one by one.
+  struct Segment {
+    bool computed = false;
+    size_t end = 0;
+    Duration total;
+    Duration compute;
+    Duration recompute;
+    Duration optimizer;
+    Duration comm;
+    std::array<int, kGroupKinds> sequences{};  // collectives issued per group kind
+  };
+
   struct Rank {
     int rank = 0;
     RankCoord coord;
@@ -129,6 +149,7 @@ class StepSimulation {
     int outstanding_reductions = 0;
     std::array<int, kGroupKinds> collective_sequence{};
     std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
+    std::vector<std::vector<Segment>> segments;        // [chunk·2 + forward][start op], filled lazily
     WaitKind wait = WaitKind::kNone;
     Time wait_start;
     RankBreakdown breakdown;
@@ -195,7 +216,9 @@ class StepSimulation {
     const int needed = simulated_members(members);
     if (needed == 1) {
       start_collective(op, members, size, dtype, std::move(finish));
-      if (options_.representative && options_.fidelity == Fidelity::kFlow) start_mirrors(r, kind, op, size, dtype);
+      if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members)) {
+        start_mirrors(r, kind, op, size, dtype);
+      }
       return;
     }
     auto key = std::make_tuple(static_cast<int>(kind), members.front(), sequence);
@@ -209,6 +232,19 @@ class StepSimulation {
     });
   }
 
+  // True when every member is in one node whose GPUs share an NVSwitch. Such a collective cannot
+  // contend with collectives of other groups (each GPU has its own NVSwitch ports, and groups of
+  // other nodes use other links), and its flow-level time equals the closed form on an idle node
+  // (collectives tests: within 1e-5), so it is priced analytically even at flow fidelity.
+  bool inside_nvswitch_node(const std::vector<int>& members) const {
+    const int node = cluster_.node_of(members.front());
+    if (cluster_.node_spec(node).intra != IntraNodeFabric::kNvSwitch) return false;
+    for (int m : members) {
+      if (cluster_.node_of(m) != node) return false;
+    }
+    return true;
+  }
+
   void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
                         std::function<void()> done) {
     CollectiveRequest request;
@@ -216,7 +252,8 @@ class StepSimulation {
     request.group.assign(members.begin(), members.end());  // rank r runs on GPU r
     request.size = size;
     request.dtype = dtype;
-    runner_->start(request, std::move(done));
+    CollectiveRunner& runner = inside_nvswitch_node(members) ? *analytical_runner_ : *runner_;
+    runner.start(request, std::move(done));
   }
 
   // The collectives of the groups of kind `kind` in r's stage that r stands for (flow fidelity).
@@ -259,7 +296,7 @@ class StepSimulation {
       return;
     }
     start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
-    if (options_.representative && options_.fidelity == Fidelity::kFlow) {
+    if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node({r.rank, dest_rank})) {
       for (int t = 0; t < layout_.tp; ++t) {
         for (int c = 0; c < layout_.cp; ++c) {
           for (int d = 0; d < layout_.dp; ++d) {
@@ -332,6 +369,61 @@ class StepSimulation {
     });
   }
 
+  // The segment of `ops` that starts at op `start` for rank r (end == start when op `start` cannot
+  // be part of one).
+  const Segment& segment(Rank& r, int chunk, bool forward, const PassProgram& ops, size_t start) {
+    auto& tables = r.segments;
+    const size_t key = static_cast<size_t>(chunk) * 2 + (forward ? 1 : 0);
+    if (tables.size() <= key) tables.resize(key + 1);
+    auto& table = tables[key];
+    if (table.size() < ops.ops.size()) table.resize(ops.ops.size());
+    Segment& seg = table[start];
+    if (seg.computed) return seg;
+    size_t i = start;
+    for (; i < ops.ops.size(); ++i) {
+      const ProgramOp& op = ops.ops[i];
+      if (op.kind == ProgramOp::Kind::kCompute) {
+        seg.total += op.duration;
+        if (op.work == WorkKind::kOptimizer) {
+          seg.optimizer += op.duration;
+        } else {
+          seg.compute += op.duration;
+          if (op.work == WorkKind::kRecompute) seg.recompute += op.duration;
+        }
+        continue;
+      }
+      if (op.kind != ProgramOp::Kind::kCollective || op.handle >= 0) break;
+      const std::vector<int>& members = group(r, op.group);
+      if (members.size() == 1 || op.size.count() == 0) continue;  // completes at once, as issue_collective does
+      if (simulated_members(members) != 1) break;                 // needs a rendezvous
+      CollectiveRequest request;
+      request.op = op.op;
+      request.group.assign(members.begin(), members.end());
+      request.size = op.size;
+      request.dtype = DataType::kBf16;
+      const Duration d = runner_->estimate(request);
+      seg.total += d;
+      seg.comm += d;
+      ++seg.sequences[index_of(op.group)];
+    }
+    seg.end = i;
+    seg.computed = true;
+    return seg;
+  }
+
+  void run_segment(Rank& r, const Segment& seg) {
+    for (size_t k = 0; k < kGroupKinds; ++k) r.collective_sequence[k] += seg.sequences[k];
+    Rank* rank = &r;
+    sim_.schedule_after(seg.total, [this, rank, compute = seg.compute, recompute = seg.recompute,
+                                    optimizer = seg.optimizer, comm = seg.comm] {
+      rank->breakdown.compute += compute;
+      rank->breakdown.recompute += recompute;
+      rank->breakdown.optimizer += optimizer;
+      rank->breakdown.exposed_comm += comm;
+      advance(*rank);
+    });
+  }
+
   // Runs r's program until it has to wait. Called at start and whenever a wait ends.
   void advance(Rank& r) {
     const auto& passes = passes_[static_cast<size_t>(r.stage)];
@@ -355,6 +447,14 @@ class StepSimulation {
         r.handles.assign(r.handles.size(), 0);
       }
       while (r.op_index < ops.ops.size()) {
+        if (fuse_) {
+          const Segment& seg = segment(r, pass.chunk, forward, ops, r.op_index);
+          if (seg.end > r.op_index) {
+            r.op_index = seg.end;
+            run_segment(r, seg);
+            return;
+          }
+        }
         const ProgramOp& op = ops.ops[r.op_index++];
         switch (op.kind) {
           case ProgramOp::Kind::kCompute:
@@ -490,9 +590,11 @@ class StepSimulation {
   int m_;
   int v_;
   StepSimulationOptions options_;
+  bool fuse_ = false;
   Simulator sim_;
   std::unique_ptr<FlowNetwork> network_;
   std::unique_ptr<CollectiveRunner> runner_;
+  std::unique_ptr<CollectiveRunner> analytical_runner_;
   std::vector<std::vector<PipelinePass>> passes_;
   std::vector<int> simulated_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;

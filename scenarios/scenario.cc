@@ -77,6 +77,53 @@ void add_model_keys(Schema& s, const std::string& prefix) {
 
 const std::vector<std::string> kDtypes16 = {"bf16", "fp16", "fp32"};
 
+KeyDef int_list(std::string path, std::string description, double min, std::optional<double> max = std::nullopt) {
+  KeyDef k = key(std::move(path), ValueType::kIntList, std::move(description));
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
+KeyDef string_list(std::string path, std::string description, std::vector<std::string> choices) {
+  KeyDef k = key(std::move(path), ValueType::kStringList, std::move(description));
+  k.choices = std::move(choices);
+  return k;
+}
+
+// The search: section (parallelism/search_space.h says what absent lists mean).
+void add_search_keys(Schema& s) {
+  s.section("search", "the layout search space of `clustersim search` (ignored by `clustersim run`)");
+  s.key(int_list("search.tp", "tensor-parallel sizes (absent: every divisor of the heads within a node and the GPUs)",
+                 1));
+  s.key(int_list("search.pp", "pipeline sizes (absent: every divisor of the layers and the GPUs)", 1));
+  s.key(int_list("search.dp", "data-parallel sizes (absent: GPUs / (tp·cp·pp), or the largest that fits)", 1));
+  s.key(int_list("search.vpp", "model chunks per stage (absent: every divisor of the layers per stage)", 1));
+  s.key(int_list("search.micro_batch", "micro-batch sizes (absent: training.micro_batch)", 1));
+  s.key(string_list("search.recompute", "activation recomputation (absent: training.recompute)",
+                    {"none", "selective", "full"}));
+  s.key(int_list("search.zero", "ZeRO stages (absent: parallelism.zero)", 0, 3));
+  s.key(string_list("search.sequence_parallel", "sequence parallelism on/off (absent: parallelism.sequence_parallel)",
+                    {"false", "true"}));
+  s.key(string_list("search.schedule", "pipeline schedules (absent: 1f1b and interleaved-1f1b)",
+                    {"gpipe", "1f1b", "interleaved-1f1b"}));
+  s.key(key("search.order", ValueType::kStringList, "rank orders, innermost first (absent: parallelism.order)"));
+  s.key(choice("search.global_batch",
+               "fixed: every layout trains training.global_batch; maximum: the largest batch up to it that the "
+               "layout divides",
+               "fixed", {"fixed", "maximum"}));
+  s.key(key("search.allow_idle_gpus", ValueType::kBool, "layouts may leave GPUs idle (tp·cp·pp·dp < GPUs)", "false"));
+  s.key(key("search.uneven_stages", ValueType::kBool,
+            "pp need not divide the layers: the first and last stages get fewer (explicit stage_layers)", "false"));
+  s.key(choice("search.objective", "what the ranking maximises (cost: GPU-seconds per token)", "tokens_per_s",
+               {"tokens_per_s", "step_time", "mfu", "cost_per_token"}));
+  s.key(real("search.gpu_hour_price", "price of one GPU-hour for cost reports (0: report GPU-hours only)", "0", 0,
+             1e9));
+  s.key(key("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
+  s.key(key("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
+  s.key(integer("search.top", "layouts reported", "10", 1));
+  s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0));
+}
+
 Schema build_scenario_schema() {
   Schema s("scenario");
   s.key(key("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
@@ -164,6 +211,8 @@ Schema build_scenario_schema() {
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
             "false"));
+
+  add_search_keys(s);
   return s;
 }
 
@@ -309,7 +358,7 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   return t;
 }
 
-Layout load_layout(const ConfigDocument& doc, int gpus) {
+Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   Layout l;
   l.tp = static_cast<int>(doc.get_int("parallelism.tp"));
   l.pp = static_cast<int>(doc.get_int("parallelism.pp"));
@@ -332,6 +381,10 @@ Layout load_layout(const ConfigDocument& doc, int gpus) {
     l.dp = static_cast<int>(dp);
   } else {
     const int model_parallel = l.tp * l.cp * l.pp;
+    if (check == LayoutCheck::kDeferToSearch) {
+      l.dp = std::max(1, gpus / model_parallel);
+      return l;
+    }
     if (gpus % model_parallel != 0) {
       throw doc.error_at("parallelism", fmt::format("tp·cp·pp = {}·{}·{} = {} does not divide the cluster's {} GPUs; "
                                                     "set parallelism.dp or change tp, cp, pp",
@@ -340,6 +393,50 @@ Layout load_layout(const ConfigDocument& doc, int gpus) {
     l.dp = gpus / model_parallel;
   }
   return l;
+}
+
+SearchSpace load_search(const ConfigDocument& doc) {
+  SearchSpace sp;
+  auto ints = [&](const char* name) {
+    const std::string path = std::string("search.") + name;
+    const std::vector<int64_t> values = doc.get_int_list(path);
+    if (doc.has(path) && values.empty()) {
+      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
+                               "for its default");
+    }
+    return values;
+  };
+  auto strings = [&](const char* name) {
+    const std::string path = std::string("search.") + name;
+    std::vector<std::string> values = doc.get_string_list(path);
+    if (doc.has(path) && values.empty()) {
+      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
+                               "for its default");
+    }
+    return values;
+  };
+  auto to_int = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
+  sp.tp = to_int(ints("tp"));
+  sp.pp = to_int(ints("pp"));
+  sp.dp = to_int(ints("dp"));
+  sp.vpp = to_int(ints("vpp"));
+  sp.micro_batch = ints("micro_batch");
+  sp.zero = to_int(ints("zero"));
+  for (const auto& r : strings("recompute")) sp.recompute.push_back(parse_recompute(r));
+  for (const auto& b : strings("sequence_parallel")) sp.sequence_parallel.push_back(b == "true");
+  for (const auto& p : strings("schedule")) sp.schedule.push_back(parse_pipeline_schedule(p));
+  sp.order = strings("order");
+  sp.global_batch = doc.get_string("search.global_batch") == "maximum" ? GlobalBatchRule::kMaximum
+                                                                       : GlobalBatchRule::kFixed;
+  sp.allow_idle_gpus = doc.get_bool("search.allow_idle_gpus");
+  sp.uneven_stages = doc.get_bool("search.uneven_stages");
+  sp.objective = parse_search_objective(doc.get_string("search.objective"));
+  sp.gpu_hour_price = doc.get_real("search.gpu_hour_price");
+  sp.memory_headroom = doc.get_bytes("search.memory_headroom");
+  sp.tp_within_node = doc.get_bool("search.tp_within_node");
+  sp.top = static_cast<int>(doc.get_int("search.top"));
+  sp.rerank = static_cast<int>(doc.get_int("search.rerank"));
+  return sp;
 }
 
 }  // namespace
@@ -383,7 +480,8 @@ Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus) {
   return gpus <= settings.flow_max_gpus ? Fidelity::kFlow : Fidelity::kAnalytical;
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides, const std::string& data_dir) {
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides, const std::string& data_dir,
+                       LayoutCheck layout_check) {
   const std::string dir = data_dir_or_default(data_dir);
   const auto doc = ConfigDocument::load_file(path, scenario_schema(), overrides);
   const HardwareCatalog catalog(dir);
@@ -413,7 +511,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 
   int gpus = 0;
   for (const auto& n : s.cluster.nodes) gpus += n.gpus;
-  s.layout = load_layout(doc, gpus);
+  s.layout = load_layout(doc, gpus, layout_check);
   LayoutContext context;
   context.layers = static_cast<int>(s.model.layers);
   context.heads = static_cast<int>(s.model.heads);
@@ -429,10 +527,13 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   context.micro_batch = s.training.micro_batch;
   context.seq_len = s.training.seq_len;
   context.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
-  located(doc, "parallelism", [&] {
-    validate_layout(s.layout, context);
-    return 0;
-  });
+  if (layout_check == LayoutCheck::kValidate) {
+    located(doc, "parallelism", [&] {
+      validate_layout(s.layout, context);
+      return 0;
+    });
+  }
+  if (doc.has("search")) s.search = load_search(doc);
 
   const std::string fidelity = doc.get_string("simulation.fidelity");
   s.simulation.fidelity = fidelity == "flow"         ? FidelityChoice::kFlow

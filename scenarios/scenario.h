@@ -10,6 +10,7 @@
 //   training: {seq_len: 8192, global_batch: 512, micro_batch: 1, precision: bf16, recompute: selective}
 //   parallelism: {tp: 8, pp: 4, dp: 2, vpp: 5, sequence_parallel: true, zero: 1,
 //                 schedule: interleaved-1f1b}
+//   search: {tp: [4, 8], pp: [2, 4, 8], micro_batch: [1, 2], top: 5}   # clustersim search only
 
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "collectives/collective_runner.h"
 #include "parallelism/layout.h"
+#include "parallelism/search_space.h"
 #include "scenarios/config_document.h"
 #include "scenarios/schema.h"
 #include "topology/specs.h"
@@ -44,7 +46,13 @@ struct Scenario {
   Layout layout;
   std::optional<std::string> calibration;  // profile name or path
   SimulationSettings simulation;
+  std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
 };
+
+// kValidate: the parallelism section must be a valid layout (clustersim run). kDeferToSearch: it is
+// only the base of a search (fields the search does not vary), so the layout rules are not applied
+// to it (clustersim search; every searched layout is validated instead).
+enum class LayoutCheck { kValidate, kDeferToSearch };
 
 // The schema of scenario files (every key with type, unit, default and description).
 const Schema& scenario_schema();
@@ -55,7 +63,7 @@ const Schema& model_preset_schema();
 // Throws InputError naming file:line:column and key for anything invalid, including layouts that
 // do not fit the model and cluster (validate_layout) and unknown presets.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
-                       const std::string& data_dir = "");
+                       const std::string& data_dir = "", LayoutCheck layout_check = LayoutCheck::kValidate);
 
 // Builds a ModelSpec from a model preset name or file path (models/<name>.yaml). Throws InputError.
 ModelSpec load_model_preset(const std::string& name_or_path, const std::string& data_dir = "");

@@ -15,6 +15,7 @@
 #include "tools/collective_validation.h"
 #include "tools/run_command.h"
 #include "tools/validate_runs.h"
+#include "tools/search_command.h"
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -29,6 +30,23 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "print JSON instead of the summary");
   run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)");
   run_cmd->add_flag("--reproducible", run.reproducible, "report sim.wall_s as 0 (byte-identical output)");
+  std::string layout_from;
+  int layout_rank = 1;
+  run_cmd->add_option("--layout-from", layout_from, "take the layout from a `clustersim search --json` result file")
+      ->check(CLI::ExistingFile);
+  run_cmd->add_option("--rank", layout_rank, "which layout of --layout-from (1 = the best)")->capture_default_str();
+
+  SearchCommandOptions search;
+  CLI::App* search_cmd = app.add_subcommand("search", "rank the layouts of a scenario's search space");
+  search_cmd->add_option("scenario", search.scenario, "scenario YAML file with a search: section")
+      ->required()
+      ->check(CLI::ExistingFile);
+  search_cmd->add_option("--set", search.sets, "override a key: a.b=value (repeatable), e.g. search.tp=[4,8]");
+  search_cmd->add_option("--top", search.top, "layouts shown (default: search.top)");
+  search_cmd->add_option("--threads", search.threads, "worker threads per process (default: all cores)");
+  search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file");
+  search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
+  search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
 
   std::string help_kind = "scenario";
   CLI::App* help_cmd = app.add_subcommand("help-config", "print every key of a file kind with type, unit, default");
@@ -96,7 +114,18 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (run_cmd->parsed()) return run_command(run, std::cout);
+    if (run_cmd->parsed()) {
+      if (!layout_from.empty()) {
+        std::vector<std::string> sets = overrides_from_search_json(layout_from, layout_rank);
+        sets.insert(sets.end(), run.sets.begin(), run.sets.end());  // the user's --set win
+        run.sets = std::move(sets);
+      }
+      return run_command(run, std::cout);
+    }
+    if (search_cmd->parsed()) {
+      const auto partition = make_search_partition();
+      return search_command(search, *partition, std::cout);
+    }
     if (coll_cmd->parsed()) {
       coll.op = parse_collective_op(coll_op);
       coll.algorithm = parse_collective_algorithm(coll_algo);

@@ -1,0 +1,411 @@
+#include "parallelism/layout_search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <exception>
+#include <fmt/format.h>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "parallelism/program_builder.h"
+#include "workloads/shard_spec.h"
+#include "workloads/transformer.h"
+
+namespace clustersim {
+
+std::string_view name_of(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kWorldSize: return "world_size";
+    case RejectReason::kTensorSplit: return "tp_split";
+    case RejectReason::kStageSplit: return "pp_split";
+    case RejectReason::kGlobalBatch: return "global_batch";
+    case RejectReason::kInterleavedMicrobatches: return "interleaved_microbatches";
+    case RejectReason::kLayoutRule: return "layout_rule";
+    case RejectReason::kTensorAcrossNodes: return "tp_across_nodes";
+    case RejectReason::kOutOfMemory: return "out_of_memory";
+    case RejectReason::kMemoryHeadroom: return "memory_headroom";
+    case RejectReason::kSimulation: return "simulation";
+  }
+  return "?";
+}
+
+std::string_view describe(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kWorldSize: return "tp·cp·pp·dp does not match the GPU count";
+    case RejectReason::kTensorSplit: return "attention heads, KV heads or ffn_hidden not divisible by tp";
+    case RejectReason::kStageSplit: return "layers do not split evenly into pp stages of vpp chunks";
+    case RejectReason::kGlobalBatch: return "global batch not a multiple of micro_batch · dp";
+    case RejectReason::kInterleavedMicrobatches: return "interleaved 1F1B needs microbatches per pipeline % pp = 0";
+    case RejectReason::kLayoutRule: return "another layout rule";
+    case RejectReason::kTensorAcrossNodes: return "a tensor-parallel group would span nodes (search.tp_within_node)";
+    case RejectReason::kOutOfMemory: return "peak memory above the GPU capacity";
+    case RejectReason::kMemoryHeadroom: return "fits, but not with search.memory_headroom free";
+    case RejectReason::kSimulation: return "rejected by the simulation";
+  }
+  return "?";
+}
+
+namespace {
+
+// Which rule of validate_layout() (in its order) or TrainingSpec::validate() `c` breaks, given that
+// one of them threw.
+RejectReason classify_rule(const LayoutCandidate& c, const LayoutContext& ctx) {
+  const Layout& l = c.layout;
+  if (l.dp < 1) return RejectReason::kWorldSize;
+  if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1) return RejectReason::kLayoutRule;
+  const int64_t world = static_cast<int64_t>(l.tp) * l.cp * l.pp * l.dp;
+  if (world != ctx.gpus && !(ctx.allow_idle_gpus && world < ctx.gpus)) return RejectReason::kWorldSize;
+  const int kv = ctx.kv_heads > 0 ? ctx.kv_heads : ctx.heads;
+  if (ctx.heads % l.tp != 0 || (kv % l.tp != 0 && l.tp % kv != 0) ||
+      (ctx.ffn_hidden > 0 && ctx.ffn_hidden % l.tp != 0)) {
+    return RejectReason::kTensorSplit;
+  }
+  if (l.stage_layers.empty() ? ctx.layers % l.pp != 0 : static_cast<int>(l.stage_layers.size()) != l.pp) {
+    return RejectReason::kStageSplit;
+  }
+  for (int n : layers_per_stage(l, ctx.layers)) {
+    if (n % l.vpp != 0) return RejectReason::kStageSplit;
+  }
+  if (c.global_batch < 1 || c.micro_batch < 1 || c.global_batch % (c.micro_batch * l.dp) != 0) {
+    return RejectReason::kGlobalBatch;
+  }
+  if (l.schedule == PipelineSchedule::kInterleaved1F1B && (c.global_batch / (c.micro_batch * l.dp)) % l.pp != 0) {
+    return RejectReason::kInterleavedMicrobatches;
+  }
+  return RejectReason::kLayoutRule;
+}
+
+double gb(int64_t bytes) { return static_cast<double>(bytes) * 1e-9; }
+
+// Runs fn(i) for every i in `indices` on `threads` workers; progress after each. Exceptions are
+// rethrown after all workers stop, the one of the lowest position first.
+template <typename Fn>
+void run_parallel(const std::vector<size_t>& indices, int threads, std::string_view phase, const SearchOptions& options,
+                  Fn&& fn) {
+  const size_t n = indices.size();
+  if (n == 0) return;
+  std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  size_t done = 0;
+  std::vector<std::exception_ptr> errors(n);
+  auto worker = [&] {
+    while (true) {
+      const size_t k = next.fetch_add(1);
+      if (k >= n) return;
+      try {
+        fn(indices[k]);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      ++done;
+      if (options.progress) options.progress(phase, done, n);
+    }
+  };
+  const size_t workers = std::min(static_cast<size_t>(std::max(threads, 1)), n);
+  if (workers == 1) {
+    worker();
+  } else {
+    boost::asio::thread_pool pool(workers);
+    for (size_t w = 0; w < workers; ++w) boost::asio::post(pool, worker);
+    pool.join();
+  }
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+nlohmann::json metrics_to_json(const LayoutMetrics& m) {
+  const TimeBreakdown& b = m.breakdown;
+  return nlohmann::json::array({m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token, m.gpus,
+                                m.microbatches, m.peak_bytes, m.peak_stage, m.capacity_bytes, b.compute,
+                                b.exposed_comm, b.bubble, b.optimizer, b.other, m.fidelity == Fidelity::kFlow,
+                                m.representative, m.events});
+}
+
+LayoutMetrics metrics_from_json(const nlohmann::json& j) {
+  LayoutMetrics m;
+  m.step_time_s = j.at(0).get<double>();
+  m.tokens_per_s = j.at(1).get<double>();
+  m.mfu = j.at(2).get<double>();
+  m.hfu = j.at(3).get<double>();
+  m.gpu_seconds_per_token = j.at(4).get<double>();
+  m.gpus = j.at(5).get<int>();
+  m.microbatches = j.at(6).get<int>();
+  m.peak_bytes = j.at(7).get<int64_t>();
+  m.peak_stage = j.at(8).get<int>();
+  m.capacity_bytes = j.at(9).get<int64_t>();
+  m.breakdown.compute = j.at(10).get<double>();
+  m.breakdown.exposed_comm = j.at(11).get<double>();
+  m.breakdown.bubble = j.at(12).get<double>();
+  m.breakdown.optimizer = j.at(13).get<double>();
+  m.breakdown.other = j.at(14).get<double>();
+  m.fidelity = j.at(15).get<bool>() ? Fidelity::kFlow : Fidelity::kAnalytical;
+  m.representative = j.at(16).get<bool>();
+  m.events = j.at(17).get<uint64_t>();
+  return m;
+}
+
+// The candidates of this process: i % size == rank.
+std::vector<size_t> my_share(const std::vector<size_t>& all, const SearchPartition& partition) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (static_cast<int>(k % static_cast<size_t>(partition.size())) == partition.rank()) out.push_back(all[k]);
+  }
+  return out;
+}
+
+// Exchanges the outcomes each process computed for its share; afterwards every process holds all.
+void gather_outcomes(SearchPartition& partition, const std::vector<size_t>& mine, std::vector<CandidateOutcome>& all) {
+  if (partition.size() == 1) return;
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t i : mine) {
+    const CandidateOutcome& o = all[i];
+    j.push_back({i, o.rejected ? static_cast<int>(*o.rejected) : -1, o.message, metrics_to_json(o.metrics)});
+  }
+  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(j);
+  for (const std::string& part : partition.all_gather(std::string(bytes.begin(), bytes.end()))) {
+    for (const auto& e : nlohmann::json::from_cbor(part)) {
+      const size_t i = e.at(0).get<size_t>();
+      check_invariant(i < all.size(), "gathered outcome of a candidate outside the space");
+      CandidateOutcome o;
+      const int reason = e.at(1).get<int>();
+      if (reason >= 0) o.rejected = static_cast<RejectReason>(reason);
+      o.message = e.at(2).get<std::string>();
+      o.metrics = metrics_from_json(e.at(3));
+      all[i] = std::move(o);
+    }
+  }
+}
+
+void check_uniform_gpus(const Cluster& cluster) {
+  const GpuSpec& gpu = cluster.node_spec(0).gpu;
+  for (int n = 1; n < cluster.node_count(); ++n) {
+    if (cluster.node_spec(n).gpu.name != gpu.name) {
+      throw InputError(fmt::format("cluster: node {} has {} GPUs but node 0 has {}; a layout search needs one GPU "
+                                   "model throughout",
+                                   n, cluster.node_spec(n).gpu.name, gpu.name));
+    }
+  }
+}
+
+}  // namespace
+
+LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandidate& candidate, Fidelity fidelity,
+                                 bool representative) {
+  TrainingSimulationOptions o;
+  o.fidelity = fidelity;
+  o.representative = representative;
+  o.allow_idle_gpus = problem.space.allow_idle_gpus;
+  o.compute_profile = problem.compute_profile;
+  o.collective_profile = problem.collective_profile;
+  const TrainingSpec training = candidate.training(problem.training);
+  const TrainingReport r = simulate_training(*problem.cluster, problem.model, training, candidate.layout, o);
+  LayoutMetrics m;
+  m.step_time_s = r.step_time_s;
+  m.tokens_per_s = r.tokens_per_s;
+  m.mfu = r.mfu;
+  m.hfu = r.hfu;
+  m.gpus = r.gpus;
+  m.gpu_seconds_per_token =
+      r.step_time_s * r.gpus / static_cast<double>(training.global_batch * training.seq_len);
+  m.microbatches = r.microbatches;
+  m.peak_bytes = r.peak_memory.count();
+  m.peak_stage = r.peak_stage;
+  m.capacity_bytes = r.capacity.count();
+  m.breakdown = r.breakdown;
+  m.fidelity = fidelity;
+  m.representative = representative;
+  m.events = r.step.events;
+  return m;
+}
+
+CandidateOutcome screen_candidate(const SearchProblem& problem, const LayoutCandidate& candidate) {
+  CandidateOutcome out;
+  const Cluster& cluster = *problem.cluster;
+  const LayoutContext context = layout_context(problem.model, candidate.training(problem.training), cluster,
+                                               problem.space.allow_idle_gpus);
+  const TrainingSpec training = candidate.training(problem.training);
+  // 1. Rules.
+  try {
+    if (candidate.global_batch < 1) {
+      throw InputError(fmt::format("no global batch up to {} is a multiple of micro_batch · dp{} = {}",
+                                   problem.training.global_batch,
+                                   candidate.layout.schedule == PipelineSchedule::kInterleaved1F1B ? " · pp" : "",
+                                   candidate.micro_batch * candidate.layout.dp *
+                                       (candidate.layout.schedule == PipelineSchedule::kInterleaved1F1B
+                                            ? candidate.layout.pp
+                                            : 1)));
+    }
+    training.validate(problem.model);
+    validate_layout(candidate.layout, context);
+  } catch (const InputError& e) {
+    out.rejected = classify_rule(candidate, context);
+    out.message = e.what();
+    return out;
+  }
+  // 2. Constraints.
+  if (problem.space.tp_within_node && !tensor_groups_within_nodes(candidate.layout, context.gpus_per_node)) {
+    out.rejected = RejectReason::kTensorAcrossNodes;
+    out.message = fmt::format("tp = {} with order {} puts tensor-parallel ranks on different nodes of {} GPUs",
+                              candidate.layout.tp, candidate.layout.order, context.gpus_per_node);
+    return out;
+  }
+  // 3. Memory, without simulating.
+  const Bytes capacity = cluster.node_spec(0).gpu.hbm_capacity;
+  try {
+    const Layout& l = candidate.layout;
+    const Transformer transformer(problem.model, training, ShardSpec{l.tp, l.sequence_parallel, l.cp});
+    Bytes peak;
+    int peak_stage = 0;
+    for (const StageMemory& stage : stage_memory(transformer, l)) {
+      if (stage.memory.total() > peak) {
+        peak = stage.memory.total();
+        peak_stage = stage.stage;
+      }
+    }
+    out.metrics.peak_bytes = peak.count();
+    out.metrics.peak_stage = peak_stage;
+    out.metrics.capacity_bytes = capacity.count();
+    if (peak > capacity) {
+      out.rejected = RejectReason::kOutOfMemory;
+      out.message = fmt::format("stage {} needs {:.2f} GB, the GPU has {:.2f} GB", peak_stage, gb(peak.count()),
+                                gb(capacity.count()));
+      return out;
+    }
+    if (peak + problem.space.memory_headroom > capacity) {
+      out.rejected = RejectReason::kMemoryHeadroom;
+      out.message = fmt::format("stage {} needs {:.2f} GB, leaving {:.2f} GB of the {:.2f} GB headroom", peak_stage,
+                                gb(peak.count()), gb((capacity - peak).count()),
+                                gb(problem.space.memory_headroom.count()));
+      return out;
+    }
+  } catch (const InputError& e) {
+    out.rejected = RejectReason::kLayoutRule;
+    out.message = e.what();
+    return out;
+  }
+  // 4. Screening simulation.
+  try {
+    out.metrics = evaluate_candidate(problem, candidate, Fidelity::kAnalytical, true);
+  } catch (const InputError& e) {
+    out.rejected = RejectReason::kSimulation;
+    out.message = e.what();
+  }
+  return out;
+}
+
+double objective_score(SearchObjective objective, const LayoutMetrics& m) {
+  switch (objective) {
+    case SearchObjective::kTokensPerSecond: return m.tokens_per_s;
+    case SearchObjective::kStepTime: return -m.step_time_s;
+    case SearchObjective::kMfu: return m.mfu;
+    case SearchObjective::kCostPerToken: return -m.gpu_seconds_per_token;
+  }
+  return 0;
+}
+
+bool ranks_before(SearchObjective objective, const LayoutMetrics& a, size_t a_index, const LayoutMetrics& b,
+                  size_t b_index) {
+  const double sa = objective_score(objective, a);
+  const double sb = objective_score(objective, b);
+  if (sa != sb) return sa > sb;
+  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+  return a_index < b_index;
+}
+
+SearchResult search_layouts(const SearchProblem& problem, const SearchOptions& options) {
+  check_invariant(problem.cluster != nullptr, "search_layouts: no cluster");
+  const Cluster& cluster = *problem.cluster;
+  check_uniform_gpus(cluster);
+  problem.model.validate();
+  const SearchSpace& space = problem.space;
+  validate_search_space(space, cluster.node_spec(0).gpu.hbm_capacity);
+
+  const LayoutContext scenario_context = layout_context(problem.model, problem.training, cluster, space.allow_idle_gpus);
+  SearchContext context;
+  context.gpus = scenario_context.gpus;
+  context.gpus_per_node = scenario_context.gpus_per_node;
+  context.layers = scenario_context.layers;
+  context.heads = scenario_context.heads;
+
+  SearchResult result;
+  result.candidates = expand_search_space(space, problem.base, problem.training, context);
+  result.outcomes.resize(result.candidates.size());
+
+  SingleProcess single;
+  SearchPartition& partition = options.partition != nullptr ? *options.partition : single;
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+
+  // Screening.
+  std::vector<size_t> all(result.candidates.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const std::vector<size_t> mine = my_share(all, partition);
+  run_parallel(mine, threads, "screen", options, [&](size_t i) {
+    result.outcomes[i] = screen_candidate(problem, result.candidates[i]);
+  });
+  gather_outcomes(partition, mine, result.outcomes);
+
+  // Rejections: counts and one example each.
+  std::vector<RejectionSummary> summaries(kRejectReasons);
+  std::vector<size_t> evaluated;
+  for (size_t i = 0; i < result.outcomes.size(); ++i) {
+    const CandidateOutcome& o = result.outcomes[i];
+    if (!o.rejected) {
+      evaluated.push_back(i);
+      continue;
+    }
+    RejectionSummary& s = summaries[static_cast<size_t>(*o.rejected)];
+    const bool memory = *o.rejected == RejectReason::kOutOfMemory || *o.rejected == RejectReason::kMemoryHeadroom;
+    if (s.count == 0 || (memory && o.metrics.peak_bytes < result.outcomes[s.example].metrics.peak_bytes)) {
+      s.example = i;
+      s.message = o.message;
+    }
+    s.reason = *o.rejected;
+    ++s.count;
+  }
+  for (const auto& s : summaries) {
+    if (s.count > 0) result.rejected.push_back(s);
+  }
+  result.evaluated = evaluated.size();
+
+  // Screening order.
+  auto screened_before = [&](size_t a, size_t b) {
+    return ranks_before(space.objective, result.outcomes[a].metrics, a, result.outcomes[b].metrics, b);
+  };
+  std::sort(evaluated.begin(), evaluated.end(), screened_before);
+  const size_t keep = std::min(evaluated.size(), static_cast<size_t>(std::max(space.top, space.rerank)));
+  const std::vector<size_t> best(evaluated.begin(), evaluated.begin() + static_cast<std::ptrdiff_t>(keep));
+
+  // Re-ranking at the scenario's fidelity.
+  result.reranked = space.rerank > 0 && (problem.fidelity != Fidelity::kAnalytical || !problem.representative);
+  std::vector<CandidateOutcome> final_outcomes(result.candidates.size());
+  for (size_t i : best) final_outcomes[i] = result.outcomes[i];
+  if (result.reranked) {
+    const std::vector<size_t> share = my_share(best, partition);
+    run_parallel(share, threads, "rerank", options, [&](size_t i) {
+      final_outcomes[i].metrics =
+          evaluate_candidate(problem, result.candidates[i], problem.fidelity, problem.representative);
+    });
+    gather_outcomes(partition, share, final_outcomes);
+  }
+  for (size_t k = 0; k < best.size(); ++k) {
+    RankedLayout r;
+    r.index = best[k];
+    r.metrics = final_outcomes[best[k]].metrics;
+    r.screening = result.outcomes[best[k]].metrics;
+    r.screening_rank = static_cast<int>(k + 1);
+    result.ranking.push_back(r);
+  }
+  std::sort(result.ranking.begin(), result.ranking.end(), [&](const RankedLayout& a, const RankedLayout& b) {
+    return ranks_before(space.objective, a.metrics, a.index, b.metrics, b.index);
+  });
+  return result;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,255 @@
+#include "parallelism/search_space.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+std::string_view name_of(SearchObjective objective) {
+  switch (objective) {
+    case SearchObjective::kTokensPerSecond: return "tokens_per_s";
+    case SearchObjective::kStepTime: return "step_time";
+    case SearchObjective::kMfu: return "mfu";
+    case SearchObjective::kCostPerToken: return "cost_per_token";
+  }
+  return "?";
+}
+
+SearchObjective parse_search_objective(std::string_view text) {
+  for (auto o : {SearchObjective::kTokensPerSecond, SearchObjective::kStepTime, SearchObjective::kMfu,
+                 SearchObjective::kCostPerToken}) {
+    if (name_of(o) == text) return o;
+  }
+  throw InputError(
+      fmt::format("unknown search objective \"{}\" (valid: tokens_per_s, step_time, mfu, cost_per_token)", text));
+}
+
+TrainingSpec LayoutCandidate::training(const TrainingSpec& base) const {
+  TrainingSpec t = base;
+  t.micro_batch = micro_batch;
+  t.global_batch = global_batch;
+  t.recompute = recompute;
+  return t;
+}
+
+std::vector<int> uneven_stage_layers(int layers, int pp, int v) {
+  if (pp < 1 || v < 1 || layers % v != 0) return {};
+  // Every stage the same multiple of v, at least layers / pp.
+  const int per_stage = (layers + pp - 1) / pp;
+  const int rounded = (per_stage + v - 1) / v * v;
+  std::vector<int> out(static_cast<size_t>(pp), rounded);
+  int surplus = rounded * pp - layers;  // a multiple of v
+  bool first = true;
+  while (surplus > 0) {
+    int& stage = first || pp == 1 ? out.front() : out.back();
+    if (stage - v < v) return {};
+    stage -= v;
+    surplus -= v;
+    first = !first;
+  }
+  return out;
+}
+
+namespace {
+
+void require_at_least_one(const std::vector<int>& values, const char* key) {
+  for (int v : values) {
+    if (v < 1) throw InputError(fmt::format("search.{} contains {}: values must be >= 1", key, v));
+  }
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The position of "tp" in the dense rank order and the product of the sizes inside it.
+int tensor_stride(const Layout& l) {
+  int stride = 1;
+  size_t start = 0;
+  const std::string& order = l.order;
+  while (start <= order.size()) {
+    const size_t end = std::min(order.find('-', start), order.size());
+    const std::string part = order.substr(start, end - start);
+    if (part == "tp") return stride;
+    if (part == "cp") stride *= l.cp;
+    if (part == "dp") stride *= l.dp;
+    if (part == "pp") stride *= l.pp;
+    start = end + 1;
+  }
+  return stride;
+}
+
+}  // namespace
+
+void validate_search_space(const SearchSpace& space, Bytes capacity) {
+  require_at_least_one(space.tp, "tp");
+  require_at_least_one(space.pp, "pp");
+  require_at_least_one(space.dp, "dp");
+  require_at_least_one(space.vpp, "vpp");
+  for (int64_t b : space.micro_batch) {
+    if (b < 1) throw InputError(fmt::format("search.micro_batch contains {}: values must be >= 1", b));
+  }
+  for (int z : space.zero) {
+    if (z < 0 || z > 3) throw InputError(fmt::format("search.zero contains {}: valid ZeRO stages are 0, 1, 2, 3", z));
+  }
+  for (const std::string& order : space.order) {
+    // The order rule of validate_layout(), on a layout that passes every other rule.
+    LayoutContext trivial;
+    trivial.layers = trivial.heads = trivial.kv_heads = trivial.gpus = 1;
+    trivial.global_batch = trivial.micro_batch = 1;
+    trivial.seq_len = 2;
+    Layout probe;
+    probe.order = order;
+    try {
+      validate_layout(probe, trivial);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("search.order: {}", e.what()));
+    }
+  }
+  if (space.top < 1) throw InputError(fmt::format("search.top = {}: must be >= 1", space.top));
+  if (space.rerank < 0) throw InputError(fmt::format("search.rerank = {}: must be >= 0", space.rerank));
+  if (space.gpu_hour_price < 0) {
+    throw InputError(fmt::format("search.gpu_hour_price = {}: must be >= 0", space.gpu_hour_price));
+  }
+  if (space.memory_headroom.count() < 0 || space.memory_headroom >= capacity) {
+    throw InputError(fmt::format(
+        "search.memory_headroom = {:.2f} GB leaves no memory on a {:.2f} GB GPU: no layout can satisfy it; use a "
+        "headroom below the GPU capacity (e.g. \"4 GiB\")",
+        space.memory_headroom.to_gb(), capacity.to_gb()));
+  }
+}
+
+bool tensor_groups_within_nodes(const Layout& layout, int gpus_per_node) {
+  if (layout.tp == 1 || gpus_per_node <= 0) return true;
+  const int64_t block = static_cast<int64_t>(tensor_stride(layout)) * layout.tp;
+  return block <= gpus_per_node && gpus_per_node % block == 0;
+}
+
+std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
+                                                 const TrainingSpec& base_training, const SearchContext& context) {
+  check_invariant(context.gpus > 0 && context.layers > 0 && context.heads > 0, "expand_search_space: empty context");
+  const int gpus = context.gpus;
+  const int layers = context.layers;
+  const bool idle = space.allow_idle_gpus;
+
+  std::vector<int> tps = space.tp;
+  if (tps.empty()) {
+    for (int t = 1; t <= std::min(gpus, context.heads); ++t) {
+      if (context.heads % t != 0) continue;
+      if (space.tp_within_node && context.gpus_per_node > 0 && t > context.gpus_per_node) continue;
+      if (!idle && gpus % t != 0) continue;
+      tps.push_back(t);
+    }
+  }
+  std::vector<int> pps = space.pp;
+  if (pps.empty()) {
+    for (int p = 1; p <= std::min(gpus, layers); ++p) {
+      if (!space.uneven_stages && layers % p != 0) continue;
+      if (!idle && gpus % p != 0) continue;
+      pps.push_back(p);
+    }
+  }
+  const std::vector<PipelineSchedule> schedules =
+      space.schedule.empty() ? std::vector<PipelineSchedule>{PipelineSchedule::kOneFOneB,
+                                                             PipelineSchedule::kInterleaved1F1B}
+                             : space.schedule;
+  const std::vector<int64_t> micro_batches =
+      space.micro_batch.empty() ? std::vector<int64_t>{base_training.micro_batch} : space.micro_batch;
+  const std::vector<Recompute> recomputes =
+      space.recompute.empty() ? std::vector<Recompute>{base_training.recompute} : space.recompute;
+  const std::vector<int> zeros = space.zero.empty() ? std::vector<int>{base.zero_stage} : space.zero;
+  const std::vector<bool> sps =
+      space.sequence_parallel.empty() ? std::vector<bool>{base.sequence_parallel} : space.sequence_parallel;
+  const std::vector<std::string> orders = space.order.empty() ? std::vector<std::string>{base.order} : space.order;
+  const int64_t batch = base_training.global_batch;
+
+  // Largest global batch <= the maximum that `unit` divides (0 if none).
+  auto batch_for = [&](int64_t unit) -> int64_t {
+    if (space.global_batch == GlobalBatchRule::kFixed) return batch;
+    return batch / unit * unit;
+  };
+  // The data-parallel sizes of a (tp, pp, micro batch, schedule) combination.
+  auto dps_for = [&](int tp, int pp, int64_t mb, bool interleaved) -> std::vector<int> {
+    if (!space.dp.empty()) return space.dp;
+    const int64_t model_parallel = static_cast<int64_t>(tp) * base.cp * pp;
+    if (!idle) return {gpus % model_parallel == 0 ? static_cast<int>(gpus / model_parallel) : 0};
+    const int most = static_cast<int>(gpus / model_parallel);
+    if (most == 0 || space.global_batch == GlobalBatchRule::kMaximum) return {most};
+    for (int d = most; d >= 1; --d) {
+      const int64_t unit = mb * d;
+      if (batch % unit != 0) continue;
+      if (interleaved && (batch / unit) % pp != 0) continue;
+      return {d};
+    }
+    return {most};  // no dp makes the batch work: rejected for the batch with the largest dp
+  };
+
+  std::vector<LayoutCandidate> out;
+  for (int tp : tps) {
+    for (int pp : pps) {
+      const bool uneven = space.uneven_stages && layers % pp != 0;
+      std::vector<int> vpps = space.vpp;
+      if (vpps.empty()) {
+        if (uneven) {
+          for (int v = 1; v <= (layers + pp - 1) / pp; ++v) {
+            if (!uneven_stage_layers(layers, pp, v).empty()) vpps.push_back(v);
+          }
+        } else {
+          vpps = layers % pp == 0 ? divisors(layers / pp) : std::vector<int>{1};
+        }
+      }
+      for (int v : vpps) {
+        for (PipelineSchedule schedule : schedules) {
+          const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
+          if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
+          for (int64_t mb : micro_batches) {
+            for (Recompute recompute : recomputes) {
+              for (int zero : zeros) {
+                for (bool sp : sps) {
+                  if (sp && tp == 1) continue;  // not a layout
+                  for (const std::string& order : orders) {
+                    for (int dp : dps_for(tp, pp, mb, interleaved)) {
+                      LayoutCandidate c;
+                      c.layout = base;
+                      c.layout.tp = tp;
+                      c.layout.pp = pp;
+                      c.layout.dp = dp;
+                      c.layout.vpp = v;
+                      c.layout.layers_per_virtual_stage = 0;
+                      c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
+                      c.layout.schedule = schedule;
+                      c.layout.zero_stage = zero;
+                      c.layout.sequence_parallel = sp;
+                      c.layout.order = order;
+                      c.micro_batch = mb;
+                      c.recompute = recompute;
+                      c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
+                      out.push_back(std::move(c));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (out.empty()) {
+    throw InputError(fmt::format(
+        "the search space is empty: no combination of tp [{}], pp [{}], vpp and schedule is a layout (vpp > 1 needs "
+        "schedule interleaved-1f1b and pp > 1; vpp = 1 needs 1f1b or gpipe; sequence_parallel needs tp > 1); widen "
+        "search.tp, search.pp, search.vpp or search.schedule",
+        fmt::join(tps, ", "), fmt::join(pps, ", ")));
+  }
+  return out;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,122 @@
+#pragma once
+
+// The space of parallel layouts a layout search explores, and its expansion into candidates.
+//
+// A candidate is one Layout together with the training options that change with it (micro batch,
+// global batch, activation recomputation). The space is the cross product of the value lists
+// below. What is left out of the product, silently, is only what is not a layout at all: vpp > 1
+// without the interleaved schedule, the interleaved schedule with vpp = 1 or pp = 1, sequence
+// parallelism with tp = 1. Everything else is a candidate, and a candidate that breaks a rule is
+// rejected later with a counted reason (layout_search.h).
+//
+// Absent lists mean (the search: section of a scenario, scenarios/scenario.h):
+//   tp   every t that divides the attention heads, is at most the GPUs per node when tensor
+//        parallelism must stay inside a node, and divides the GPU count unless idle GPUs are
+//        allowed ("all factorizations of the GPU count");
+//   pp   every p up to the layer count that divides the GPU count (unless idle GPUs are allowed)
+//        and the layer count (unless uneven stages are allowed);
+//   dp   derived: GPUs / (tp·cp·pp); with idle GPUs allowed, the largest dp that fits in the GPUs
+//        and for which the global batch works out (see GlobalBatchRule);
+//   vpp  every v that divides the layers of a stage;
+//   schedule 1f1b and interleaved-1f1b;
+//   micro_batch, recompute, zero, sequence_parallel, order: the scenario's own value.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.h"
+#include "parallelism/layout.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+// What "best" means. Tokens/s, step time and MFU agree when every layout uses all GPUs and the
+// same global batch; they differ when idle GPUs or a maximum global batch are allowed.
+// Cost per token = GPUs used × step time / tokens per step (GPU-seconds per token; times a GPU-hour
+// price when one is given).
+enum class SearchObjective { kTokensPerSecond, kStepTime, kMfu, kCostPerToken };
+
+// "tokens_per_s", "step_time", "mfu", "cost_per_token".
+std::string_view name_of(SearchObjective objective);
+// Throws InputError naming the valid objectives.
+SearchObjective parse_search_objective(std::string_view text);
+
+// kFixed: every layout trains the scenario's global batch. kMaximum: the scenario's global batch is
+// an upper bound; each layout uses the largest batch below it that micro_batch · dp (· pp for the
+// interleaved schedule, Megatron-LM's requirement) divides.
+enum class GlobalBatchRule { kFixed, kMaximum };
+
+struct SearchSpace {
+  std::vector<int> tp;  // empty: derived (see above)
+  std::vector<int> pp;
+  std::vector<int> dp;
+  std::vector<int> vpp;
+  std::vector<int64_t> micro_batch;  // empty: the scenario's
+  std::vector<Recompute> recompute;
+  std::vector<int> zero;
+  std::vector<bool> sequence_parallel;
+  std::vector<PipelineSchedule> schedule;  // empty: 1f1b and interleaved-1f1b
+  std::vector<std::string> order;
+  GlobalBatchRule global_batch = GlobalBatchRule::kFixed;
+  bool allow_idle_gpus = false;
+  // pp values that do not divide the layers get explicit stage_layers: every stage the same
+  // multiple of vpp, the surplus taken vpp layers at a time from the first stage, then the last,
+  // alternately (the first stage also holds the embedding and the last the LM head; Llama 3 removes
+  // one layer from each, Dubey et al. 2024 §3.3.2).
+  bool uneven_stages = false;
+
+  SearchObjective objective = SearchObjective::kTokensPerSecond;
+  double gpu_hour_price = 0;  // price of one GPU for one hour, for cost reports; 0 = not given
+  // Constraints.
+  Bytes memory_headroom;        // free memory every GPU must keep at its peak
+  bool tp_within_node = true;   // every tensor-parallel group inside one node
+  // Output.
+  int top = 10;     // layouts reported
+  int rerank = 20;  // best screened layouts re-simulated at the scenario's fidelity
+};
+
+// One point of the space.
+struct LayoutCandidate {
+  Layout layout;                     // dp = 0 when no data-parallel size fits (rejected as world_size)
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;          // 0 when no batch <= the maximum fits (rejected as global_batch)
+  Recompute recompute = Recompute::kNone;
+
+  // The training spec `base` with this candidate's micro batch, global batch and recompute.
+  TrainingSpec training(const TrainingSpec& base) const;
+};
+
+// What the expansion needs to know about the model and the cluster.
+struct SearchContext {
+  int gpus = 0;           // GPUs of the cluster
+  int gpus_per_node = 0;  // 0: heterogeneous (tensor groups are then not checked against nodes)
+  int layers = 0;
+  int heads = 0;
+};
+
+// The candidates of `space` in a fixed order (tp, pp, vpp, schedule, micro batch, recompute, zero,
+// sequence parallel, order, dp, outermost first): the same on every process and thread. Layout
+// fields the space does not vary (cp, ep, overlap options, bucket size, ...) come from `base`;
+// `base.stage_layers` is not used (stages are even, or uneven_stages). Throws InputError when no
+// combination is a layout at all (an empty space), naming the lists to widen.
+std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
+                                                 const TrainingSpec& base_training, const SearchContext& context);
+
+// Checks the space itself, before any candidate: lists present but empty, values out of range,
+// top or rerank below 1, a memory headroom not below `capacity` (impossible constraint). Throws
+// InputError naming the search.* key, the value and what is valid.
+void validate_search_space(const SearchSpace& space, Bytes capacity);
+
+// True when every tensor-parallel group of `layout` lies inside one node of `gpus_per_node` GPUs
+// (rank r on GPU r, GPUs numbered node-major; rank_grid.h): the tp ranks are `stride` apart in the
+// rank order, so the blocks of stride · tp consecutive ranks must tile the nodes. Always true for
+// tp = 1 or an unknown node size (0).
+bool tensor_groups_within_nodes(const Layout& layout, int gpus_per_node);
+
+// Layers per stage for pp stages of v chunks under the uneven rule above, or an empty vector when
+// no such split exists (layers not a multiple of v, or a stage would be left without layers).
+std::vector<int> uneven_stage_layers(int layers, int pp, int v);
+
+}  // namespace clustersim

@@ -1,0 +1,448 @@
+#include "tools/search_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <unistd.h>
+
+#include "collectives/collective_profile.h"
+#include "core/error.h"
+#include "cost_models/calibration_profile.h"
+#include "tools/run_command.h"
+#include "tools/run_report.h"
+
+namespace clustersim {
+
+namespace {
+
+std::string fidelity_name(Fidelity f) { return f == Fidelity::kFlow ? "flow" : "analytical"; }
+
+double gb(int64_t bytes) { return static_cast<double>(bytes) * 1e-9; }
+
+std::string objective_text(SearchObjective o) {
+  switch (o) {
+    case SearchObjective::kTokensPerSecond: return "tokens/s (higher is better)";
+    case SearchObjective::kStepTime: return "step time (lower is better)";
+    case SearchObjective::kMfu: return "MFU (higher is better)";
+    case SearchObjective::kCostPerToken: return "cost per token: GPUs used x step time / tokens (lower is better)";
+  }
+  return "?";
+}
+
+// "8 · mb 2 · recompute full · batch 1536": the candidate for messages.
+std::string describe_candidate(const LayoutCandidate& c) {
+  const std::string stages =
+      c.layout.stage_layers.empty() ? "" : fmt::format(" · stages [{}]", fmt::join(c.layout.stage_layers, " "));
+  return fmt::format("{}{} · micro batch {} · recompute {} · global batch {}", describe_layout(c.layout), stages,
+                     c.micro_batch, name_of(c.recompute), c.global_batch);
+}
+
+// Draws "screen [#####.....] 1234/5678 21.7% ETA 0:32" on standard error, at most 10 times a second.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  ~ProgressBar() { finish(); }
+
+  void update(std::string_view phase, size_t done, size_t total) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (phase != phase_) {
+      finish();
+      phase_ = std::string(phase);
+      start_ = now;
+    }
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+    const int width = 30;
+    const int filled = static_cast<int>(fraction * width);
+    std::string eta = "--:--";
+    if (done > 0) {
+      const int seconds = static_cast<int>(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+      eta = fmt::format("{}:{:02d}", seconds / 60, seconds % 60);
+    }
+    std::fprintf(stderr, "\r%-7s [%s%s] %zu/%zu %5.1f%% ETA %s ", phase_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done, total, 100 * fraction, eta.c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::string phase_;
+  std::chrono::steady_clock::time_point start_{};
+  std::chrono::steady_clock::time_point last_{};
+};
+
+// "1, 2, 4, 8" or "1, 2, 3, ..., 1024 (40 values)".
+template <typename T>
+std::string value_list(const std::set<T>& values) {
+  std::vector<std::string> text;
+  for (const auto& v : values) text.push_back(fmt::format("{}", v));
+  if (text.size() <= 10) return fmt::format("{}", fmt::join(text, ", "));
+  return fmt::format("{}, {}, {}, ..., {} ({} values)", text[0], text[1], text[2], text.back(), text.size());
+}
+
+// The values each dimension took over the candidates.
+std::string describe_space(const SearchResult& result) {
+  std::set<int> tp, pp, dp, vpp, zero;
+  std::set<int64_t> mb;
+  std::set<std::string> recompute, schedule, sp, order;
+  for (const auto& c : result.candidates) {
+    tp.insert(c.layout.tp);
+    pp.insert(c.layout.pp);
+    dp.insert(c.layout.dp);
+    vpp.insert(c.layout.vpp);
+    zero.insert(c.layout.zero_stage);
+    mb.insert(c.micro_batch);
+    recompute.insert(std::string(name_of(c.recompute)));
+    schedule.insert(std::string(name_of(c.layout.schedule)));
+    sp.insert(c.layout.sequence_parallel ? "on" : "off");
+    order.insert(c.layout.order);
+  }
+  return fmt::format("tp {{{}}} · pp {{{}}} · dp {{{}}} · vpp {{{}}} · micro batch {{{}}} · recompute {{{}}} · zero {{{}}} · "
+                     "sp {{{}}} · schedule {{{}}} · order {{{}}}",
+                     value_list(tp), value_list(pp), value_list(dp), value_list(vpp), value_list(mb),
+                     value_list(recompute), value_list(zero), value_list(sp), value_list(schedule), value_list(order));
+}
+
+std::string set_line(const std::vector<std::string>& overrides) {
+  std::vector<std::string> parts;
+  for (const auto& o : overrides) parts.push_back(fmt::format("--set {}", o));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::vector<std::string> overrides_for(const Scenario& scenario, const LayoutCandidate& c) {
+  std::vector<std::string> o = candidate_overrides(c, scenario.search->allow_idle_gpus);
+  if (c.layout.stage_layers.empty() && !scenario.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
+  if (scenario.layout.layers_per_virtual_stage > 0) o.push_back("parallelism.layers_per_virtual_stage=0");
+  return o;
+}
+
+void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top, std::ostream& out) {
+  const SearchSpace& space = *s.search;
+  out << fmt::format("{}\n", s.name);
+  out << fmt::format("  cluster     {} GPUs ({} nodes of {}), {}\n", cluster.gpu_count(), cluster.node_count(),
+                     s.cluster.nodes.front().name, cluster.node_spec(0).gpu.name);
+  out << fmt::format("  model       {} · {} layers · h {} · {} heads · seq {} · global batch {}{}\n", s.model.name,
+                     s.model.layers, s.model.hidden, s.model.heads, s.training.seq_len, s.training.global_batch,
+                     space.global_batch == GlobalBatchRule::kMaximum ? " at most" : "");
+  out << fmt::format("  space       {}\n", describe_space(r));
+  out << fmt::format("  constraints {}{}{}{}\n", space.tp_within_node ? "tp within a node" : "tp may span nodes",
+                     space.allow_idle_gpus ? " · idle GPUs allowed" : " · every GPU used",
+                     space.memory_headroom.count() > 0
+                         ? fmt::format(" · {:.2f} GB memory headroom", space.memory_headroom.to_gb())
+                         : "",
+                     space.uneven_stages ? " · uneven stages allowed" : "");
+  out << fmt::format("  candidates  {}: {} simulated, {} rejected\n", r.candidates.size(), r.evaluated,
+                     r.candidates.size() - r.evaluated);
+  out << fmt::format("  objective   {}; ties broken by lower peak memory\n", objective_text(space.objective));
+  if (r.reranked) {
+    out << fmt::format("  simulation  screened at analytical fidelity with one rank per stage; the best {} "
+                       "re-simulated at {} fidelity{} (the scenario's)\n",
+                       r.ranking.size(), fidelity_name(r.ranking.empty() ? Fidelity::kAnalytical
+                                                                         : r.ranking.front().metrics.fidelity),
+                       s.simulation.representative ? ", one rank per stage" : ", every rank");
+  } else {
+    out << "  simulation  analytical fidelity with one rank per stage (the scenario's setting)\n";
+  }
+  out << "\n";
+
+  const bool cost = space.objective == SearchObjective::kCostPerToken || space.gpu_hour_price > 0;
+  const size_t shown = std::min(r.ranking.size(), static_cast<size_t>(top));
+  if (shown == 0) {
+    out << fmt::format("  no feasible layout: all {} candidates were rejected\n", r.candidates.size());
+  } else {
+    out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9} {:>10} {:>6} "
+                       "{:>7} {:>7} {:>8} {:>8} {:>7} {:>7}{} {:>6}\n",
+                       "rank", "tp", "pp", "dp", "vpp", "mb", "sp", "zero", "recompute", "schedule", "batch",
+                       "step s", "tokens/s", "MFU", "peak GB", "free GB", "compute", "exp.comm", "bubble", "optim.",
+                       cost ? fmt::format(" {:>11}", space.gpu_hour_price > 0 ? "cost/Mtok" : "GPU-h/Mtok") : "",
+                       "screen");
+    for (size_t k = 0; k < shown; ++k) {
+      const RankedLayout& rl = r.ranking[k];
+      const LayoutCandidate& c = r.candidates[rl.index];
+      const LayoutMetrics& m = rl.metrics;
+      const double gpu_hours_per_mtok = m.gpu_seconds_per_token * 1e6 / 3600;
+      out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9.4f} {:>10.0f} "
+                         "{:>5.1f}% {:>7.2f} {:>7.2f} {:>8.3f} {:>8.3f} {:>7.3f} {:>7.3f}{} {:>6}\n",
+                         k + 1, c.layout.tp, c.layout.pp, c.layout.dp, c.layout.vpp, c.micro_batch,
+                         c.layout.sequence_parallel ? "on" : "off", c.layout.zero_stage, name_of(c.recompute),
+                         name_of(c.layout.schedule), c.global_batch, m.step_time_s, m.tokens_per_s, 100 * m.mfu,
+                         gb(m.peak_bytes), gb(m.capacity_bytes - m.peak_bytes), m.breakdown.compute,
+                         m.breakdown.exposed_comm, m.breakdown.bubble, m.breakdown.optimizer,
+                         cost ? fmt::format(" {:>11.4f}", space.gpu_hour_price > 0
+                                                              ? gpu_hours_per_mtok * space.gpu_hour_price
+                                                              : gpu_hours_per_mtok)
+                              : "",
+                         rl.screening_rank);
+    }
+    out << "  (times in seconds, of the slowest rank; GB = 1e9 bytes; screen = rank after the screening pass)\n";
+  }
+
+  if (!r.rejected.empty()) {
+    out << "\n  rejected\n";
+    for (const auto& rej : r.rejected) {
+      out << fmt::format("    {:<24} {:>8}  {}\n", name_of(rej.reason), rej.count, describe(rej.reason));
+      const bool memory = rej.reason == RejectReason::kOutOfMemory || rej.reason == RejectReason::kMemoryHeadroom;
+      out << fmt::format("    {:<24} {:>8}  {} {}: {}\n", "", "", memory ? "smallest peak:" : "e.g.",
+                         describe_candidate(r.candidates[rej.example]), rej.message);
+    }
+  }
+
+  if (shown == 0) {
+    out << "\n  why: ";
+    std::vector<std::string> why;
+    for (const auto& rej : r.rejected) {
+      why.push_back(fmt::format("{} {}", rej.count, describe(rej.reason)));
+    }
+    out << fmt::format("{}.\n", fmt::join(why, "; "));
+    if (!space.allow_idle_gpus) {
+      out << fmt::format("  hint: every layout must use all {} GPUs (tp·cp·pp·dp = {}), which only the pp values "
+                         "{{{}}} allow; search.allow_idle_gpus: true lets layouts leave GPUs idle\n",
+                         cluster.gpu_count(), cluster.gpu_count(), [&] {
+                           std::set<int> pp;
+                           for (const auto& c : r.candidates) pp.insert(c.layout.pp);
+                           return value_list(pp);
+                         }());
+    }
+    return;
+  }
+  const LayoutCandidate& best = r.candidates[r.ranking.front().index];
+  out << fmt::format("\n  best layout: {}\n", describe_candidate(best));
+  out << fmt::format("  clustersim run {} {}\n", s.source, set_line(overrides_for(s, best)));
+}
+
+nlohmann::ordered_json layout_json(const LayoutCandidate& c, bool allow_idle_gpus) {
+  return {{"tp", c.layout.tp},
+          {"pp", c.layout.pp},
+          {"dp", c.layout.dp},
+          {"cp", c.layout.cp},
+          {"vpp", c.layout.vpp},
+          {"micro_batch", c.micro_batch},
+          {"global_batch", c.global_batch},
+          {"recompute", std::string(name_of(c.recompute))},
+          {"zero", c.layout.zero_stage},
+          {"sequence_parallel", c.layout.sequence_parallel},
+          {"schedule", std::string(name_of(c.layout.schedule))},
+          {"order", c.layout.order},
+          {"stage_layers", c.layout.stage_layers},
+          {"allow_idle_gpus", allow_idle_gpus}};
+}
+
+}  // namespace
+
+std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allow_idle_gpus) {
+  std::vector<std::string> o = {
+      fmt::format("parallelism.tp={}", c.layout.tp),
+      fmt::format("parallelism.pp={}", c.layout.pp),
+      fmt::format("parallelism.dp={}", c.layout.dp),
+      fmt::format("parallelism.vpp={}", c.layout.vpp),
+      fmt::format("parallelism.schedule={}", name_of(c.layout.schedule)),
+      fmt::format("parallelism.zero={}", c.layout.zero_stage),
+      "parallelism.distributed_optimizer=false",
+      fmt::format("parallelism.sequence_parallel={}", c.layout.sequence_parallel),
+      fmt::format("parallelism.order={}", c.layout.order),
+      fmt::format("training.micro_batch={}", c.micro_batch),
+      fmt::format("training.recompute={}", name_of(c.recompute)),
+      fmt::format("training.global_batch={}", c.global_batch),
+      fmt::format("simulation.allow_idle_gpus={}", allow_idle_gpus),
+  };
+  if (c.layout.cp != 1) o.insert(o.begin() + 3, fmt::format("parallelism.cp={}", c.layout.cp));
+  if (!c.layout.stage_layers.empty()) {
+    o.push_back(fmt::format("parallelism.stage_layers=[{}]", fmt::join(c.layout.stage_layers, ",")));
+  }
+  return o;
+}
+
+std::vector<std::string> overrides_from_search_json(const std::string& path, int rank) {
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("--layout-from {}: cannot open the file", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("--layout-from {}: not JSON ({})", path, e.what()));
+  }
+  if (!j.is_object() || !j.contains("top") || !j["top"].is_array()) {
+    throw InputError(fmt::format("--layout-from {}: not the output of `clustersim search --json` (no \"top\" list)",
+                                 path));
+  }
+  const auto& top = j["top"];
+  if (rank < 1 || static_cast<size_t>(rank) > top.size()) {
+    throw InputError(fmt::format("--rank {}: {} holds {} layouts; valid ranks: 1..{}", rank, path, top.size(),
+                                 top.size()));
+  }
+  try {
+    const auto& l = top[static_cast<size_t>(rank - 1)].at("layout");
+    LayoutCandidate c;
+    c.layout.tp = l.at("tp").get<int>();
+    c.layout.pp = l.at("pp").get<int>();
+    c.layout.dp = l.at("dp").get<int>();
+    c.layout.cp = l.value("cp", 1);
+    c.layout.vpp = l.at("vpp").get<int>();
+    c.micro_batch = l.at("micro_batch").get<int64_t>();
+    c.global_batch = l.at("global_batch").get<int64_t>();
+    c.recompute = parse_recompute(l.at("recompute").get<std::string>());
+    c.layout.zero_stage = l.at("zero").get<int>();
+    c.layout.sequence_parallel = l.at("sequence_parallel").get<bool>();
+    c.layout.schedule = parse_pipeline_schedule(l.at("schedule").get<std::string>());
+    c.layout.order = l.at("order").get<std::string>();
+    c.layout.stage_layers = l.value("stage_layers", std::vector<int>{});
+    std::vector<std::string> o = candidate_overrides(c, l.value("allow_idle_gpus", false));
+    if (c.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
+    return o;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("--layout-from {}: layout of rank {} is incomplete ({})", path, rank, e.what()));
+  }
+}
+
+void write_search_json(const Scenario& s, const SearchResult& r, int top, std::ostream& out) {
+  const SearchSpace& space = *s.search;
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["objective"] = std::string(name_of(space.objective));
+  j["candidates"] = r.candidates.size();
+  j["evaluated"] = r.evaluated;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  const size_t shown = std::min(r.ranking.size(), static_cast<size_t>(top));
+  for (size_t k = 0; k < shown; ++k) {
+    const RankedLayout& rl = r.ranking[k];
+    const LayoutCandidate& c = r.candidates[rl.index];
+    const LayoutMetrics& m = rl.metrics;
+    nlohmann::ordered_json e;
+    e["rank"] = k + 1;
+    e["layout"] = layout_json(c, space.allow_idle_gpus);
+    e["step_time_s"] = m.step_time_s;
+    e["tokens_per_s"] = m.tokens_per_s;
+    e["mfu"] = m.mfu;
+    e["peak_bytes"] = m.peak_bytes;
+    e["headroom_bytes"] = m.capacity_bytes - m.peak_bytes;
+    e["gpus"] = m.gpus;
+    e["gpu_seconds_per_token"] = m.gpu_seconds_per_token;
+    e["breakdown_s"] = {{"compute", m.breakdown.compute},
+                        {"exposed_comm", m.breakdown.exposed_comm},
+                        {"bubble", m.breakdown.bubble},
+                        {"optimizer", m.breakdown.optimizer},
+                        {"other", m.breakdown.other}};
+    e["fidelity"] = fidelity_name(m.fidelity);
+    e["screening_rank"] = rl.screening_rank;
+    e["set"] = set_line(overrides_for(s, c));
+    list.push_back(std::move(e));
+  }
+  j["top"] = std::move(list);
+  nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
+  nlohmann::ordered_json examples = nlohmann::ordered_json::object();
+  for (const auto& rej : r.rejected) {
+    rejected[std::string(name_of(rej.reason))] = rej.count;
+    examples[std::string(name_of(rej.reason))] =
+        fmt::format("{}: {}", describe_candidate(r.candidates[rej.example]), rej.message);
+  }
+  j["rejected"] = std::move(rejected);
+  j["rejected_examples"] = std::move(examples);
+  out << j.dump(2) << "\n";
+}
+
+void write_search_csv(const SearchResult& r, std::ostream& out) {
+  out << "index,tp,pp,dp,cp,vpp,micro_batch,global_batch,recompute,zero,sequence_parallel,schedule,order,stage_layers,"
+         "gpus,microbatches,step_time_s,tokens_per_s,mfu,hfu,gpu_seconds_per_token,peak_bytes,headroom_bytes,"
+         "compute_s,exposed_comm_s,bubble_s,optimizer_s,other_s,fidelity\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const CandidateOutcome& o = r.outcomes[i];
+    if (o.rejected) continue;
+    const LayoutCandidate& c = r.candidates[i];
+    const LayoutMetrics& m = o.metrics;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
+                       c.layout.tp, c.layout.pp, c.layout.dp, c.layout.cp, c.layout.vpp, c.micro_batch,
+                       c.global_batch, name_of(c.recompute), c.layout.zero_stage, c.layout.sequence_parallel,
+                       name_of(c.layout.schedule), c.layout.order, fmt::join(c.layout.stage_layers, " "), m.gpus,
+                       m.microbatches, m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token,
+                       m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute, m.breakdown.exposed_comm,
+                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, fidelity_name(m.fidelity));
+  }
+}
+
+int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out) {
+  std::vector<Override> overrides;
+  for (const auto& s : options.sets) overrides.push_back(parse_override(s));
+  const Scenario scenario = load_scenario(options.scenario, overrides, "", LayoutCheck::kDeferToSearch);
+  if (!scenario.search) {
+    throw InputError(fmt::format("{}: no search: section; add one (e.g. search: {{tp: [4, 8], pp: [1, 2, 4]}}, see "
+                                 "`clustersim help-config`) or use `clustersim run` for a fixed layout",
+                                 options.scenario));
+  }
+  if (options.threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1 (0 = all cores)", options.threads));
+  if (options.top < 0) throw InputError(fmt::format("--top {}: must be >= 1", options.top));
+  const Cluster cluster(scenario.cluster);
+
+  std::optional<CalibrationProfile> compute_profile;
+  std::optional<CollectiveProfile> collective_profile;
+  if (scenario.calibration) {
+    const std::string path = resolve_profile_path(*scenario.calibration);
+    compute_profile = load_calibration_profile(path);
+    if (!compute_profile->collectives_json.empty()) {
+      collective_profile = parse_collective_profile(compute_profile->collectives_json);
+    }
+  }
+
+  SearchProblem problem;
+  problem.cluster = &cluster;
+  problem.model = scenario.model;
+  problem.training = scenario.training;
+  problem.base = scenario.layout;
+  problem.space = *scenario.search;
+  const int top = options.top > 0 ? options.top : problem.space.top;
+  problem.space.top = top;
+  problem.fidelity = resolve_fidelity(scenario.simulation, cluster.gpu_count());
+  problem.representative = scenario.simulation.representative;
+  problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
+  problem.collective_profile = collective_profile ? &*collective_profile : nullptr;
+
+  const bool root = partition.rank() == 0;
+  ProgressBar bar(root && options.progress && isatty(fileno(stderr)) != 0);
+  SearchOptions search_options;
+  search_options.threads = options.threads;
+  search_options.partition = &partition;
+  search_options.progress = [&bar](std::string_view phase, size_t done, size_t total) {
+    bar.update(phase, done, total);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const SearchResult result = search_layouts(problem, search_options);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bar.finish();
+  if (!root) return 0;
+
+  std::cerr << fmt::format("searched {} candidates ({} simulated) in {:.2f} s on {} process(es): {:.1f} simulated "
+                           "layouts/s\n",
+                           result.candidates.size(), result.evaluated, wall, partition.size(),
+                           static_cast<double>(result.evaluated) / std::max(wall, 1e-9));
+  if (!options.csv.empty()) {
+    std::ofstream csv(options.csv);
+    if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));
+    write_search_csv(result, csv);
+  }
+  if (options.json) {
+    write_search_json(scenario, result, top, out);
+  } else {
+    write_summary(scenario, cluster, result, top, out);
+  }
+  return 0;
+}
+
+}  // namespace clustersim

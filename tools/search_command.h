@@ -1,0 +1,64 @@
+#pragma once
+
+// `clustersim search SCENARIO [--set a.b=v ...] [--top K] [--threads N] [--csv FILE] [--json]`
+//
+// Runs the layout search of the scenario's search: section (parallelism/layout_search.h) and
+// prints the best layouts (a table, or JSON with --json), a line per rejection reason with its
+// count, and the winner as `--set` overrides for `clustersim run`. Under `mpirun -np N` the
+// candidates are split across the processes and only rank 0 writes; the output is byte-identical
+// to a one-process run (wall time and speed go to standard error, never standard output).
+// A progress bar with ETA is drawn on standard error when it is a terminal.
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "parallelism/layout_search.h"
+#include "scenarios/scenario.h"
+
+namespace clustersim {
+
+struct SearchCommandOptions {
+  std::string scenario;           // path of the scenario file (with a search: section)
+  std::vector<std::string> sets;  // "a.b=value" overrides, e.g. search.top=5
+  int top = 0;                    // layouts shown (0: the scenario's search.top)
+  int threads = 0;                // worker threads per process (0: all cores)
+  std::string csv;                // write every simulated layout here ("" = no file)
+  bool json = false;              // JSON instead of the table
+  bool progress = true;           // progress bar on standard error when it is a terminal
+};
+
+// Loads the scenario (its parallelism section is only the base of the search), searches, writes
+// the report to `out` on rank 0 of `partition`. Returns the exit code: 0, also when no layout is
+// feasible (the output says why). Throws InputError for malformed input (no search: section, an
+// empty or malformed space, impossible constraints) and InternalError for bugs.
+int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out);
+
+// The JSON of a finished search: {"scenario", "objective", "candidates", "evaluated",
+// "top": [{"rank", "layout": {"tp", "pp", "dp", "cp", "vpp", "micro_batch", "global_batch",
+// "recompute", "zero", "sequence_parallel", "schedule", "order", "stage_layers",
+// "allow_idle_gpus"}, "step_time_s", "tokens_per_s", "mfu", "peak_bytes", "headroom_bytes", "gpus",
+// "gpu_seconds_per_token", "breakdown_s": {...}, "fidelity", "screening_rank", "set"}, ...],
+// "rejected": {reason: count}, "rejected_examples": {reason: message}}. Keys in a fixed order.
+void write_search_json(const Scenario& scenario, const SearchResult& result, int top, std::ostream& out);
+
+// Every simulated layout, one CSV row each, in the order of the space, with its screening figures.
+void write_search_csv(const SearchResult& result, std::ostream& out);
+
+// The `--set` overrides that make `clustersim run` simulate `candidate` on the search's scenario:
+// "parallelism.tp=8", ..., "training.micro_batch=1", "training.recompute=full",
+// "training.global_batch=1536", "simulation.allow_idle_gpus=false".
+std::vector<std::string> candidate_overrides(const LayoutCandidate& candidate, bool allow_idle_gpus);
+
+// The overrides of the layout ranked `rank` (1-based) in a `clustersim search --json` file, for
+// `clustersim run SCENARIO --layout-from FILE --rank N`. Throws InputError naming the file when it
+// cannot be read, is not a search result, or has fewer than `rank` layouts.
+std::vector<std::string> overrides_from_search_json(const std::string& path, int rank);
+
+// The processes of this search: under an MPI launcher (mpirun sets OMPI_COMM_WORLD_SIZE or
+// PMIX_RANK) and in a build with MPI, the MPI world; otherwise one process. Defined by
+// search_partition_mpi.cc or search_partition_local.cc, whichever the build links.
+std::unique_ptr<SearchPartition> make_search_partition();
+
+}  // namespace clustersim

@@ -79,7 +79,7 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
   if (!doc.is_object()) r.fail("(top level)", "expected a JSON object");
   r.reject_unknown_keys(doc, "",
                         {"format", "version", "name", "machine", "gemm_samples", "memory", "launch_overhead",
-                         "collectives"});
+                         "attention_samples", "collectives"});
   const std::string format = r.string_of(r.require(doc, "format", ""), "format");
   if (format != kFormat) r.fail("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format));
   const json& version = r.require(doc, "version", "");
@@ -144,10 +144,60 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
   }
 
   if (auto it = doc.find("memory"); it != doc.end()) {
-    if (!it->is_object()) r.fail("memory", "expected an object {copy_bandwidth}");
-    r.reject_unknown_keys(*it, "memory.", {"copy_bandwidth"});
+    if (!it->is_object()) r.fail("memory", "expected an object {copy_bandwidth, kernels}");
+    r.reject_unknown_keys(*it, "memory.", {"copy_bandwidth", "kernels"});
     if (auto bw = it->find("copy_bandwidth"); bw != it->end()) {
       profile.copy_bandwidth = r.quantity(*bw, "memory.copy_bandwidth", parse_bandwidth);
+    }
+    if (auto kernels = it->find("kernels"); kernels != it->end()) {
+      if (!kernels->is_object()) r.fail("memory.kernels", "expected an object {<memory access kind>: <bandwidth>}");
+      for (const auto& item : kernels->items()) {
+        const std::string key = "memory.kernels." + item.key();
+        MemoryAccess access = MemoryAccess::kStream;
+        try {
+          access = parse_memory_access(item.key());
+        } catch (const InputError& e) {
+          r.fail(key, e.what());
+        }
+        const Bandwidth bw = r.quantity(item.value(), key, parse_bandwidth);
+        if (!bw.is_positive()) r.fail(key, "a kernel bandwidth must be positive");
+        profile.kernel_bandwidths[access] = bw;
+      }
+    }
+  }
+  if (auto it = doc.find("attention_samples"); it != doc.end()) {
+    if (!it->is_array()) r.fail("attention_samples", "expected an array of samples");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& s = (*it)[i];
+      const std::string where = fmt::format("attention_samples[{}].", i);
+      if (!s.is_object()) {
+        r.fail(where, "expected an object {kernel, dtype, batch, heads, kv_heads, seq, head_dim, forward, backward}");
+      }
+      r.reject_unknown_keys(s, where,
+                            {"kernel", "dtype", "batch", "heads", "kv_heads", "seq", "head_dim", "forward", "backward"});
+      AttentionSample sample;
+      sample.kernel = r.string_of(r.require(s, "kernel", where), where + "kernel");
+      if (auto d = s.find("dtype"); d != s.end()) {
+        try {
+          sample.shape.dtype = parse_data_type(r.string_of(*d, where + "dtype"));
+        } catch (const InputError& e) {
+          r.fail(where + "dtype", e.what());
+        }
+      }
+      sample.shape.batch = r.positive_integer(r.require(s, "batch", where), where + "batch");
+      sample.shape.heads = r.positive_integer(r.require(s, "heads", where), where + "heads");
+      sample.shape.kv_heads = r.positive_integer(r.require(s, "kv_heads", where), where + "kv_heads");
+      sample.shape.seq = r.positive_integer(r.require(s, "seq", where), where + "seq");
+      sample.shape.head_dim = r.positive_integer(r.require(s, "head_dim", where), where + "head_dim");
+      if (sample.shape.heads % sample.shape.kv_heads != 0) {
+        r.fail(where + "kv_heads", fmt::format("heads {} must be a multiple of kv_heads {}", sample.shape.heads,
+                                               sample.shape.kv_heads));
+      }
+      sample.forward = r.quantity(r.require(s, "forward", where), where + "forward", parse_duration);
+      sample.backward = r.quantity(r.require(s, "backward", where), where + "backward", parse_duration);
+      if (sample.forward.ps() <= 0) r.fail(where + "forward", "an attention time must be positive");
+      if (sample.backward.ps() <= 0) r.fail(where + "backward", "an attention time must be positive");
+      profile.attention_samples.push_back(sample);
     }
   }
   if (auto it = doc.find("launch_overhead"); it != doc.end()) {
@@ -207,14 +257,40 @@ std::string to_json(const CalibrationProfile& profile) {
     samples.push_back(j);
   }
   doc["gemm_samples"] = samples;
-  if (profile.copy_bandwidth) {
-    doc["memory"] = {{"copy_bandwidth", fmt::format("{:.17g} B/s", profile.copy_bandwidth->bytes_per_second())}};
+  if (profile.copy_bandwidth || !profile.kernel_bandwidths.empty()) {
+    json memory = json::object();
+    if (profile.copy_bandwidth) {
+      memory["copy_bandwidth"] = fmt::format("{:.17g} B/s", profile.copy_bandwidth->bytes_per_second());
+    }
+    if (!profile.kernel_bandwidths.empty()) {
+      json kernels = json::object();
+      for (const auto& [access, bw] : profile.kernel_bandwidths) {
+        kernels[std::string(name_of(access))] = fmt::format("{:.17g} B/s", bw.bytes_per_second());
+      }
+      memory["kernels"] = kernels;
+    }
+    doc["memory"] = memory;
   }
   if (profile.launch_eager || profile.launch_graph) {
     json launch = json::object();
     if (profile.launch_eager) launch["eager"] = duration_text(*profile.launch_eager);
     if (profile.launch_graph) launch["graph"] = duration_text(*profile.launch_graph);
     doc["launch_overhead"] = launch;
+  }
+  if (!profile.attention_samples.empty()) {
+    json samples_json = json::array();
+    for (const AttentionSample& s : profile.attention_samples) {
+      samples_json.push_back({{"kernel", s.kernel},
+                              {"dtype", std::string(name_of(s.shape.dtype))},
+                              {"batch", s.shape.batch},
+                              {"heads", s.shape.heads},
+                              {"kv_heads", s.shape.kv_heads},
+                              {"seq", s.shape.seq},
+                              {"head_dim", s.shape.head_dim},
+                              {"forward", duration_text(s.forward)},
+                              {"backward", duration_text(s.backward)}});
+    }
+    doc["attention_samples"] = samples_json;
   }
   if (!profile.collectives_json.empty()) doc["collectives"] = json::parse(profile.collectives_json);
   return doc.dump(1) + "\n";

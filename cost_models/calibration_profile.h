@@ -1,12 +1,15 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/units.h"
+#include "cost_models/attention_predictor.h"
 #include "cost_models/gemm_shape.h"
+#include "cost_models/memory_access.h"
 
 namespace clustersim {
 
@@ -41,6 +44,12 @@ struct CalibrationProfile {
   std::vector<GemmSample> gemm_samples;
   // Device-to-device copy rate counting bytes read plus bytes written.
   std::optional<Bandwidth> copy_bandwidth;
+  // Measured rates of framework kernels by memory-access kind (cost_models/memory_access.h),
+  // counting bytes read plus bytes written; kinds absent here use their default fraction of the
+  // copy rate.
+  std::map<MemoryAccess, Bandwidth> kernel_bandwidths;
+  // Measured fused attention kernels (forward and backward time per shape).
+  std::vector<AttentionSample> attention_samples;
   // Interval at which the CPU issues eager kernels (framework dispatch + cudaLaunchKernel).
   std::optional<Duration> launch_eager;
   // Gap between consecutive kernels replayed from a CUDA graph.

@@ -43,7 +43,21 @@ TEST(CalibrationProfile, RoundTripsThroughJson) {
   CalibrationProfile p = load_calibration_profile(kSweep);
   p.gemm_samples.push_back({GemmShape{50257, 4096, 8192, 1, DataType::kBf16, true}, Duration::picoseconds(123456789)});
   p.collectives_json = R"({"all_reduce":{"ring":[]}})";
+  p.kernel_bandwidths[MemoryAccess::kWideningCast] = Bandwidth::gigabytes_per_s(2107.49);
+  p.kernel_bandwidths[MemoryAccess::kFusedOptimizer] = Bandwidth::gigabytes_per_s(3247.29);
+  AttentionSample a;
+  a.kernel = "sdpa-flash";
+  a.shape = {2, 32, 8, 4096, 64, DataType::kBf16};
+  a.forward = Duration::picoseconds(532939000);
+  a.backward = Duration::picoseconds(1647520000);
+  p.attention_samples.push_back(a);
   const CalibrationProfile back = parse_calibration_profile(to_json(p), "round-trip");
+  EXPECT_EQ(back.kernel_bandwidths, p.kernel_bandwidths);
+  ASSERT_EQ(back.attention_samples.size(), 1u);
+  EXPECT_EQ(back.attention_samples[0].kernel, a.kernel);
+  EXPECT_EQ(back.attention_samples[0].shape, a.shape);
+  EXPECT_EQ(back.attention_samples[0].forward, a.forward);
+  EXPECT_EQ(back.attention_samples[0].backward, a.backward);
   EXPECT_EQ(back.name, p.name);
   EXPECT_EQ(back.machine.cublas, p.machine.cublas);
   ASSERT_EQ(back.gemm_samples.size(), p.gemm_samples.size());
@@ -75,6 +89,18 @@ TEST(CalibrationProfile, RejectsMalformedProfilesNamingTheKey) {
             std::string::npos);
   EXPECT_NE(message_of(head + R"("colour":"blue"})").find("colour"), std::string::npos);
   EXPECT_NE(message_of(head + R"("memory":{"copy_bandwidth":"4000"}})").find("memory.copy_bandwidth"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("memory":{"kernels":{"vectorised":"4000 GB/s"}}})").find("memory.kernels.vectorised"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("memory":{"kernels":{"strided":"1500"}}})").find("memory.kernels.strided"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("attention_samples":[{"kernel":"sdpa-flash","batch":1,"heads":32,"kv_heads":5,)"
+                                  R"("seq":2048,"head_dim":128,"forward":"1 us","backward":"2 us"}]})")
+                .find("attention_samples[0].kv_heads"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("attention_samples":[{"kernel":"sdpa-flash","batch":1,"heads":32,"kv_heads":8,)"
+                                  R"("seq":2048,"head_dim":128,"forward":"1 us"}]})")
+                .find("attention_samples[0].backward"),
             std::string::npos);
   EXPECT_NE(message_of(R"({"format":"other","version":1})").find("format"), std::string::npos);
   EXPECT_NE(message_of(R"({"format":"clustersim-calibration-profile","version":2})").find("version"),

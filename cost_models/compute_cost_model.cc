@@ -31,6 +31,14 @@ Duration default_gemm_kernel_time(const GemmEfficiencyModel& model, const GpuSpe
   return std::max(compute, transfer_time(bytes, bandwidth)) + gap;
 }
 
+// The dtype of a profile's SDPA flash samples (one dtype per kernel; bf16 when none says otherwise).
+DataType flash_dtype_of(const std::vector<AttentionSample>& samples) {
+  for (const AttentionSample& a : samples) {
+    if (a.kernel == name_of(FusedAttentionKernel::kSdpaFlash)) return a.shape.dtype;
+  }
+  return DataType::kBf16;
+}
+
 }  // namespace
 
 ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile, LaunchMode launch)
@@ -61,6 +69,19 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
   if (profile->launch_graph) {
     kernel_gap_ = *profile->launch_graph;
     used.push_back(fmt::format("kernel gap {}", to_string(kernel_gap_)));
+  }
+  if (!profile->kernel_bandwidths.empty()) {
+    kernel_bandwidths_ = profile->kernel_bandwidths;
+    used.push_back(fmt::format("{} framework kernel rates", kernel_bandwidths_.size()));
+  }
+  std::vector<AttentionSample> flash;
+  for (const AttentionSample& a : profile->attention_samples) {
+    if (a.kernel == name_of(FusedAttentionKernel::kSdpaFlash)) flash.push_back(a);
+  }
+  if (!flash.empty()) {
+    const size_t count = flash.size();
+    sdpa_flash_.emplace(std::move(flash), gpu_.peak(flash_dtype_of(profile->attention_samples)));
+    used.push_back(fmt::format("{} SDPA flash attention samples", count));
   }
   if (!profile->gemm_samples.empty()) {
     predictor_.emplace(profile->gemm_samples,
@@ -99,8 +120,33 @@ Duration ComputeCostModel::gemm_time(int64_t m, int64_t n, int64_t k, DataType d
   return gemm_time(GemmShape{m, n, k, batch, dtype, false});
 }
 
-Duration ComputeCostModel::memory_bound_time(Bytes bytes) const {
-  return kernel_duration(transfer_time(bytes, memory_bandwidth_));
+Bandwidth ComputeCostModel::kernel_bandwidth(MemoryAccess access) const {
+  if (access == MemoryAccess::kStream) return memory_bandwidth_;
+  if (auto it = kernel_bandwidths_.find(access); it != kernel_bandwidths_.end()) return it->second;
+  return memory_bandwidth_ * default_fraction_of_copy(access);
+}
+
+Duration ComputeCostModel::memory_bound_time(Bytes bytes, MemoryAccess access) const {
+  return kernel_duration(transfer_time(bytes, kernel_bandwidth(access)));
+}
+
+Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
+                                          AttentionDirection direction) const {
+  validate_attention_shape(shape, "fused attention");
+  const double flops = direction == AttentionDirection::kForward ? shape.forward_flops() : shape.backward_flops();
+  if (kernel == FusedAttentionKernel::kCudnn) return attention_time(flops, bytes, shape.dtype, direction);
+  const Duration floor = transfer_time(bytes, memory_bandwidth_);
+  if (sdpa_flash_ && shape.dtype == sdpa_flash_->samples().front().shape.dtype) {
+    const Duration measured_like = sdpa_flash_->predict(
+        shape, direction == AttentionDirection::kForward ? AttentionPredictor::Direction::kForward
+                                                         : AttentionPredictor::Direction::kBackward);
+    // Samples are back-to-back kernel durations (inter-kernel gaps included), like GEMM samples.
+    const Duration t = std::max(measured_like, floor);
+    return launch_ == LaunchMode::kCudaGraph ? t : std::max(t, dispatch_interval_);
+  }
+  const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kSdpaFlashForwardEfficiency
+                                                                       : ComputeDefaults::kSdpaFlashBackwardEfficiency;
+  return kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor));
 }
 
 Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, DataType dtype,

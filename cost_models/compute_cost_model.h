@@ -1,10 +1,12 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
 #include "core/gpu_spec.h"
 #include "core/units.h"
+#include "cost_models/attention_predictor.h"
 #include "cost_models/calibration_profile.h"
 #include "cost_models/gemm_efficiency_model.h"
 #include "cost_models/gemm_predictor.h"
@@ -30,20 +32,30 @@ enum class AttentionDirection { kForward, kBackward };
 //     Transformer Engine on Hopper), bf16, causal, head dim 128, 32 heads, s = 2048–4096, FLOPs
 //     counted causally (FlashAttention's benchmark convention); 435–467 TFLOP/s forward and
 //     421–442 backward (at s = 8192 it reaches 604 / 522, so long sequences are underestimated).
+//   PyTorch SDPA flash backend (FlashAttention-2) 0.255 forward, 0.212 backward: medians over 14
+//     causal bf16 shapes (batch 1–16, 16–64 heads, GQA 1–8, s = 1024–8192, head dim 64–128) of
+//     tools/calibrate/data/h200-2026-11-29/attention.csv (252 and 210 TFLOP/s of 989; range
+//     187–331 forward, 136–283 backward), used when no profile has attention samples.
 struct ComputeDefaults {
   static constexpr double kHbmEfficiency = 0.871;
   static constexpr double kEagerDispatchUs = 7.57;
   static constexpr double kKernelGapUs = 1.23;
   static constexpr double kAttentionForwardEfficiency = 0.47;
   static constexpr double kAttentionBackwardEfficiency = 0.44;
+  static constexpr double kSdpaFlashForwardEfficiency = 0.255;
+  static constexpr double kSdpaFlashBackwardEfficiency = 0.212;
 };
 
 // Duration of each compute kernel on one GPU: a roofline with a shape-aware GEMM efficiency.
 //   kernel duration = max(work + gap, dispatch)   (eager; with graphs: work + gap)
 //   GEMM work       = max(FLOPs / (peak(dtype) × efficiency), bytes / HBM rate)
 //                     bytes = (M·K + K·N + M·N) × element size × batch (each operand once)
-//   memory-bound    = bytes moved / HBM rate
-//   fused attention = max(kernel FLOPs / (peak × attention efficiency), bytes / HBM rate)
+//   memory-bound    = bytes moved / rate of its memory access kind (the HBM rate for kStream;
+//                     a profile's measured kernel rate or a default fraction of the HBM rate for
+//                     PyTorch's kernel paths, cost_models/memory_access.h)
+//   fused attention = max(kernel FLOPs / (peak × attention efficiency), bytes / HBM rate); for
+//                     PyTorch's SDPA flash kernel the profile's attention samples
+//                     (AttentionPredictor) or the default SDPA flash efficiencies
 // The HBM rate is the datasheet bandwidth × 0.871 or a profile's measured copy rate. With a
 // calibration profile, GEMM durations come from its samples (GemmPredictor) and the profile's launch
 // numbers replace the defaults; what the profile lacks stays at the defaults, and describe() says
@@ -61,11 +73,21 @@ class ComputeCostModel {
   Duration gemm_time(int64_t m, int64_t n, int64_t k, DataType dtype, int64_t batch = 1) const;
   // The achieved fraction of peak for `shape` under the default model (no memory floor, no launch).
   double gemm_efficiency(const GemmShape& shape) const { return gemm_model_.efficiency(shape); }
-  // Kernel duration of a memory-bound kernel moving `bytes` (bytes read + bytes written).
-  Duration memory_bound_time(Bytes bytes) const;
+  // Kernel duration of a memory-bound kernel moving `bytes` (bytes read + bytes written) by the
+  // access kind's rate (kernel_bandwidth()).
+  Duration memory_bound_time(Bytes bytes, MemoryAccess access = MemoryAccess::kStream) const;
+  // The rate of a memory access kind: the HBM rate for kStream; else the profile's measured kernel
+  // rate, or default_fraction_of_copy() × the HBM rate.
+  Bandwidth kernel_bandwidth(MemoryAccess access) const;
   // Kernel duration of a fused attention kernel executing `kernel_flops` (as the kernel executes
   // them: a causal kernel skips the masked half) and moving `bytes`.
   Duration attention_time(double kernel_flops, Bytes bytes, DataType dtype, AttentionDirection direction) const;
+  // Kernel duration of a fused causal attention call of `shape` by `kernel`. kCudnn: as above from
+  // the shape's FLOPs and `bytes`. kSdpaFlash: the profile's samples of that kernel when there are
+  // any (AttentionPredictor), else the default SDPA flash efficiencies, floored by `bytes` / HBM
+  // rate. Throws InputError for an invalid shape.
+  Duration attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
+                          AttentionDirection direction) const;
   // The launch rule applied to `work` on the GPU.
   Duration kernel_duration(Duration work) const;
 
@@ -91,6 +113,8 @@ class ComputeCostModel {
   Duration kernel_gap_;
   Duration dispatch_interval_;
   std::optional<GemmPredictor> predictor_;
+  std::map<MemoryAccess, Bandwidth> kernel_bandwidths_;  // measured by the profile
+  std::optional<AttentionPredictor> sdpa_flash_;         // the profile's sdpa-flash samples
   std::optional<std::string> profile_name_;
   std::string profile_summary_;
 };

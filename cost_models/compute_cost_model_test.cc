@@ -113,6 +113,60 @@ TEST(ComputeCostModel, MemoryBoundAndAttentionTimesFollowTheRoofline) {
   EXPECT_EQ(eager.gemm_time(64, 64, 64, DataType::kBf16), Duration::microseconds(ComputeDefaults::kEagerDispatchUs));
 }
 
+TEST(ComputeCostModel, FrameworkKernelPathsUseProfileRatesOrDefaultFractions) {
+  const GpuSpec gpu = testing::h200();
+  const Bandwidth hbm = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
+  const Duration gap = Duration::microseconds(ComputeDefaults::kKernelGapUs);
+  const ComputeCostModel defaults(gpu, nullptr, LaunchMode::kCudaGraph);
+  // kStream is the HBM rate (Megatron's default path); the others a measured fraction of it.
+  EXPECT_EQ(defaults.kernel_bandwidth(MemoryAccess::kStream), hbm);
+  const Bytes gb = Bytes::gigabytes(1);
+  EXPECT_EQ(defaults.memory_bound_time(gb, MemoryAccess::kWideningCast),
+            transfer_time(gb, hbm * default_fraction_of_copy(MemoryAccess::kWideningCast)) + gap);
+  // The widening cast (unrolled path) is measured at 2107–2612 GB/s against a 4073 GB/s copy.
+  EXPECT_NEAR(default_fraction_of_copy(MemoryAccess::kWideningCast), 2359.86 / 4073.36, 1e-12);
+  CalibrationProfile profile;
+  profile.name = "rates";
+  profile.machine.gpu = "NVIDIA H200";
+  profile.machine.sm_count = 132;
+  profile.kernel_bandwidths[MemoryAccess::kStrided] = Bandwidth::gigabytes_per_s(1500);
+  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  EXPECT_EQ(calibrated.memory_bound_time(gb, MemoryAccess::kStrided),
+            transfer_time(gb, Bandwidth::gigabytes_per_s(1500)) + gap);
+  // A kind the profile did not measure keeps its default fraction.
+  EXPECT_EQ(calibrated.kernel_bandwidth(MemoryAccess::kSoftmax), hbm * default_fraction_of_copy(MemoryAccess::kSoftmax));
+}
+
+TEST(ComputeCostModel, SdpaFlashAttentionUsesSamplesOrItsDefaultEfficiency) {
+  const GpuSpec gpu = testing::h200();
+  const AttentionShape shape{4, 16, 16, 2048, 128, DataType::kBf16};
+  const Bytes bytes = Bytes::megabytes(100);
+  const ComputeCostModel defaults(gpu, nullptr, LaunchMode::kCudaGraph);
+  const Duration gap = Duration::microseconds(ComputeDefaults::kKernelGapUs);
+  EXPECT_EQ(defaults.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kForward),
+            compute_time(shape.forward_flops(), gpu.peak(DataType::kBf16) * ComputeDefaults::kSdpaFlashForwardEfficiency) +
+                gap);
+  // The cuDNN kernel keeps the efficiencies Megatron's model uses.
+  EXPECT_EQ(defaults.attention_time(shape, FusedAttentionKernel::kCudnn, bytes, AttentionDirection::kBackward),
+            defaults.attention_time(shape.backward_flops(), bytes, DataType::kBf16, AttentionDirection::kBackward));
+  // A profile sample of the shape is its time (a back-to-back kernel duration, no gap added).
+  CalibrationProfile profile;
+  profile.name = "attention";
+  profile.machine.gpu = "NVIDIA H200";
+  profile.machine.sm_count = 132;
+  AttentionSample a;
+  a.kernel = "sdpa-flash";
+  a.shape = shape;
+  a.forward = Duration::microseconds(289.152);
+  a.backward = Duration::microseconds(812.480);
+  profile.attention_samples.push_back(a);
+  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  EXPECT_EQ(calibrated.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kForward),
+            a.forward);
+  EXPECT_EQ(calibrated.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kBackward),
+            a.backward);
+}
+
 TEST(ComputeCostModel, SkinnyGemmsAreBoundByTheirWeightsOrTheirTiles) {
   // 16×4096×4096 bf16 reads the 32 MiB weight once; its 16 rows fill 1/8 of a 128-row tile, so
   // the tile-quantized compute time and the memory floor are close. Either way the time is at least

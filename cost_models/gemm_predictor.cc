@@ -73,7 +73,7 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
   if (by_distance.empty()) return base;
   const size_t k = std::min(kNeighbours, by_distance.size());
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
-  if (by_distance.front().first == 0 && points_[by_distance.front().second].shape == shape) {
+  if (by_distance.front().first == 0 && same_class(points_[by_distance.front().second].shape, shape)) {
     return samples_[by_distance.front().second].time;
   }
   double weight_sum = 0;

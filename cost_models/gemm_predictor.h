@@ -19,8 +19,10 @@ namespace clustersim {
 // the sawtooth of quantization that a smooth interpolation would blur. A class is a dtype and an
 // alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples; when a
 // class has no samples the aligned samples of the dtype are used (the baseline already carries the
-// slow-path factor), and when the dtype has none the baseline stands alone. A shape that equals a
-// sample returns that sample's time.
+// slow-path factor), and when the dtype has none the baseline stands alone. A shape with a sample's
+// (M, N, K, batch), dtype and alignment class returns that sample's time (whether A is stored
+// transposed changes which dimensions are leading, i.e. the alignment class, and otherwise only the
+// kernel variant: the calibrator times one layout for all).
 class GemmPredictor {
  public:
   using Baseline = std::function<Duration(const GemmShape&)>;

@@ -3,7 +3,9 @@
 #include <string_view>
 
 #include "core/units.h"
+#include "cost_models/attention_predictor.h"
 #include "cost_models/gemm_shape.h"
+#include "cost_models/memory_access.h"
 
 namespace clustersim {
 
@@ -49,6 +51,12 @@ struct Op {
   bool attention_core = false;  // QKᵀ / softmax / ·V or the fused kernel (for the FLOP conventions)
   Bytes bytes_read;             // HBM traffic of kMemoryBound and kFlashAttention ops
   Bytes bytes_written;
+  // kMemoryBound: the kernel path deciding its rate (kStream: the copy rate, Megatron's fused kernels).
+  MemoryAccess access = MemoryAccess::kStream;
+  // kFlashAttention with a shape (batch > 0): priced per shape by this kernel; without one (Megatron
+  // ops) by `kernel_flops` at the default cuDNN efficiencies.
+  AttentionShape attention;
+  FusedAttentionKernel attention_kernel = FusedAttentionKernel::kCudnn;
   // Activation bytes this forward op keeps until its backward (Korthikanti et al. 2022, Sec. 4),
   // under the training's recompute policy; 0 for backward and recompute ops.
   Bytes saved;

@@ -35,6 +35,16 @@ AttentionKernel parse_attention_kernel(std::string_view text) {
   throw InputError(fmt::format("unknown attention \"{}\" (valid: flash, naive)", text));
 }
 
+std::string_view name_of(Framework framework) {
+  return framework == Framework::kMegatron ? "megatron" : "pytorch-eager";
+}
+
+Framework parse_framework(std::string_view text) {
+  if (text == "megatron") return Framework::kMegatron;
+  if (text == "pytorch-eager") return Framework::kPytorchEager;
+  throw InputError(fmt::format("unknown framework \"{}\" (valid: megatron, pytorch-eager)", text));
+}
+
 DataType TrainingSpec::activation_dtype() const {
   return compute_dtype == DataType::kFp8 ? DataType::kBf16 : compute_dtype;
 }
@@ -60,6 +70,33 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     if (!(p >= 0 && p < 1)) throw InputError(fmt::format("training.{} must be in [0, 1) (got {})", key, p));
   }
   precision.validate();
+  if (framework == Framework::kPytorchEager) {
+    auto unsupported = [](const std::string& what) {
+      throw InputError(fmt::format("training.framework pytorch-eager: {} (the op model follows "
+                                   "tools/reference/train_step.py; use training.framework: megatron otherwise)",
+                                   what));
+    };
+    if (precision.param_dtype != DataType::kFp32 || precision.grad_dtype != DataType::kFp32 ||
+        precision.master_weights || precision.fp32_grad_copy) {
+      unsupported(fmt::format("needs fp32 parameters and gradients without a master copy (torch.autocast over fp32 "
+                              "parameters: training.params_dtype: fp32, grads_dtype: fp32, master_weights: false; "
+                              "got params {}, grads {}, master_weights {})",
+                              name_of(precision.param_dtype), name_of(precision.grad_dtype), precision.master_weights));
+    }
+    if (compute_dtype != DataType::kBf16 && compute_dtype != DataType::kFp16) {
+      unsupported(fmt::format("training.precision \"{}\" is not an autocast dtype (valid: bf16, fp16)",
+                              name_of(compute_dtype)));
+    }
+    if (optimizer != OptimizerKind::kAdam) unsupported("training.optimizer must be adam (fused AdamW)");
+    if (attention != AttentionKernel::kFlash) unsupported("training.attention must be flash (SDPA flash backend)");
+    if (recompute == Recompute::kSelective) {
+      unsupported("training.recompute selective is not modelled (valid: none, full = torch.utils.checkpoint per layer)");
+    }
+    if (hidden_dropout != 0 || attention_dropout != 0) {
+      unsupported(fmt::format("dropout is not modelled (training.hidden_dropout = {}, attention_dropout = {}; valid: 0)",
+                              hidden_dropout, attention_dropout));
+    }
+  }
   if (model.position_embedding == PositionEmbedding::kLearned && seq_len > model.max_position_embeddings) {
     throw InputError(fmt::format("training.seq_len = {} exceeds model.max_position_embeddings = {} of model \"{}\" "
                                  "(learned position embeddings have one row per position)",

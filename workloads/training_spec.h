@@ -17,10 +17,21 @@ enum class Recompute { kNone, kSelective, kFull };
 // naive: QKᵀ, scale-mask-softmax, dropout and ·V as separate kernels (Megatron's unfused path).
 enum class AttentionKernel { kFlash, kNaive };
 
+// Whose kernels run the step, which decides the op list, its bytes and launches, and the memory
+// accounting (workloads/pytorch_eager_ops.h).
+//   megatron       Megatron-LM with Transformer Engine: fused kernels (bias-GeLU, bias-dropout-add,
+//                  fused layer norm, fused cross-entropy), 16-bit working weights, cuDNN attention.
+//   pytorch-eager  plain PyTorch modules run eagerly under torch.autocast (bf16) over fp32
+//                  parameters, as tools/reference/train_step.py: one kernel per ATen op, autocast's
+//                  per-forward weight casts, fp32 normalisation, SDPA flash attention, fused AdamW.
+enum class Framework { kMegatron, kPytorchEager };
+
 std::string_view name_of(Recompute recompute);        // "none", "selective", "full"
 std::string_view name_of(AttentionKernel attention);  // "flash", "naive"
 Recompute parse_recompute(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
+std::string_view name_of(Framework framework);  // "megatron", "pytorch-eager"
+Framework parse_framework(std::string_view text);
 
 // How a model is trained: batch, sequence, numerics and memory-saving options.
 struct TrainingSpec {
@@ -31,6 +42,7 @@ struct TrainingSpec {
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kFlash;
   OptimizerKind optimizer = OptimizerKind::kAdam;
+  Framework framework = Framework::kMegatron;
   PrecisionPolicy precision = PrecisionPolicy::megatron_mixed();
   // Dropout probabilities (Megatron --hidden-dropout, --attention-dropout; default 0.1 each, 0 for
   // Llama recipes). A positive probability stores a 1-byte mask per element for backward.
@@ -45,7 +57,10 @@ struct TrainingSpec {
   // Throws InputError naming the field for non-positive seq_len, global_batch or micro_batch, a
   // global batch not divisible by the micro batch, a compute dtype other than bf16/fp16/fp8,
   // dropout outside [0, 1), an invalid precision policy, and (with learned positions) a sequence
-  // longer than model.max_position_embeddings.
+  // longer than model.max_position_embeddings. With framework pytorch-eager also what that op
+  // model does not cover: parameters, gradients not fp32 or a master copy (autocast over fp32
+  // parameters), a compute dtype other than bf16/fp16, an optimizer other than adam, naive
+  // attention, selective recompute, and non-zero dropout.
   void validate(const ModelSpec& model) const;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "workloads/pytorch_eager_ops.h"
 
 namespace clustersim {
 
@@ -273,6 +274,21 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   const Sizes z = sizes_of(model_, training_, dims_);
   tokens_ = z.tokens;
 
+  if (training_.framework == Framework::kPytorchEager) {
+    PytorchEagerOps ops = pytorch_eager_ops(model_, training_, dims_);
+    layer_forward_ = std::move(ops.layer_forward);
+    layer_recompute_ = std::move(ops.layer_recompute);
+    layer_backward_ = std::move(ops.layer_backward);
+    embedding_forward_ = std::move(ops.embedding_forward);
+    embedding_backward_ = std::move(ops.embedding_backward);
+    head_forward_ = std::move(ops.head_forward);
+    head_backward_ = std::move(ops.head_backward);
+    layer_activation_bytes_ = sum_saved(layer_forward_);
+    embedding_activation_bytes_ = sum_saved(embedding_forward_);
+    head_activation_bytes_ = sum_saved(head_forward_);
+    return;
+  }
+
   // Layer: forward with the recompute policy's savings; the recompute pass; backward.
   SavePolicy policy = SavePolicy::kAll;
   if (training_.recompute == Recompute::kFull) policy = SavePolicy::kInputOnly;
@@ -337,6 +353,11 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
 }
 
 Bytes Transformer::logits_bytes() const { return Bytes::of(tokens_ * dims_.vocab_per_rank * 8); }
+
+std::vector<Op> optimizer_step_ops(int64_t params, const TrainingSpec& training) {
+  if (training.framework == Framework::kPytorchEager) return pytorch_eager_optimizer_ops(params);
+  return optimizer_step_ops(params, training.precision, training.optimizer);
+}
 
 std::vector<Op> optimizer_step_ops(int64_t params, const PrecisionPolicy& precision, OptimizerKind optimizer) {
   if (params < 0) throw InputError(fmt::format("optimizer shard cannot hold a negative parameter count ({})", params));

@@ -47,6 +47,11 @@ namespace clustersim {
 //
 // FLOPs: 2·M·N·K per GEMM; attention core 4·b·s_q·s·a·d forward over the full score matrix (Megatron's
 // and PaLM's convention), executed by a causal fused kernel at half that (`kernel_flops`).
+//
+// With training.framework pytorch-eager the lists are PyTorch eager mode's instead
+// (workloads/pytorch_eager_ops.h): same GEMMs, PyTorch's elementwise kernels, casts and launch
+// paths, SDPA flash attention, and the activations PyTorch saves; logits_bytes() then stays the
+// Megatron figure and the step's memory comes from pytorch_eager_peak_memory().
 class Transformer {
  public:
   // Validates the model, the training spec and the sharding (InputError naming fields and valid
@@ -112,5 +117,8 @@ class Transformer {
 // one pass). With fp32_grad_copy the 16-bit gradients are first cast into the fp32 copy. Throws
 // InputError for a negative count.
 std::vector<Op> optimizer_step_ops(int64_t params, const PrecisionPolicy& precision, OptimizerKind optimizer);
+// The optimizer step of `training`'s framework: the ops above for Megatron, PyTorch's fused AdamW
+// (pytorch_eager_optimizer_ops) for pytorch-eager.
+std::vector<Op> optimizer_step_ops(int64_t params, const TrainingSpec& training);
 
 }  // namespace clustersim

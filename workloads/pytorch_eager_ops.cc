@@ -1,0 +1,370 @@
+#include "workloads/pytorch_eager_ops.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace clustersim {
+
+namespace {
+
+// Per-rank sizes (tp = cp = 1) in elements; byte counts are written out where ops are built.
+struct Dims {
+  int64_t b, s, T, h, q, kv, ffn, fc1_out, vocab, heads, kv_heads, head_dim;
+  int64_t layers;
+  int64_t r;  // residual-stream element bytes: 4 (fp32, promoted by the row-parallel biases) or 2
+  bool bias, rope, swiglu, learned, tied, recompute;
+  DataType gemm;
+
+  int64_t qkv_out() const { return q + 2 * kv; }
+  // Weights of one layer's linear layers (each cast to bf16 by autocast in every forward).
+  int64_t layer_linear_weights() const { return h * qkv_out() + q * h + h * fc1_out + ffn * h; }
+};
+
+Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims) {
+  if (dims.tp != 1 || dims.cp != 1 || dims.sequence_parallel) {
+    throw InputError(fmt::format("training.framework pytorch-eager models one GPU's step (tools/reference/"
+                                 "train_step.py): it needs tp = 1, cp = 1 and no sequence parallelism (got tp {}, "
+                                 "cp {}); use training.framework: megatron for tensor or context parallelism",
+                                 dims.tp, dims.cp));
+  }
+  Dims z{};
+  z.b = training.micro_batch;
+  z.s = training.seq_len;
+  z.T = z.b * z.s;
+  z.h = model.hidden;
+  z.head_dim = dims.head_dim;
+  z.heads = dims.heads_per_rank;
+  z.kv_heads = dims.kv_heads_per_rank;
+  z.q = z.heads * z.head_dim;
+  z.kv = z.kv_heads * z.head_dim;
+  z.ffn = dims.ffn_per_rank;
+  z.swiglu = model.mlp == MlpKind::kSwiglu;
+  z.fc1_out = z.ffn * (z.swiglu ? 2 : 1);
+  z.vocab = dims.vocab_per_rank;
+  z.layers = model.layers;
+  z.bias = model.linear_bias;
+  z.r = z.bias ? 4 : 2;
+  z.rope = model.position_embedding == PositionEmbedding::kRope;
+  z.learned = !z.rope;
+  z.tied = model.tied_embeddings;
+  z.recompute = training.recompute == Recompute::kFull;
+  z.gemm = training.compute_dtype;
+  return z;
+}
+
+// Appends ops of one pass.
+class Builder {
+ public:
+  Builder(std::vector<Op>& ops, Pass pass) : ops_(ops), pass_(pass) {}
+
+  Op& memory(std::string_view name, MemoryAccess access, int64_t read, int64_t written, int64_t saved = 0) {
+    Op op;
+    op.name = name;
+    op.cost = OpCost::kMemoryBound;
+    op.pass = pass_;
+    op.access = access;
+    op.bytes_read = Bytes::of(read);
+    op.bytes_written = Bytes::of(written);
+    op.saved = Bytes::of(saved);
+    ops_.push_back(op);
+    return ops_.back();
+  }
+
+  Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, DataType dtype, int64_t saved = 0,
+           bool a_transposed = false) {
+    Op op;
+    op.name = name;
+    op.cost = OpCost::kGemm;
+    op.pass = pass_;
+    op.gemm = GemmShape{m, n, k, 1, dtype, a_transposed};
+    op.flops = op.gemm.flops();
+    op.kernel_flops = op.flops;
+    const int64_t e = bytes_per_element(dtype);
+    op.bytes_read = Bytes::of((m * k + k * n) * e);
+    op.bytes_written = Bytes::of(m * n * e);
+    op.saved = Bytes::of(saved);
+    ops_.push_back(op);
+    return ops_.back();
+  }
+
+ private:
+  std::vector<Op>& ops_;
+  Pass pass_;
+};
+
+// Forward attention core: SDPA on the flash backend (bf16 q, k, v; causal).
+void attention_forward(Builder& add, const Dims& z, int64_t saved) {
+  Op& op = add.memory("sdpa_flash", MemoryAccess::kStream, 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved);
+  op.cost = OpCost::kFlashAttention;
+  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+  op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+  op.gemm.dtype = DataType::kBf16;
+  // Model FLOPs over the full s × s score matrix (Megatron/PaLM); the causal kernel executes half.
+  op.flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
+             static_cast<double>(z.q);
+  op.kernel_flops = op.attention.forward_flops();
+  op.attention_core = true;
+}
+
+// RoPE of one tensor of `n` elements (train_step.py apply_rotary): x1·cos and x2·sin, x2·cos and
+// x1·sin on the strided halves, a subtraction and an addition, and their concatenation. `b` is the
+// tensor's bf16 size: each multiply reads b/2 and writes b/2, each add reads b and writes b/2, the
+// concatenation reads b and writes b.
+void rope_forward(Builder& add, std::string_view multiply, std::string_view combine, std::string_view concatenate,
+                  int64_t n, int64_t saved) {
+  const int64_t b = 2 * n;
+  add.memory(multiply, MemoryAccess::kStrided, 2 * b, 2 * b);
+  add.memory(combine, MemoryAccess::kElementwise, 2 * b, b);
+  add.memory(concatenate, MemoryAccess::kConcatenation, b, b, saved);
+}
+
+// Its backward: the negation and four multiplies on strided halves and the two scatters of the
+// halves' gradients into full-size zeros (7b strided); two adds of the halves' gradients, two
+// zero fills and the sum of the two full-size gradients (8b contiguous).
+void rope_backward(Builder& add, std::string_view strided, std::string_view contiguous, int64_t n) {
+  const int64_t b = 2 * n;
+  add.memory(strided, MemoryAccess::kStrided, 7 * b / 2, 7 * b / 2);
+  add.memory(contiguous, MemoryAccess::kElementwise, 4 * b, 4 * b);
+}
+
+std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
+  std::vector<Op> ops;
+  Builder add(ops, pass);
+  const bool save = pass == Pass::kForward && !z.recompute;
+  auto saved = [save](int64_t bytes) { return save ? bytes : 0; };
+  const int64_t Th = z.T * z.h;
+  // Full recompute: the checkpoint keeps the layer input (the residual stream, r bytes).
+  const int64_t layer_input = pass == Pass::kForward && z.recompute ? z.r * Th : 0;
+
+  if (z.r == 2) add.memory("input_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th, layer_input);
+  add.memory("input_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th) + (z.r == 2 ? 0 : layer_input));
+  add.memory("qkv.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.qkv_out(), 2 * z.h * z.qkv_out());
+  add.memory("qkv.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
+  add.gemm("qkv", z.T, z.qkv_out(), z.h, z.gemm, saved(2 * z.T * z.qkv_out()));
+  if (z.rope) {
+    rope_forward(add, "rope.q.multiply", "rope.q.combine", "rope.q.concatenate", z.T * z.q, saved(2 * z.T * z.q));
+    rope_forward(add, "rope.k.multiply", "rope.k.combine", "rope.k.concatenate", z.T * z.kv, saved(2 * z.T * z.kv));
+  }
+  attention_forward(add, z, saved(2 * z.T * z.q));
+  // With RoPE the attention output is [b, heads, s, d] contiguous; reshaping it to [b, s, h] copies.
+  if (z.rope) add.memory("attention.output_copy", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q, saved(2 * z.T * z.q));
+  add.memory("proj.weight_cast", MemoryAccess::kElementwise, 4 * z.q * z.h, 2 * z.q * z.h);
+  add.gemm("proj", z.T, z.h, z.q, z.gemm);
+  if (z.bias) add.memory("proj.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
+  add.memory("attention_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
+  if (z.r == 2) add.memory("post_attention_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+  add.memory("post_attention_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th));
+  add.memory("fc1.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.fc1_out, 2 * z.h * z.fc1_out);
+  add.memory("fc1.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
+  add.gemm("fc1", z.T, z.fc1_out, z.h, z.gemm, saved(2 * z.T * z.fc1_out));
+  const int64_t Tf = z.T * z.ffn;
+  if (z.swiglu) {
+    add.memory("activation.silu", MemoryAccess::kStrided, 2 * Tf, 2 * Tf, saved(2 * Tf));
+    add.memory("activation.multiply", MemoryAccess::kStrided, 4 * Tf, 2 * Tf, saved(2 * Tf));
+  } else {
+    add.memory("activation", MemoryAccess::kElementwise, 2 * Tf, 2 * Tf, saved(2 * Tf));
+  }
+  add.memory("fc2.weight_cast", MemoryAccess::kElementwise, 4 * z.ffn * z.h, 2 * z.ffn * z.h);
+  if (early_stop) return ops;  // checkpoint's recomputation stops once fc2's input is saved again
+  add.gemm("fc2", z.T, z.h, z.ffn, z.gemm);
+  if (z.bias) add.memory("fc2.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
+  add.memory("mlp_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
+  return ops;
+}
+
+// The gradient of the residual stream at a norm's input: the norm's input gradient (fp32) plus the
+// gradient arriving along the residual branch.
+void residual_join(Builder& add, const Dims& z, std::string_view cast_name, std::string_view add_name) {
+  const int64_t Th = z.T * z.h;
+  if (z.r == 2) {
+    add.memory(cast_name, MemoryAccess::kElementwise, 4 * Th, 2 * Th);  // fp32 → bf16 (the .float() copy's backward)
+    add.memory(add_name, MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+  } else {
+    add.memory(add_name, MemoryAccess::kElementwise, 8 * Th, 4 * Th);
+  }
+}
+
+std::vector<Op> layer_backward(const Dims& z) {
+  std::vector<Op> ops;
+  Builder add(ops, Pass::kBackward);
+  const int64_t Th = z.T * z.h;
+  const int64_t Tf = z.T * z.ffn;
+  if (z.bias) {
+    add.memory("fc2.bias_grad", MemoryAccess::kReduction, 4 * Th, 0);
+    add.memory("fc2.output_grad_cast", MemoryAccess::kWideningCast, 4 * Th, 2 * Th);
+  }
+  add.gemm("fc2.dgrad", z.T, z.ffn, z.h, z.gemm);
+  add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, true);
+  add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
+  if (z.swiglu) {
+    add.memory("activation.multiply.backward.up", MemoryAccess::kStrided, 4 * Tf, 2 * Tf);
+    add.memory("activation.multiply.backward.silu", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
+    add.memory("activation.silu.backward", MemoryAccess::kStrided, 4 * Tf, 2 * Tf);
+    add.memory("activation.chunk.backward", MemoryAccess::kConcatenation, 4 * Tf, 4 * Tf);
+  } else {
+    add.memory("activation.backward", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
+  }
+  add.gemm("fc1.dgrad", z.T, z.h, z.fc1_out, z.gemm);
+  add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, true);
+  add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
+  if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
+  add.memory("fc1.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+  add.memory("post_attention_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
+  add.memory("post_attention_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
+  residual_join(add, z, "post_attention_norm.to_fp32.backward", "attention_residual.backward");
+  if (z.bias) {
+    add.memory("proj.bias_grad", MemoryAccess::kReduction, 4 * Th, 0);
+    add.memory("proj.output_grad_cast", MemoryAccess::kWideningCast, 4 * Th, 2 * Th);
+  }
+  add.gemm("proj.dgrad", z.T, z.q, z.h, z.gemm);
+  add.gemm("proj.wgrad", z.h, z.q, z.T, z.gemm, 0, true);
+  add.memory("proj.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.q * z.h, 4 * z.q * z.h);
+  if (z.rope) add.memory("attention.output_copy.backward", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
+  {
+    // Reads q, k, v, the output and its gradient; writes dq, dk, dv.
+    Op& op = add.memory("sdpa_flash.backward", MemoryAccess::kStream, 2 * z.T * (3 * z.q + 2 * z.kv),
+                        2 * z.T * z.qkv_out());
+    op.cost = OpCost::kFlashAttention;
+    op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+    op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+    op.gemm.dtype = DataType::kBf16;
+    op.flops = 8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
+               static_cast<double>(z.q);
+    op.kernel_flops = op.attention.backward_flops();
+    op.attention_core = true;
+  }
+  if (z.rope) {
+    rope_backward(add, "rope.q.backward.strided", "rope.q.backward.contiguous", z.T * z.q);
+    rope_backward(add, "rope.k.backward.strided", "rope.k.backward.contiguous", z.T * z.kv);
+    // dq and dk come back as [b, heads, s, d]; the split's backward needs them as [b, s, heads·d].
+    add.memory("rope.grad_transpose", MemoryAccess::kStrided, 2 * z.T * (z.q + z.kv), 2 * z.T * (z.q + z.kv));
+  }
+  add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out());
+  add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm);
+  add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, true);
+  add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
+  if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
+  add.memory("qkv.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+  add.memory("input_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
+  add.memory("input_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
+  residual_join(add, z, "input_norm.to_fp32.backward", "mlp_residual.backward");
+  return ops;
+}
+
+}  // namespace
+
+int64_t pytorch_eager_layer_saved_bytes(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims,
+                                        bool recompute) {
+  const Dims z = dims_of(model, training, dims);
+  const int64_t Th = z.T * z.h;
+  if (recompute) return z.r * Th;
+  int64_t bytes = 2 * 4 * Th + 2 * 2 * Th + 2 * z.T * z.qkv_out() + 2 * z.T * z.q + 2 * z.T * z.fc1_out +
+                  2 * z.T * z.ffn;
+  if (z.rope) bytes += 2 * z.T * (z.q + z.kv) + 2 * z.T * z.q;
+  if (z.swiglu) bytes += 2 * z.T * z.ffn;
+  return bytes;
+}
+
+PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims) {
+  const Dims z = dims_of(model, training, dims);
+  const int64_t Th = z.T * z.h;
+  const int64_t TV = z.T * z.vocab;
+  const int64_t Vh = z.vocab * z.h;
+  PytorchEagerOps out;
+  out.layer_forward = layer_forward(z, Pass::kForward, false);
+  if (z.recompute) out.layer_recompute = layer_forward(z, Pass::kRecompute, true);
+  out.layer_backward = layer_backward(z);
+  {
+    Builder add(out.embedding_forward, Pass::kForward);
+    add.memory("embedding", MemoryAccess::kElementwise, 4 * Th + 8 * z.T, 4 * Th);
+    if (z.learned) add.memory("position_embedding.add", MemoryAccess::kBroadcast, 4 * Th + 4 * z.s * z.h, 4 * Th);
+    add.memory("embedding.to_bf16", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+    Builder back(out.embedding_backward, Pass::kBackward);
+    back.memory("embedding.to_bf16.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+    if (z.learned) back.memory("position_embedding.backward", MemoryAccess::kReduction, 4 * Th, 4 * z.s * z.h);
+    // Dense gradient of the table: zero-filled [V, h] fp32, the token rows' gradients added.
+    back.memory("embedding.backward", MemoryAccess::kReduction, 4 * Th + 8 * z.T, 4 * Vh);
+    if (z.tied) back.memory("embedding.tied_grad_accumulate", MemoryAccess::kElementwise, 8 * Vh, 4 * Vh);
+  }
+  {
+    Builder add(out.head_forward, Pass::kForward);
+    if (z.r == 2) add.memory("final_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+    add.memory("final_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, 4 * Th);
+    add.memory("lm_head.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, 2 * Th);
+    add.memory("lm_head.weight_cast", MemoryAccess::kElementwise, 4 * Vh, 2 * Vh);
+    add.gemm("lm_head", z.T, z.vocab, z.h, z.gemm);
+    // The loss tensors (bf16 log-probabilities and their fp32 copy) are counted by the memory model.
+    add.memory("log_softmax", MemoryAccess::kSoftmax, 2 * TV, 2 * TV);
+    add.memory("nll_loss.input_cast", MemoryAccess::kWideningCast, 2 * TV, 4 * TV);
+    Builder back(out.head_backward, Pass::kBackward);
+    back.memory("nll_loss.backward", MemoryAccess::kElementwise, 0, 4 * TV);
+    back.memory("nll_loss.input_cast.backward", MemoryAccess::kElementwise, 4 * TV, 2 * TV);
+    back.memory("log_softmax.backward", MemoryAccess::kSoftmax, 4 * TV, 2 * TV);
+    back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm);
+    back.gemm("lm_head.wgrad", z.vocab, z.h, z.T, z.gemm, 0, true);
+    back.memory("lm_head.weight_grad_cast", MemoryAccess::kWideningCast, 2 * Vh, 4 * Vh);
+    back.memory("lm_head.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+    back.memory("final_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
+    back.memory("final_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
+    if (z.r == 2) back.memory("final_norm.to_fp32.backward", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+  }
+  return out;
+}
+
+PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
+                                             const ShardedDims& dims, int64_t parameters) {
+  const Dims z = dims_of(model, training, dims);
+  const int64_t Th = z.T * z.h;
+  const int64_t TV = z.T * z.vocab;
+  const int64_t layer_weights_bf16 = 2 * z.layer_linear_weights();
+  const int64_t all_layer_weights_bf16 = z.layers * layer_weights_bf16;
+  const int64_t head_weight_bf16 = 2 * z.vocab * z.h;
+  const int64_t saved = z.layers * pytorch_eager_layer_saved_bytes(model, training, dims, z.recompute);
+  const int64_t head_saved = 6 * Th;  // final norm input (fp32) and its bf16 output
+
+  struct Moment {
+    const char* name;
+    int64_t params_extra;  // bf16 copies alive
+    int64_t grads;
+    int64_t activations;
+    int64_t logits;
+  };
+  std::vector<Moment> moments{
+      {"forward (loss)", all_layer_weights_bf16 + head_weight_bf16, 0, saved + head_saved, 8 * TV},
+      {"backward (start)", (z.recompute ? 0 : all_layer_weights_bf16) + head_weight_bf16, 0, saved + head_saved,
+       10 * TV},
+      {"backward (end)", 0, 4 * parameters, 0, 0},
+  };
+  if (z.recompute) {
+    moments.push_back({"backward (first recomputed layer)", layer_weights_bf16, 4 * z.vocab * z.h,
+                       saved + head_saved + pytorch_eager_layer_saved_bytes(model, training, dims, false), 0});
+  }
+  const Moment* peak = &moments.front();
+  auto total = [](const Moment& m) { return m.params_extra + m.grads + m.activations + m.logits; };
+  for (const Moment& m : moments) {
+    if (total(m) > total(*peak)) peak = &m;
+  }
+  PytorchEagerMemory out;
+  out.moment = peak->name;
+  out.peak.params = Bytes::of(checked_add(checked_mul(parameters, 4, "parameter bytes"), peak->params_extra,
+                                          "parameter bytes"));
+  out.peak.grads = Bytes::of(peak->grads);
+  out.peak.optimizer_state = Bytes::of(checked_mul(parameters, 8, "optimizer bytes"));
+  out.peak.activations = Bytes::of(peak->activations);
+  out.peak.logits = Bytes::of(peak->logits);
+  out.peak.runtime_overhead = MemoryModel::default_runtime_overhead();
+  return out;
+}
+
+std::vector<Op> pytorch_eager_optimizer_ops(int64_t params) {
+  if (params < 0) throw InputError(fmt::format("optimizer cannot hold a negative parameter count ({})", params));
+  std::vector<Op> ops;
+  Builder add(ops, Pass::kForward);
+  // Reads parameter, gradient, exp_avg, exp_avg_sq; writes parameter, exp_avg, exp_avg_sq (fp32).
+  add.memory("optimizer.fused_adamw", MemoryAccess::kFusedOptimizer, checked_mul(params, 16, "optimizer bytes"),
+             checked_mul(params, 12, "optimizer bytes"));
+  return ops;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,102 @@
+#pragma once
+
+// The training step of a dense decoder as PyTorch runs it eagerly under torch.autocast (bf16)
+// with fp32 parameters: the op model of `training.framework: pytorch-eager`, written from
+// tools/reference/train_step.py (the reference step clustersim is validated against) and PyTorch's
+// documented behaviour. One GPU: tensor, context and pipeline parallelism are Megatron's
+// (framework megatron).
+//
+// What differs from the Megatron op model (workloads/transformer.h), kernel by kernel:
+//   - autocast casts each linear layer's fp32 weight to bf16 in every forward (its cache lives for
+//     one autocast region, torch.autocast docs), and the cast's backward turns each bf16 weight
+//     gradient into the fp32 .grad (6 bytes per weight each way); the fp32 activations entering a
+//     linear layer are cast too;
+//   - normalisation runs in fp32 on an fp32 copy of its input (train_step.py's Fp32Norm, as
+//     autocast runs layer_norm), its output cast to bf16 for the next GEMM;
+//   - with biases, the row-parallel bias (`y + self.bias`, an fp32 parameter added outside the
+//     autocast linear) promotes the output and with it the residual stream to fp32; without biases
+//     the stream stays bf16 and each norm first copies it to fp32;
+//   - QKV and fc1 biases ride in the GEMM epilogue (addmm); GeLU and SwiGLU (SiLU of the gate chunk
+//     and the product with the up chunk: strided views) are separate kernels, as RoPE's multiplies,
+//     adds and concatenation are;
+//   - attention is F.scaled_dot_product_attention on the flash backend (FlashAttention-2); with
+//     RoPE its inputs are contiguous and its output is copied back to [b, s, h];
+//   - the loss is log_softmax of the bf16 logits (bf16 out) and nll_loss, which autocast runs in
+//     fp32 (torch.autocast docs: "ops that can autocast to float32": nll_loss): the log-
+//     probabilities are copied to fp32, and nll_loss keeps that copy for its backward (PyTorch's
+//     derivatives.yaml passes `self` to nll_loss_backward);
+//   - full recompute is torch.utils.checkpoint (non-reentrant) per layer: the forward is re-run
+//     before the layer's backward, with its weight casts, up to the last op that saves a tensor
+//     (checkpoint's early stop, on by default: the fc2 GEMM, its bias and residual adds are not
+//     re-run);
+//   - the optimizer is torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter,
+//     gradient and both moments and writing parameter and moments (28 bytes per parameter), no
+//     gradient clipping; zero_grad(set_to_none=True) launches nothing.
+// Each memory-bound kernel carries its PyTorch launch path (cost_models/memory_access.h). Kernels
+// smaller than 1/1000 of a layer's bytes (bias casts, RoPE tables, loss scalars) are left out.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+#include "cost_models/memory_model.h"
+#include "workloads/model_spec.h"
+#include "workloads/op.h"
+#include "workloads/shard_spec.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+struct PytorchEagerOps {
+  std::vector<Op> layer_forward;
+  std::vector<Op> layer_recompute;  // full recompute: the checkpointed layer's re-run forward
+  std::vector<Op> layer_backward;
+  std::vector<Op> embedding_forward;
+  std::vector<Op> embedding_backward;
+  std::vector<Op> head_forward;
+  std::vector<Op> head_backward;
+};
+
+// Builds the op lists of one micro-batch. Each forward op's `saved` is what it keeps for backward
+// (see pytorch_eager_layer_saved_bytes). Throws InputError when the shard is not tp = cp = 1.
+PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims);
+
+// Bytes one layer keeps from its forward to its backward, without recompute (T = b·s tokens,
+// 16-bit activations unless stated): the fp32 norm inputs (2 × 4Th), the bf16 inputs of QKV and fc1
+// (2 × 2Th), the QKV output 2T(q + 2kv) (attention's q, k, v are views of it), with RoPE the rotated
+// q and k 2T(q + kv) and the copied attention output 2Tq, the attention output 2Tq, the fc1 output
+// 2T·fc1_out (GeLU's or SiLU's input), the fc2 input 2T·ffn and for SwiGLU the SiLU output 2T·ffn.
+// The bf16 weight copies are counted apart (autocast_weight_bytes). With full recompute a layer
+// keeps its input only: 4Th with biases (fp32 residual stream), else 2Th.
+int64_t pytorch_eager_layer_saved_bytes(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims,
+                                        bool recompute);
+
+// Peak device memory of the step (what torch.cuda.max_memory_allocated reports, plus the
+// runtime overhead of MemoryModel::default_runtime_overhead()), the largest of four moments:
+//   forward, at the loss:  fp32 parameters and AdamW moments (12 B/param), autocast's bf16 copies
+//                          of every linear weight (2 B per weight, LM head included), the saved
+//                          activations and the final norm's saved input and output (6Th), and the
+//                          loss tensors 8TV: bf16 logits 2TV, bf16 log-probabilities 2TV, their
+//                          fp32 copy 4TV;
+//   backward, start:       as above but the logits freed and nll_loss's fp32 gradient 4TV alive
+//                          (10TV); with full recompute only the LM head's bf16 weight is still held
+//                          (the autocast cache is gone);
+//   backward, first recomputed layer (full recompute): checkpoint inputs, the LM-head gradient
+//                          (4 B/weight), one layer's activations and bf16 weights;
+//   backward, end:         parameters, gradients (fp32, 4 B/param) and moments: 16 B/param.
+// Activations grow and gradients replace them linearly in between, so these bound the step. In the
+// breakdown: params = fp32 parameters + bf16 copies alive then, grads = gradients alive then,
+// optimizer_state = AdamW moments, activations = saved activations, logits = loss tensors.
+struct PytorchEagerMemory {
+  MemoryBreakdown peak;
+  std::string moment;  // "forward (loss)", "backward (start)", "backward (first recomputed layer)", "backward (end)"
+};
+PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
+                                             const ShardedDims& dims, int64_t parameters);
+
+// The fused AdamW step over `params` fp32 parameters: one kFusedOptimizer op
+// "optimizer.fused_adamw" moving 28 bytes per parameter. Throws InputError for a negative count.
+std::vector<Op> pytorch_eager_optimizer_ops(int64_t params);
+
+}  // namespace clustersim

@@ -1,0 +1,168 @@
+#include "workloads/pytorch_eager_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "workloads/test_models.h"
+#include "workloads/transformer.h"
+
+namespace clustersim {
+namespace {
+
+// tools/reference/train_step.py's precision: fp32 parameters and gradients, no master copy, AMP bf16.
+TrainingSpec eager(int64_t seq_len, int64_t micro_batch, Recompute recompute) {
+  TrainingSpec t = testing::training(seq_len, micro_batch, recompute, AttentionKernel::kFlash);
+  t.framework = Framework::kPytorchEager;
+  t.precision = PrecisionPolicy::pure_fp32();
+  t.hidden_dropout = 0;
+  t.attention_dropout = 0;
+  return t;
+}
+
+// GPT-3 1.3B as the reference configuration "gpt-1.3b" (tools/reference/configs.json): 24 × 2048,
+// 16 heads, ffn 8192, GPT-2 vocabulary unpadded.
+ModelSpec gpt_1_3b() {
+  ModelSpec m = testing::gpt3_175b();
+  m.name = "gpt-1.3b";
+  m.layers = 24;
+  m.hidden = 2048;
+  m.ffn_hidden = 8192;
+  m.heads = 16;
+  m.vocab = 50257;
+  m.make_vocab_size_divisible_by = 1;
+  return m;
+}
+
+const Op& find(const std::vector<Op>& ops, std::string_view name) {
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  if (it == ops.end()) throw std::runtime_error("no op " + std::string(name));
+  return *it;
+}
+
+bool has(const std::vector<Op>& ops, std::string_view name) {
+  return std::any_of(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+}
+
+TEST(PytorchEagerOps, GptLayerSavesWhatAutogradKeeps) {
+  const ModelSpec m = gpt_1_3b();
+  const Transformer t(m, eager(2048, 4, Recompute::kNone));
+  const int64_t T = 4 * 2048;
+  const int64_t h = 2048;
+  // fp32 norm inputs 2·4Th, bf16 QKV and fc1 inputs 2·2Th, QKV output 6Th, attention output 2Th,
+  // GeLU input and output 2·8Th (ffn = 4h): 36 bytes per token and hidden unit.
+  EXPECT_EQ(t.layer_activation_bytes(), Bytes::of(36 * T * h));
+  EXPECT_EQ(pytorch_eager_layer_saved_bytes(m, t.training(), t.dims(), false), 36 * T * h);
+  // With biases the row-parallel bias (fp32) promotes the residual stream to fp32: no .float() copy
+  // before the norms, a broadcast bias add after proj and fc2, fp32 residual adds (8Th read, 4Th written).
+  EXPECT_FALSE(has(t.layer_forward(), "input_norm.to_fp32"));
+  EXPECT_EQ(find(t.layer_forward(), "proj.bias_add").access, MemoryAccess::kBroadcast);
+  EXPECT_EQ(find(t.layer_forward(), "attention_residual").bytes_read, Bytes::of(8 * T * h));
+  // Autocast casts each linear weight every forward: 4 bytes read, 2 written per weight.
+  EXPECT_EQ(find(t.layer_forward(), "fc1.weight_cast").bytes_read, Bytes::of(4 * h * 4 * h));
+  EXPECT_EQ(find(t.layer_forward(), "fc1.weight_cast").bytes_written, Bytes::of(2 * h * 4 * h));
+  // ...and the cast's backward turns the bf16 weight gradient into the fp32 one (unrolled path).
+  const Op& grad_cast = find(t.layer_backward(), "fc1.weight_grad_cast");
+  EXPECT_EQ(grad_cast.access, MemoryAccess::kWideningCast);
+  EXPECT_EQ(grad_cast.bytes_read + grad_cast.bytes_written, Bytes::of(6 * h * 4 * h));
+  // The GEMMs are Megatron's shapes; attention is PyTorch's flash kernel with the call's shape.
+  EXPECT_EQ(find(t.layer_forward(), "qkv").gemm, (GemmShape{T, 3 * h, h, 1, DataType::kBf16, false}));
+  EXPECT_EQ(find(t.layer_backward(), "fc2.wgrad").gemm, (GemmShape{h, 4 * h, T, 1, DataType::kBf16, true}));
+  const Op& flash = find(t.layer_forward(), "sdpa_flash");
+  EXPECT_EQ(flash.attention_kernel, FusedAttentionKernel::kSdpaFlash);
+  EXPECT_EQ(flash.attention, (AttentionShape{4, 16, 16, 2048, 128, DataType::kBf16}));
+  EXPECT_TRUE(t.layer_recompute().empty());
+}
+
+TEST(PytorchEagerOps, LlamaLayerWithRopeSwigluAndGqa) {
+  ModelSpec m = testing::llama2_7b();
+  m.kv_heads = 8;
+  m.make_vocab_size_divisible_by = 1;
+  const Transformer t(m, eager(4096, 1, Recompute::kNone));
+  const int64_t T = 4096;
+  const int64_t h = 4096;
+  const int64_t q = h;
+  const int64_t kv = 8 * 128;
+  const int64_t f = 11008;
+  // Norm inputs 8Th, QKV/fc1 inputs 4Th, QKV output 2T(q+2kv), rotated q and k 2T(q+kv), attention
+  // output and its copy 4Tq, fc1 output 4Tf, SiLU output 2Tf, product 2Tf.
+  const int64_t expected = 8 * T * h + 4 * T * h + 2 * T * (q + 2 * kv) + 2 * T * (q + kv) + 4 * T * q +
+                           4 * T * f + 2 * T * f + 2 * T * f;
+  EXPECT_EQ(t.layer_activation_bytes(), Bytes::of(expected));
+  // No biases: the residual stream stays bf16 and each norm starts with a widening copy.
+  EXPECT_EQ(find(t.layer_forward(), "input_norm.to_fp32").access, MemoryAccess::kWideningCast);
+  EXPECT_FALSE(has(t.layer_forward(), "proj.bias_add"));
+  EXPECT_EQ(find(t.layer_forward(), "activation.silu").access, MemoryAccess::kStrided);
+  EXPECT_TRUE(has(t.layer_forward(), "rope.k.concatenate"));
+  EXPECT_EQ(find(t.layer_forward(), "sdpa_flash").attention.kv_heads, 8);
+}
+
+TEST(PytorchEagerOps, CheckpointKeepsTheLayerInputAndStopsRecomputingAtFc2) {
+  ModelSpec m = gpt_1_3b();
+  m.max_position_embeddings = 4096;  // the reference's gpt-1.3b-4k-recompute
+  const Transformer t(m, eager(4096, 4, Recompute::kFull));
+  const int64_t Th = int64_t{4} * 4096 * 2048;
+  EXPECT_EQ(t.layer_activation_bytes(), Bytes::of(4 * Th));  // the fp32 residual entering the layer
+  ASSERT_FALSE(t.layer_recompute().empty());
+  EXPECT_EQ(t.layer_recompute().back().name, "fc2.weight_cast");  // early stop before the fc2 GEMM
+  EXPECT_TRUE(std::all_of(t.layer_recompute().begin(), t.layer_recompute().end(),
+                          [](const Op& op) { return op.pass == Pass::kRecompute && op.saved.count() == 0; }));
+}
+
+TEST(PytorchEagerOps, PeakMemoryIsTheLargestOfTheStepsMoments) {
+  const ModelSpec m = gpt_1_3b();
+  const TrainingSpec training = eager(2048, 4, Recompute::kNone);
+  const Transformer t(m, training);
+  const int64_t P = t.parameters().total();
+  const int64_t T = 4 * 2048;
+  const int64_t h = 2048;
+  const int64_t V = 50257;
+  const PytorchEagerMemory mem = pytorch_eager_peak_memory(m, training, t.dims(), P);
+  // Start of backward: fp32 params and moments 12P, the bf16 copies of every linear weight
+  // (24 layers × 12h² plus the tied LM head V·h, 2 B each), 24 layers × 36Th, the final norm's 6Th,
+  // and 10TV of loss tensors — larger than the 16P at the end of backward.
+  const int64_t bf16 = 2 * (24 * 12 * h * h + V * h);
+  const int64_t expected = 12 * P + bf16 + 24 * 36 * T * h + 6 * T * h + 10 * T * V;
+  EXPECT_EQ(mem.moment, "backward (start)");
+  EXPECT_EQ(mem.peak.allocated(), Bytes::of(expected));
+  EXPECT_EQ(mem.peak.grads, Bytes::zero());
+  EXPECT_EQ(mem.peak.logits, Bytes::of(10 * T * V));
+  // With one sequence the activations are small: the 16 B/param at the end of backward win.
+  const TrainingSpec small = eager(256, 1, Recompute::kNone);
+  const PytorchEagerMemory end = pytorch_eager_peak_memory(m, small, Transformer(m, small).dims(), P);
+  EXPECT_EQ(end.moment, "backward (end)");
+  EXPECT_EQ(end.peak.allocated(), Bytes::of(16 * P));
+}
+
+TEST(PytorchEagerOps, FusedAdamwMovesTwentyEightBytesPerParameter) {
+  const std::vector<Op> ops = pytorch_eager_optimizer_ops(1000);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].bytes_read + ops[0].bytes_written, Bytes::of(28 * 1000));
+  EXPECT_EQ(ops[0].access, MemoryAccess::kFusedOptimizer);
+  EXPECT_EQ(optimizer_step_ops(1000, eager(2048, 1, Recompute::kNone)).front().name, "optimizer.fused_adamw");
+  EXPECT_THROW(pytorch_eager_optimizer_ops(-1), InputError);
+}
+
+TEST(PytorchEagerOps, RejectsWhatTheOpModelDoesNotCover) {
+  const ModelSpec m = gpt_1_3b();
+  TrainingSpec mixed = eager(2048, 1, Recompute::kNone);
+  mixed.precision = PrecisionPolicy::megatron_mixed();
+  EXPECT_THROW(mixed.validate(m), InputError);
+  TrainingSpec selective = eager(2048, 1, Recompute::kSelective);
+  EXPECT_THROW(selective.validate(m), InputError);
+  TrainingSpec dropout = eager(2048, 1, Recompute::kNone);
+  dropout.hidden_dropout = 0.1;
+  EXPECT_THROW(dropout.validate(m), InputError);
+  try {
+    Transformer(m, eager(2048, 1, Recompute::kNone), ShardSpec{2, false, 1});
+    FAIL() << "tensor parallelism accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp = 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_framework("jax"), InputError);
+  EXPECT_EQ(parse_framework(name_of(Framework::kPytorchEager)), Framework::kPytorchEager);
+}
+
+}  // namespace
+}  // namespace clustersim

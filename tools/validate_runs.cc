@@ -13,6 +13,7 @@
 #include "collectives/collective_runner.h"
 #include "core/error.h"
 #include "cost_models/compute_cost_model.h"
+#include "cost_models/memory_model.h"
 #include "engine/simulator.h"
 #include "parallelism/training_simulation.h"
 #include "tools/published_flops.h"
@@ -66,6 +67,55 @@ LayerTimes layer_times(const Scenario& s, const Cluster& cluster) {
   };
   return {time_of(transformer.layer_forward()),
           time_of(transformer.layer_recompute()) + time_of(transformer.layer_backward())};
+}
+
+std::vector<MemoryCheck> korthikanti_memory_checks(const std::string& config_id, const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const Layout& l = s.layout;
+  const double t = l.tp, p = l.pp, v = l.vpp;
+  const double h = static_cast<double>(m.hidden);
+  const double a = static_cast<double>(m.heads);
+  const double sq = static_cast<double>(s.training.seq_len), b = static_cast<double>(s.training.micro_batch);
+  const double sbh = sq * b * h;
+  const int64_t stage_layers = m.layers / l.pp;
+  // Micro-batch equivalents the first stage holds (Korthikanti et al. Sec. 4.2.3).
+  const double in_flight = v > 1 ? p * (1 + (p - 1) / (p * v)) : p;
+  const double layers_held = static_cast<double>(stage_layers) * in_flight;
+  const MemoryModel memory(s.training.precision, s.training.optimizer, 0, 1);
+  std::vector<MemoryCheck> checks;
+
+  const int64_t params = 12 * m.hidden * m.hidden * stage_layers / l.tp;
+  const auto states = memory.rank_memory({.dense_params = params});
+  checks.push_back({config_id, "weights + gradients + optimizer (18 B × 12h² × L/(t·p))",
+                    (states.params + states.grads + states.optimizer_state).to_gib(),
+                    18.0 * static_cast<double>(params) / 1073741824.0});
+
+  struct Variant {
+    const char* name;
+    bool sp;
+    Recompute recompute;
+    double bytes_per_layer;
+  };
+  const Variant variants[] = {
+      {"activations, no recompute (sbh(10 + 24/t + 5as/(ht)))", false, Recompute::kNone,
+       sbh * (10 + 24 / t + 5 * a * sq / (h * t))},
+      {"activations, sequence parallel + selective (34·sbh/t)", true, Recompute::kSelective, 34 * sbh / t},
+      {"activations, full recompute (2·sbh)", false, Recompute::kFull, 2 * sbh},
+  };
+  for (const Variant& variant : variants) {
+    if (variant.sp && l.tp == 1) continue;
+    TrainingSpec training = s.training;
+    training.recompute = variant.recompute;
+    training.attention = AttentionKernel::kNaive;  // the paper's formulas store the s × s tensors
+    training.hidden_dropout = 0.1;
+    training.attention_dropout = 0.1;
+    const Transformer transformer(m, training, ShardSpec{l.tp, variant.sp, 1});
+    const auto held = memory.rank_memory({.activations_per_microbatch = transformer.layer_activation_bytes() * stage_layers,
+                                          .in_flight_microbatches = in_flight});
+    checks.push_back({config_id, variant.name, held.activations.to_gib(),
+                      variant.bytes_per_layer * layers_held / 1073741824.0});
+  }
+  return checks;
 }
 
 // Quantities a metric row can be predicted from.
@@ -242,6 +292,11 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
         ps.missing = fmt::format("rejected by clustersim: {}", e.what());
       }
     }
+    if (ps.expressible() && ps.convention == SourceConvention::kKorthikanti && report) {
+      for (auto& check : korthikanti_memory_checks(config.config_id, ps.scenario)) {
+        v.memory_checks.push_back(std::move(check));
+      }
+    }
     const std::string setup = ps.expressible() ? describe_setup(ps) : "";
     const std::string assumed = join(ps.assumed, "; ");
     for (const PublishedMetric& metric : config.metrics) {
@@ -390,6 +445,19 @@ void write_runs_report(const RunValidation& v, const std::string& command, std::
                        share(r->exposed_comm_s), share(r->bubble_s), share(r->optimizer_s), cell(r->setup));
   }
   out << "\n";
+
+  if (!v.memory_checks.empty()) {
+    out << "## Memory model against Korthikanti et al.'s formulas\n\nPer GPU of the first pipeline stage, for "
+           "every Korthikanti et al. configuration above (cases/memory.md M3 is `korth_1`: 45.5625, 66.84 and "
+           "12.35 GiB). The memory model's numbers come from the Transformer's saved activations and MemoryModel, "
+           "the formulas from the paper (Table 2 and Sec. 4.2.3).\n\n"
+           "| config | quantity | memory model | formula | difference |\n|---|---|---|---|---|\n";
+    for (const auto& c : v.memory_checks) {
+      out << fmt::format("| {} | {} | {:.4f} GiB | {:.4f} GiB | {:.2g} GiB |\n", c.config_id, c.quantity, c.model_gib,
+                         c.formula_gib, c.model_gib - c.formula_gib);
+    }
+    out << "\n";
+  }
 
   // Not expressible, grouped by the missing feature.
   std::map<std::string, std::vector<const RunValidationRow*>> missing;

@@ -57,6 +57,19 @@ struct SourceSummary {
   bool core = false;     // one of issue 8's ≤ 10 % sources (SC21, Korthikanti, Megatron-LM README, Megatron-Bridge)
 };
 
+// The memory model against Korthikanti et al. 2022's closed forms for one of their configurations
+// (cases/memory.md M3 is the GPT-3 175B one): weights, gradients and optimizer state of the
+// transformer layers (18 B × 12h² × L / (t·p), embeddings and biases excluded), and the first
+// stage's activations, per layer × L × (1 + (p−1)/(p·v)) for the interleaved schedule (× L with
+// 1F1B), for three variants: no recompute without sequence parallelism sbh(10 + 24/t + 5as/(ht)),
+// sequence parallelism with selective recompute 34·sbh/t, full recompute 2·sbh.
+struct MemoryCheck {
+  std::string config_id;
+  std::string quantity;   // "weights + gradients + optimizer", "activations, no recompute", ...
+  double model_gib = 0;   // from the memory model (Transformer activations, MemoryModel)
+  double formula_gib = 0; // from the paper's formula
+};
+
 struct RunValidation {
   std::string csv_path;
   std::vector<RunValidationRow> rows;  // every CSV row, in file order
@@ -66,6 +79,7 @@ struct RunValidation {
   double mape = 0;         // over all expressible rows
   int core_rows = 0;
   double core_mape = 0;    // over the expressible rows of the core sources
+  std::vector<MemoryCheck> memory_checks;  // every expressible Korthikanti et al. configuration
 };
 
 // Reads `csv_path` and predicts every row with the presets under `data_dir`. Throws InputError for

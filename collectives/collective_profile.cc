@@ -77,8 +77,6 @@ CollectiveFit parse_fit(const Json& json, const std::string& path) {
   fit.algorithm =
       parsed<CollectiveAlgorithm>(member(json, path, "algorithm"), path + ".algorithm", parse_collective_algorithm);
   fit.protocol = parsed<Protocol>(member(json, path, "protocol"), path + ".protocol", parse_protocol);
-  if (fit.algorithm == CollectiveAlgorithm::kAuto) fail(path + ".algorithm", "a fit needs a concrete algorithm, not auto");
-  if (fit.protocol == Protocol::kAuto) fail(path + ".protocol", "a fit needs a concrete protocol, not auto");
   fit.ranks = positive_int(member(json, path, "ranks"), path + ".ranks", false);
   if (json.contains("nodes")) fit.nodes = positive_int(json.at("nodes"), path + ".nodes", true);
   const Json& segments = member(json, path, "segments");
@@ -93,12 +91,18 @@ CollectiveFit parse_fit(const Json& json, const std::string& path) {
 
 std::optional<Duration> CollectiveProfile::lookup(CollectiveOp op, CollectiveAlgorithm algorithm, Protocol protocol,
                                                   int ranks, int nodes, Bytes size) const {
-  for (const CollectiveFit& fit : fits) {
-    if (fit.op != op || fit.algorithm != algorithm || fit.protocol != protocol || fit.ranks != ranks) continue;
-    if (fit.nodes != 0 && fit.nodes != nodes) continue;
-    for (const CollectiveFitSegment& segment : fit.segments) {
-      if (size >= segment.min_size && size <= segment.max_size) {
-        return segment.latency + transfer_time(size, segment.bandwidth);
+  // Fits of the exact algorithm and protocol first, then fits measured with NCCL's own choice.
+  for (const bool wildcard : {false, true}) {
+    for (const CollectiveFit& fit : fits) {
+      const bool automatic = fit.algorithm == CollectiveAlgorithm::kAuto || fit.protocol == Protocol::kAuto;
+      if (automatic != wildcard || fit.op != op || fit.ranks != ranks) continue;
+      if (fit.algorithm != CollectiveAlgorithm::kAuto && fit.algorithm != algorithm) continue;
+      if (fit.protocol != Protocol::kAuto && fit.protocol != protocol) continue;
+      if (fit.nodes != 0 && fit.nodes != nodes) continue;
+      for (const CollectiveFitSegment& segment : fit.segments) {
+        if (size >= segment.min_size && size <= segment.max_size) {
+          return segment.latency + transfer_time(size, segment.bandwidth);
+        }
       }
     }
   }

@@ -12,7 +12,9 @@
 //    "fits": [{"op": "all_reduce", "algorithm": "ring", "protocol": "Simple", "ranks": 8, "nodes": 1,
 //              "segments": [{"min_size": "0 B", "max_size": "1048576 B",
 //                            "latency": "14.2 us", "bandwidth": "120 GB/s"}, ...]}]}
-// "nodes" may be omitted (or 0): the fit then applies to any node count.
+// "nodes" may be omitted (or 0): the fit then applies to any node count. "algorithm" or "protocol"
+// "auto" marks a sweep measured with NCCL's own choice (nccl-tests without NCCL_ALGO/NCCL_PROTO): it
+// prices every candidate alike, so the selector's pick runs in the measured time; exact fits win.
 
 #include <optional>
 #include <string>
@@ -45,7 +47,8 @@ struct CollectiveProfile {
   std::vector<CollectiveFit> fits;
 
   // latency + transfer_time(size, bandwidth) of the first fit whose key matches and one of whose
-  // segments contains `size`; nullopt when none does.
+  // segments contains `size` (fits of the exact algorithm and protocol before "auto" ones); nullopt
+  // when none does.
   std::optional<Duration> lookup(CollectiveOp op, CollectiveAlgorithm algorithm, Protocol protocol, int ranks,
                                  int nodes, Bytes size) const;
 };

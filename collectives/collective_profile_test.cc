@@ -31,6 +31,22 @@ TEST(CollectiveProfile, LookupUsesTheSegmentOfTheSize) {
       profile.lookup(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, Protocol::kSimple, 8, 1, Bytes::gibibytes(17)));
 }
 
+TEST(CollectiveProfile, AutoFitsPriceEveryCandidateAndExactFitsWin) {
+  // An nccl-tests sweep without NCCL_ALGO/NCCL_PROTO: NCCL's own choice, measured.
+  const CollectiveProfile profile = parse_collective_profile(R"({"fits": [
+      {"op": "all_reduce", "algorithm": "auto", "protocol": "auto", "ranks": 16, "nodes": 2,
+       "segments": [{"min_size": "0 B", "max_size": "8 GiB", "latency": "120 us", "bandwidth": "180 GB/s"}]},
+      {"op": "all_reduce", "algorithm": "tree", "protocol": "LL", "ranks": 16, "nodes": 2,
+       "segments": [{"min_size": "0 B", "max_size": "8 GiB", "latency": "30 us", "bandwidth": "1 GB/s"}]}]})");
+  const Bytes size = Bytes::mebibytes(64);
+  const Duration measured = Duration::microseconds(120) + transfer_time(size, Bandwidth::gigabytes_per_s(180));
+  EXPECT_EQ(profile.lookup(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, Protocol::kSimple, 16, 2, size),
+            measured);
+  EXPECT_EQ(profile.lookup(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, Protocol::kLL, 16, 2, size),
+            Duration::microseconds(30) + transfer_time(size, Bandwidth::gigabytes_per_s(1)));
+  EXPECT_FALSE(profile.lookup(CollectiveOp::kAllGather, CollectiveAlgorithm::kRing, Protocol::kSimple, 16, 2, size));
+}
+
 TEST(CollectiveProfile, JsonRoundTripIsExact) {
   CollectiveProfile profile = parse_collective_profile(kProfile);
   profile.fits.front().segments.front().bandwidth = Bandwidth::bytes_per_s(123456789.123456789);

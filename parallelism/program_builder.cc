@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "parallelism/pipeline_schedule.h"
 #include "workloads/op_cost.h"
+#include "workloads/pytorch_eager_ops.h"
 
 namespace clustersim {
 
@@ -185,7 +186,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     stage.gradients.overlap = layout.overlap_grad_reduce;
     const int64_t optimizer_shard =
         layout.zero_stage >= 1 ? (stage_params + layout.dp - 1) / layout.dp : stage_params;
-    stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, precision, training.optimizer), cost);
+    stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, training), cost);
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
       stage.data_param_gather = Bytes::of(stage_params) * precision.param_bytes();
     }
@@ -205,6 +206,21 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
   const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const ParameterCounts& params = transformer.parameters();
+  if (training.framework == Framework::kPytorchEager) {
+    // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h).
+    if (p != 1 || layout.dp != 1 || layout.zero_stage != 0 || m != 1) {
+      throw InputError(fmt::format("training.framework pytorch-eager models one GPU running one micro-batch per step "
+                                   "(pp 1, dp 1, zero 0, global_batch = micro_batch; got pp {}, dp {}, zero {}, {} "
+                                   "micro-batches); use training.framework: megatron for parallel layouts",
+                                   p, layout.dp, layout.zero_stage, m));
+    }
+    StageMemory mem;
+    mem.layers = layers;
+    mem.parameters = params.total();
+    mem.inflight_microbatches = 1;
+    mem.memory = pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters).peak;
+    return {mem};
+  }
   const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,
                                  static_cast<int64_t>(layout.dp) * layout.cp, 1);
 

@@ -129,7 +129,7 @@ Schema build_scenario_schema() {
   s.key(key("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
   s.key(key("description", ValueType::kString, "free text", ""));
   s.key(key("calibration", ValueType::kString,
-            "calibration profile name (tools/calibrate/profiles/<name>.json) or path; absent: datasheet defaults"));
+            "calibration profile name (scenarios/profiles/<name>.json) or path; absent: datasheet defaults"));
   s.key(integer("seed", "seed of every random choice (ECMP hashing, noise)", "1", 0));
 
   s.section("cluster", "the GPUs and the networks between them");
@@ -167,6 +167,10 @@ Schema build_scenario_schema() {
             "an extra fp32 gradient copy next to 16-bit gradients (DeepSpeed ZeRO's accounting)", "false"));
   s.key(choice("training.optimizer_state_dtype", "Adam moments dtype", "fp32", {"fp32", "bf16"}));
   s.key(choice("training.optimizer", "optimizer", "adam", {"adam", "sgd"}));
+  s.key(choice("training.framework",
+               "whose kernels run the step: megatron (fused kernels) or pytorch-eager (PyTorch modules under "
+               "autocast over fp32 parameters, as tools/reference/train_step.py; one GPU)",
+               "megatron", {"megatron", "pytorch-eager"}));
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",
                {"flash", "naive"}));
@@ -351,6 +355,7 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   });
   t.precision = p;
   t.optimizer = parse_optimizer(doc.get_string("training.optimizer"));
+  t.framework = parse_framework(doc.get_string("training.framework"));
   t.recompute = parse_recompute(doc.get_string("training.recompute"));
   t.attention = parse_attention_kernel(doc.get_string("training.attention"));
   t.hidden_dropout = doc.get_real("training.hidden_dropout");

@@ -550,6 +550,11 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
                conv == SourceConvention::kMegatronReadme ? "--overlap-param-gather needs --use-distributed-optimizer"
                                                          : "the Megatron-Bridge recipes' default");
   }
+  if (!zero && conv == SourceConvention::kHagemann) {
+    l.zero_stage = 1;
+    ctx.assume("zero 1 (optimizer state sharded over data parallelism)",
+               "not in the data files; unsharded Adam state at tp = pp = 1 would need 18 B/param, 234 GB for 13B");
+  }
   if (megatron_2021 || conv == SourceConvention::kBigScience) {
     // Megatron-LM of 2021-22 all-reduced gradients after the backward pass (DDP_impl local);
     // DeepSpeed's pipeline engine likewise reduces after the last microbatch.

@@ -478,10 +478,13 @@ void write_runs_report(const RunValidation& v, const std::string& command, std::
          "leaves empty, with the default used and why.\n\n| config | source | model | setup | assumed |\n"
          "|---|---|---|---|---|\n";
   std::set<std::string> listed;
+  std::string previous;
   for (const auto& r : v.rows) {
     if (r.setup.empty() || !listed.insert(r.config_id).second) continue;
+    const std::string assumed = r.assumed.empty() ? "—" : r.assumed == previous ? "as above" : cell(r.assumed);
+    previous = r.assumed;
     out << fmt::format("| {} | {} | {} | {}{} | {} |\n", r.config_id, cell(r.publication), cell(r.model), cell(r.setup),
-                       r.note.empty() ? "" : " — " + cell(r.note), r.assumed.empty() ? "—" : cell(r.assumed));
+                       r.note.empty() ? "" : " — " + cell(r.note), assumed);
   }
   out << "\n## Every row\n\n| line | config | source | metric | unit | published | predicted | error |\n"
          "|---|---|---|---|---|---|---|---|\n";
@@ -540,7 +543,11 @@ void write_runs_json(const RunValidation& v, std::ostream& out) {
     row["source"] = r.publication;
     row["expressible"] = r.expressible;
     if (!r.expressible) row["missing"] = r.missing;
-    if (r.step_time_s > 0) row["step_time_s"] = r.step_time_s;
+    if (r.step_time_s > 0) {
+      row["step_time_s"] = r.step_time_s;
+      row["breakdown_s"] = {{"compute", r.compute_s}, {"exposed_comm", r.exposed_comm_s}, {"bubble", r.bubble_s},
+                            {"optimizer", r.optimizer_s}};
+    }
     rows.push_back(std::move(row));
   }
   j["rows"] = std::move(rows);

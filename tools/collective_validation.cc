@@ -3,62 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "collectives/collective_runner.h"
 #include "core/error.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
+#include "tools/csv_table.h"
 #include "topology/cluster.h"
 
 namespace clustersim {
 namespace {
-
-// RFC 4180 records: commas separate fields, double quotes enclose fields with commas, "" is a quote.
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw InputError(fmt::format("cannot read the collectives measurements \"{}\"", path));
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  const std::string text = buffer.str();
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> record;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      record.push_back(std::move(field));
-      field.clear();
-    } else if (c == '\n') {
-      record.push_back(std::move(field));
-      field.clear();
-      records.push_back(std::move(record));
-      record.clear();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (!field.empty() || !record.empty()) {
-    record.push_back(std::move(field));
-    records.push_back(std::move(record));
-  }
-  return records;
-}
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
@@ -234,21 +190,17 @@ std::string size_text(int64_t bytes) {
 }  // namespace
 
 CollectiveValidation validate_collectives(const std::string& csv_path, const std::string& data_dir) {
-  const auto records = read_csv(csv_path);
-  if (records.empty()) throw InputError(fmt::format("\"{}\" is empty", csv_path));
+  const CsvTable table = CsvTable::read(csv_path, "collectives measurements");
   std::map<std::string, size_t> column;
-  for (size_t i = 0; i < records.front().size(); ++i) column[records.front()[i]] = i;
   for (const char* key : {"source", "system", "gpus", "collective", "algorithm", "size_bytes", "time_us", "busbw_GBps",
                           "bw_definition"}) {
-    if (!column.contains(key)) throw InputError(fmt::format("\"{}\" has no column \"{}\"", csv_path, key));
+    column[key] = table.column(key);
   }
   const HardwareCatalog catalog(data_dir);
   CollectiveValidation validation;
   std::vector<double> large_errors, all_errors;
-  for (size_t r = 1; r < records.size(); ++r) {
-    const auto& record = records[r];
-    if (record.size() < records.front().size()) continue;  // blank trailing line
-    const auto field = [&](const char* key) { return record[column.at(key)]; };
+  for (const CsvRecord& record : table.records()) {
+    const auto field = [&](const char* key) { return record.fields[column.at(key)]; };
     CollectiveValidationRow row;
     row.source = field("source");
     row.system = field("system");

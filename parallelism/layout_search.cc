@@ -232,6 +232,13 @@ CandidateOutcome screen_candidate(const SearchProblem& problem, const LayoutCand
   const TrainingSpec training = candidate.training(problem.training);
   // 1. Rules.
   try {
+    if (candidate.layout.dp < 1) {
+      const Layout& l = candidate.layout;
+      const int64_t model_parallel = static_cast<int64_t>(l.tp) * l.cp * l.pp;
+      throw InputError(fmt::format("tp·cp·pp = {}·{}·{} = {} {} the cluster's {} GPUs: no data-parallel size fits",
+                                   l.tp, l.cp, l.pp, model_parallel,
+                                   model_parallel > context.gpus ? "exceeds" : "does not divide", context.gpus));
+    }
     if (candidate.global_batch < 1) {
       throw InputError(fmt::format("no global batch up to {} is a multiple of micro_batch · dp{} = {}",
                                    problem.training.global_batch,
@@ -406,6 +413,24 @@ SearchResult search_layouts(const SearchProblem& problem, const SearchOptions& o
     return ranks_before(space.objective, a.metrics, a.index, b.metrics, b.index);
   });
   return result;
+}
+
+std::vector<size_t> ranked_order(const SearchResult& result, SearchObjective objective) {
+  std::vector<size_t> out;
+  std::vector<char> placed(result.candidates.size(), 0);
+  for (const RankedLayout& r : result.ranking) {
+    out.push_back(r.index);
+    placed[r.index] = 1;
+  }
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < result.outcomes.size(); ++i) {
+    if (!result.outcomes[i].rejected && placed[i] == 0) rest.push_back(i);
+  }
+  std::sort(rest.begin(), rest.end(), [&](size_t a, size_t b) {
+    return ranks_before(objective, result.outcomes[a].metrics, a, result.outcomes[b].metrics, b);
+  });
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
 }
 
 }  // namespace clustersim

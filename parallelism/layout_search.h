@@ -165,6 +165,10 @@ double objective_score(SearchObjective objective, const LayoutMetrics& m);
 bool ranks_before(SearchObjective objective, const LayoutMetrics& a, size_t a_index, const LayoutMetrics& b,
                   size_t b_index);
 
+// Every simulated candidate, best first: the re-ranked layouts in their final order, then the
+// others in screening order (indices into SearchResult::candidates).
+std::vector<size_t> ranked_order(const SearchResult& result, SearchObjective objective);
+
 // Runs the whole search. Throws InputError for a malformed space (validate_search_space,
 // expand_search_space) and InternalError for bugs; a space where nothing is feasible returns a
 // result with an empty ranking and the rejection counts.

@@ -107,7 +107,7 @@ std::string describe_space(const SearchResult& result) {
   for (const auto& c : result.candidates) {
     tp.insert(c.layout.tp);
     pp.insert(c.layout.pp);
-    dp.insert(c.layout.dp);
+    if (c.layout.dp > 0) dp.insert(c.layout.dp);
     vpp.insert(c.layout.vpp);
     zero.insert(c.layout.zero_stage);
     mb.insert(c.micro_batch);

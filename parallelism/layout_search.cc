@@ -389,15 +389,23 @@ SearchResult search_layouts(const SearchProblem& problem, const SearchOptions& o
   const size_t keep = std::min(evaluated.size(), static_cast<size_t>(std::max(space.top, space.rerank)));
   const std::vector<size_t> best(evaluated.begin(), evaluated.begin() + static_cast<std::ptrdiff_t>(keep));
 
-  // Re-ranking at the scenario's fidelity.
-  result.reranked = space.rerank > 0 && (problem.fidelity != Fidelity::kAnalytical || !problem.representative);
+  // Re-ranking at the scenario's fidelity, for the layouts where it differs from the screening.
   std::vector<CandidateOutcome> final_outcomes(result.candidates.size());
-  for (size_t i : best) final_outcomes[i] = result.outcomes[i];
+  std::vector<size_t> again;
+  for (size_t i : best) {
+    final_outcomes[i] = result.outcomes[i];
+    const int world = result.candidates[i].layout.world_size();
+    if (space.rerank > 0 && (problem.fidelity(world) != Fidelity::kAnalytical || !problem.representative)) {
+      again.push_back(i);
+    }
+  }
+  result.reranked = !again.empty();
   if (result.reranked) {
-    const std::vector<size_t> share = my_share(best, partition);
+    const std::vector<size_t> share = my_share(again, partition);
     run_parallel(share, threads, "rerank", options, [&](size_t i) {
-      final_outcomes[i].metrics =
-          evaluate_candidate(problem, result.candidates[i], problem.fidelity, problem.representative);
+      final_outcomes[i].metrics = evaluate_candidate(
+          problem, result.candidates[i], problem.fidelity(result.candidates[i].layout.world_size()),
+          problem.representative);
     });
     gather_outcomes(partition, share, final_outcomes);
   }

@@ -93,8 +93,12 @@ struct SearchProblem {
   TrainingSpec training;
   Layout base;
   SearchSpace space;
-  Fidelity fidelity = Fidelity::kAnalytical;  // the scenario's fidelity, used for re-ranking
+  // The scenario's fidelity for a layout of `world` GPUs, used for re-ranking (what `clustersim run`
+  // would use for it; scenarios::resolve_fidelity). Empty: analytical for every layout.
+  std::function<Fidelity(int world)> fidelity_for;
   bool representative = true;
+
+  Fidelity fidelity(int world) const { return fidelity_for ? fidelity_for(world) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;
   const CollectiveProfile* collective_profile = nullptr;
 };
@@ -147,7 +151,7 @@ struct SearchResult {
   std::vector<RejectionSummary> rejected;   // reasons with a non-zero count, in RejectReason order
   size_t evaluated = 0;                     // candidates simulated
   Fidelity screening_fidelity = Fidelity::kAnalytical;
-  bool reranked = false;                    // false when the scenario's fidelity is the screening one
+  bool reranked = false;                    // some layouts re-simulated (their fidelity differs from screening)
 };
 
 // The checks of steps 1-3 for one candidate, then the screening simulation. Throws InternalError

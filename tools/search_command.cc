@@ -154,11 +154,12 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                      r.candidates.size() - r.evaluated);
   out << fmt::format("  objective   {}; ties broken by lower peak memory\n", objective_text(space.objective));
   if (r.reranked) {
+    const auto flow = std::count_if(r.ranking.begin(), r.ranking.end(),
+                                    [](const RankedLayout& l) { return l.metrics.fidelity == Fidelity::kFlow; });
     out << fmt::format("  simulation  screened at analytical fidelity with one rank per stage; the best {} "
-                       "re-simulated at {} fidelity{} (the scenario's)\n",
-                       r.ranking.size(), fidelity_name(r.ranking.empty() ? Fidelity::kAnalytical
-                                                                         : r.ranking.front().metrics.fidelity),
-                       s.simulation.representative ? ", one rank per stage" : ", every rank");
+                       "re-simulated as `clustersim run` would ({} at flow fidelity, {})\n",
+                       r.ranking.size(), flow,
+                       s.simulation.representative ? "one rank per stage" : "every rank");
   } else {
     out << "  simulation  analytical fidelity with one rank per stage (the scenario's setting)\n";
   }
@@ -409,7 +410,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   problem.space = *scenario.search;
   const int top = options.top > 0 ? options.top : problem.space.top;
   problem.space.top = top;
-  problem.fidelity = resolve_fidelity(scenario.simulation, cluster.gpu_count());
+  problem.fidelity_for = [&scenario](int world) { return resolve_fidelity(scenario.simulation, world); };
   problem.representative = scenario.simulation.representative;
   problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
   problem.collective_profile = collective_profile ? &*collective_profile : nullptr;

@@ -48,7 +48,7 @@ SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
   problem.training = s.training;
   problem.base = s.layout;
   problem.space = *s.search;
-  problem.fidelity = resolve_fidelity(s.simulation, cluster.gpu_count());
+  problem.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
   problem.representative = s.simulation.representative;
   return problem;
 }
@@ -162,7 +162,8 @@ std::vector<Sc21SearchRow> run_sc21_searches(const std::string& source_dir, int 
                                         [&](const RankedLayout& r) { return r.index == pi; });
       row.paper_metrics = reranked || !row.result.reranked
                               ? final_metrics(row.result, pi)
-                              : evaluate_candidate(problem, row.result.candidates[pi], problem.fidelity,
+                              : evaluate_candidate(problem, row.result.candidates[pi],
+                                                   problem.fidelity(row.result.candidates[pi].layout.world_size()),
                                                    problem.representative);
     }
     if (row.paper_rank && *row.paper_rank > 5) {

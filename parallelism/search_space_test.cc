@@ -1,0 +1,199 @@
+#include "parallelism/search_space.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+
+namespace clustersim {
+namespace {
+
+int divisor_count(int n) {
+  int c = 0;
+  for (int d = 1; d <= n; ++d) c += n % d == 0 ? 1 : 0;
+  return c;
+}
+
+TrainingSpec training(int64_t global_batch) {
+  TrainingSpec t;
+  t.seq_len = 2048;
+  t.global_batch = global_batch;
+  t.micro_batch = 1;
+  return t;
+}
+
+// L6 of ../shared/cases/layouts.md: 5,128 GPUs, 105 layers, 128 heads.
+SearchContext l6_context() { return SearchContext{.gpus = 5128, .gpus_per_node = 8, .layers = 105, .heads = 128}; }
+
+TEST(UnevenStages, TakeTheSurplusFromTheFirstAndLastStageInStepsOfVpp) {
+  // Llama 3 405B: 126 layers on 16 stages; with one chunk per stage the first and last stage hold one
+  // layer less (Dubey et al. 2024 §3.3.2): ceil(126/16) = 8, surplus 8·16 − 126 = 2.
+  std::vector<int> expected(16, 8);
+  expected.front() = 7;
+  expected.back() = 7;
+  EXPECT_EQ(uneven_stage_layers(126, 16, 1), expected);
+  // With two chunks per stage every stage needs an even count: the surplus 2 comes off the first.
+  expected.assign(16, 8);
+  expected.front() = 6;
+  EXPECT_EQ(uneven_stage_layers(126, 16, 2), expected);
+  EXPECT_EQ(uneven_stage_layers(30, 4, 1), (std::vector<int>{7, 8, 8, 7}));
+  // 5 layers cannot be cut into chunks of 2; 3 layers cannot fill 4 stages.
+  EXPECT_TRUE(uneven_stage_layers(5, 4, 2).empty());
+  EXPECT_TRUE(uneven_stage_layers(3, 4, 1).empty());
+  for (int pp : {3, 5, 7, 16, 32}) {
+    const auto stages = uneven_stage_layers(126, pp, 1);
+    ASSERT_FALSE(stages.empty()) << pp;
+    EXPECT_EQ(std::accumulate(stages.begin(), stages.end(), 0), 126) << pp;
+  }
+}
+
+TEST(SearchSpace, DerivedListsAreTheFactorizationsOfTheGpus) {
+  // 16 GPUs in nodes of 8, 24 layers, 16 heads. tp: divisors of 16 heads <= 8 dividing 16 GPUs
+  // = {1, 2, 4, 8}; pp: divisors of 24 layers dividing 16 = {1, 2, 4, 8}; dp = 16 / (tp · pp).
+  const SearchContext context{.gpus = 16, .gpus_per_node = 8, .layers = 24, .heads = 16};
+  const auto candidates = expand_search_space(SearchSpace{}, Layout{}, training(32), context);
+  std::set<int> tps, pps;
+  size_t expected = 0;
+  const size_t tp_values = 4;
+  for (int pp : {1, 2, 4, 8}) {
+    // vpp = 1 with 1F1B, and every other divisor of 24/pp with the interleaved schedule (pp > 1).
+    expected += tp_values * static_cast<size_t>(1 + (pp > 1 ? divisor_count(24 / pp) - 1 : 0));
+  }
+  EXPECT_EQ(candidates.size(), expected);
+  for (const auto& c : candidates) {
+    tps.insert(c.layout.tp);
+    pps.insert(c.layout.pp);
+    const int model_parallel = c.layout.tp * c.layout.pp;
+    EXPECT_EQ(c.layout.dp, model_parallel <= 16 ? 16 / model_parallel : 0);
+    EXPECT_EQ(c.layout.schedule == PipelineSchedule::kInterleaved1F1B, c.layout.vpp > 1);
+    EXPECT_EQ(c.global_batch, 32);
+    EXPECT_EQ(c.micro_batch, 1);
+  }
+  EXPECT_EQ(tps, (std::set<int>{1, 2, 4, 8}));
+  EXPECT_EQ(pps, (std::set<int>{1, 2, 4, 8}));
+}
+
+TEST(SearchSpace, ListsMultiplyAndStructuralNonLayoutsAreLeftOut) {
+  const SearchContext context{.gpus = 16, .gpus_per_node = 8, .layers = 24, .heads = 16};
+  SearchSpace space;
+  space.tp = {1, 2};
+  space.pp = {2};
+  space.vpp = {1, 3};
+  space.micro_batch = {1, 2};
+  space.recompute = {Recompute::kNone, Recompute::kFull};
+  space.zero = {0, 1, 3};
+  space.sequence_parallel = {false, true};
+  space.schedule = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved1F1B};
+  const auto candidates = expand_search_space(space, Layout{}, training(32), context);
+  // (vpp, schedule) pairs that are layouts: (1, gpipe), (1, 1f1b), (3, interleaved) = 3;
+  // sequence parallel: tp 1 only without it (1), tp 2 with and without (2).
+  EXPECT_EQ(candidates.size(), static_cast<size_t>(3 * 2 * 2 * 3 * (1 + 2)));
+}
+
+TEST(SearchSpace, IdleGpusTakeTheLargestDataParallelSizeForWhichTheBatchWorks) {
+  SearchSpace space;
+  space.tp = {8};
+  space.pp = {35};
+  space.vpp = {1};
+  space.schedule = {PipelineSchedule::kOneFOneB};
+  space.allow_idle_gpus = true;
+  space.global_batch = GlobalBatchRule::kMaximum;
+  // L6: floor(5128 / (8 · 35)) = 18 replicas, global batch 2520 = 140 · 18 (5,040 GPUs).
+  auto c = expand_search_space(space, Layout{}, training(2520), l6_context());
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].layout.dp, 5128 / 280);
+  EXPECT_EQ(c[0].global_batch, 2520);
+  EXPECT_EQ(c[0].layout.world_size(), 5040);
+  // A fixed batch of 2500 = 2²·5⁴: the largest dp <= 18 dividing it is 10.
+  space.global_batch = GlobalBatchRule::kFixed;
+  c = expand_search_space(space, Layout{}, training(2500), l6_context());
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].layout.dp, 10);
+  // A maximum rounds down to a multiple of micro_batch · dp (· pp interleaved): 2000 → 111 · 18.
+  space.global_batch = GlobalBatchRule::kMaximum;
+  c = expand_search_space(space, Layout{}, training(2000), l6_context());
+  EXPECT_EQ(c[0].global_batch, 2000 / 18 * 18);
+  space.vpp = {3};
+  space.schedule = {PipelineSchedule::kInterleaved1F1B};
+  c = expand_search_space(space, Layout{}, training(2000), l6_context());
+  EXPECT_EQ(c[0].global_batch, 2000 / (18 * 35) * (18 * 35));
+}
+
+TEST(SearchSpace, ExactGpuCountLeavesOnlyPipelineSizesDividingIt) {
+  // L6 without idle GPUs: 5128 = 2³·641, so pp must divide both 5128 and the 105 layers: only 1.
+  const auto c = expand_search_space(SearchSpace{}, Layout{}, training(2520), l6_context());
+  for (const auto& x : c) {
+    EXPECT_EQ(x.layout.pp, 1);
+    EXPECT_LE(x.layout.tp, 8);
+  }
+}
+
+TEST(SearchSpace, AnEmptySpaceIsAnInputError) {
+  SearchSpace space;
+  space.tp = {1};
+  space.sequence_parallel = {true};  // needs tp > 1: nothing is a layout
+  const SearchContext context{.gpus = 8, .gpus_per_node = 8, .layers = 8, .heads = 8};
+  try {
+    expand_search_space(space, Layout{}, training(8), context);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SearchSpace, MalformedValuesAndImpossibleConstraintsNameTheirKey) {
+  const Bytes capacity = Bytes::gigabytes(80);
+  auto message = [&](const SearchSpace& s) {
+    try {
+      validate_search_space(s, capacity);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  SearchSpace s;
+  EXPECT_EQ(message(s), "");
+  s.memory_headroom = capacity;
+  EXPECT_NE(message(s).find("search.memory_headroom"), std::string::npos);
+  s = SearchSpace{};
+  s.zero = {4};
+  EXPECT_NE(message(s).find("search.zero"), std::string::npos);
+  s = SearchSpace{};
+  s.order = {"tp-dp"};
+  EXPECT_NE(message(s).find("search.order"), std::string::npos);
+  s = SearchSpace{};
+  s.tp = {0};
+  EXPECT_NE(message(s).find("search.tp"), std::string::npos);
+  s = SearchSpace{};
+  s.top = 0;
+  EXPECT_NE(message(s).find("search.top"), std::string::npos);
+}
+
+TEST(SearchSpace, TensorGroupsStayInsideNodesOnlyWhenTheirBlocksTileTheNode) {
+  Layout l{.tp = 8, .pp = 2, .dp = 4};
+  EXPECT_TRUE(tensor_groups_within_nodes(l, 8));   // ranks 8k .. 8k+7
+  EXPECT_FALSE(tensor_groups_within_nodes(l, 4));  // a block of 8 spans two nodes of 4
+  l.order = "dp-tp-cp-pp";                         // tp ranks dp = 4 apart: blocks of 32
+  EXPECT_FALSE(tensor_groups_within_nodes(l, 8));
+  l = Layout{.tp = 4, .dp = 6};
+  EXPECT_FALSE(tensor_groups_within_nodes(l, 6));  // the second block straddles GPUs 4..7
+  EXPECT_TRUE(tensor_groups_within_nodes(Layout{.tp = 1}, 6));
+}
+
+TEST(SearchObjective, NamesRoundTripAndUnknownNamesListTheValidOnes) {
+  for (auto o : {SearchObjective::kTokensPerSecond, SearchObjective::kStepTime, SearchObjective::kMfu,
+                 SearchObjective::kCostPerToken}) {
+    EXPECT_EQ(parse_search_objective(name_of(o)), o);
+  }
+  try {
+    parse_search_objective("speed");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokens_per_s"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace clustersim

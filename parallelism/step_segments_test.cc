@@ -1,0 +1,98 @@
+// The fast paths a layout search relies on give exactly what the full paths give:
+//  - at analytical fidelity the step simulation runs a pass's compute ops and the blocking
+//    collectives that start alone as one event (step_simulation.cc, Segment); with a trace
+//    recorded every op is its own event, so the two must agree to the picosecond;
+//  - stage_memory() is the memory build_training_programs() reports.
+
+#include <gtest/gtest.h>
+
+#include "parallelism/program_builder.h"
+#include "parallelism/test_clusters.h"
+#include "parallelism/training_simulation.h"
+#include "workloads/test_models.h"
+
+namespace clustersim {
+namespace {
+
+ModelSpec small_gpt() {
+  ModelSpec m = testing::gpt3_175b();
+  m.layers = 12;
+  m.hidden = 2048;
+  m.ffn_hidden = 4 * 2048;
+  m.heads = 16;
+  return m;
+}
+
+struct Case {
+  Layout layout;
+  Recompute recompute;
+};
+
+std::vector<Case> cases() {
+  return {
+      {Layout{.tp = 2, .pp = 2, .dp = 4}, Recompute::kNone},
+      {Layout{.tp = 8, .pp = 2, .dp = 1, .sequence_parallel = true, .zero_stage = 1}, Recompute::kFull},
+      {Layout{.tp = 2, .pp = 2, .dp = 4, .vpp = 3, .schedule = PipelineSchedule::kInterleaved1F1B},
+       Recompute::kSelective},
+      {Layout{.tp = 4, .pp = 1, .dp = 4, .zero_stage = 3}, Recompute::kNone},
+      {Layout{.tp = 1, .pp = 4, .dp = 4, .schedule = PipelineSchedule::kGpipe}, Recompute::kFull},
+  };
+}
+
+TEST(StepSegments, AnalyticalStepIsTheSameWithAndWithoutOneEventPerOp) {
+  const Cluster cluster(testing::h100_cluster(2));
+  for (bool representative : {true, false}) {
+    for (const Case& c : cases()) {
+      TrainingSpec t;
+      t.seq_len = 2048;
+      t.global_batch = 32;
+      t.micro_batch = 1;
+      t.recompute = c.recompute;
+      TrainingSimulationOptions fused;
+      fused.fidelity = Fidelity::kAnalytical;
+      fused.representative = representative;
+      TrainingSimulationOptions per_op = fused;
+      per_op.record_trace = true;  // one event per op, every op in the trace
+      const TrainingReport a = simulate_training(cluster, small_gpt(), t, c.layout, fused);
+      const TrainingReport b = simulate_training(cluster, small_gpt(), t, c.layout, per_op);
+      EXPECT_EQ(a.step.step_time, b.step.step_time);
+      ASSERT_EQ(a.step.ranks.size(), b.step.ranks.size());
+      for (size_t r = 0; r < a.step.ranks.size(); ++r) {
+        EXPECT_EQ(a.step.ranks[r].compute, b.step.ranks[r].compute);
+        EXPECT_EQ(a.step.ranks[r].recompute, b.step.ranks[r].recompute);
+        EXPECT_EQ(a.step.ranks[r].exposed_comm, b.step.ranks[r].exposed_comm);
+        EXPECT_EQ(a.step.ranks[r].bubble, b.step.ranks[r].bubble);
+        EXPECT_EQ(a.step.ranks[r].optimizer, b.step.ranks[r].optimizer);
+        EXPECT_EQ(a.step.ranks[r].finish, b.step.ranks[r].finish);
+      }
+      if (representative) {
+        EXPECT_LT(a.step.events, b.step.events);
+      }
+    }
+  }
+}
+
+TEST(StageMemory, IsTheMemoryTheProgramBuilderReports) {
+  const GpuSpec gpu = testing::h100_node().gpu;
+  const ComputeCostModel cost(gpu);
+  for (const Case& c : cases()) {
+    TrainingSpec t;
+    t.seq_len = 2048;
+    t.global_batch = 32;
+    t.micro_batch = 2;
+    t.recompute = c.recompute;
+    const Transformer transformer(small_gpt(), t, ShardSpec{c.layout.tp, c.layout.sequence_parallel, c.layout.cp});
+    const TrainingPrograms programs = build_training_programs(transformer, cost, c.layout);
+    const std::vector<StageMemory> alone = stage_memory(transformer, c.layout);
+    ASSERT_EQ(alone.size(), programs.memory.size());
+    for (size_t s = 0; s < alone.size(); ++s) {
+      EXPECT_EQ(alone[s].memory.total(), programs.memory[s].memory.total());
+      EXPECT_EQ(alone[s].memory.activations, programs.memory[s].memory.activations);
+      EXPECT_EQ(alone[s].parameters, programs.memory[s].parameters);
+      EXPECT_EQ(alone[s].inflight_microbatches, programs.memory[s].inflight_microbatches);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clustersim

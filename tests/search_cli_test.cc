@@ -1,0 +1,153 @@
+// `clustersim search` as users run it: the same output for any thread count and under
+// `mpirun -np 2`, the winner taken back by `clustersim run --layout-from`, exit codes and messages.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // standard output only
+  std::string err;  // standard error
+};
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("clustersim_search_cli_" + name)).string();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `prefix clustersim args`, standard error to a file.
+Result run(const std::string& args, const std::string& prefix = "") {
+  static int calls = 0;
+  const std::string err = temp("stderr_" + std::to_string(++calls));
+  const std::string command = prefix + std::string(CLUSTERSIM_BINARY) + " " + args + " 2>" + err;
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.out += buffer.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read(err);
+  return r;
+}
+
+std::string scenario(const std::string& name) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name; }
+
+const std::string kSmall = scenario("search/gpt3-1.3b-2-dgx-h100.yaml");
+
+TEST(SearchCli, OutputIsByteIdenticalForAnyThreadCount) {
+  const Result one = run("search " + kSmall + " --threads 1 --csv " + temp("t1.csv"));
+  const Result many = run("search " + kSmall + " --csv " + temp("tn.csv"));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_EQ(one.out, many.out);
+  EXPECT_EQ(read(temp("t1.csv")), read(temp("tn.csv")));
+  const Result one_json = run("search " + kSmall + " --threads 1 --json");
+  const Result three_json = run("search " + kSmall + " --threads 3 --json");
+  EXPECT_EQ(one_json.out, three_json.out);
+  EXPECT_NE(one.out.find("rank"), std::string::npos);
+  // Standard error is not a terminal here: no progress bar, only the closing line.
+  EXPECT_EQ(one.err.find("ETA"), std::string::npos);
+  EXPECT_NE(one.err.find("simulated layouts/s"), std::string::npos);
+}
+
+TEST(SearchCli, MpirunWithTwoProcessesGivesTheSameOutput) {
+  const std::string mpirun = CLUSTERSIM_MPIRUN;
+  if (mpirun.empty() || !std::filesystem::exists(mpirun)) GTEST_SKIP() << "mpirun not found";
+  if (!CLUSTERSIM_SEARCH_MPI) GTEST_SKIP() << "clustersim built without MPI";
+  // OpenMPI refuses to run as root unless told; CI containers run as root.
+  const std::string prefix =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + mpirun + " -np 2 --oversubscribe ";
+  const Result single = run("search " + kSmall + " --json --csv " + temp("single.csv"));
+  const Result mpi = run("search " + kSmall + " --json --csv " + temp("mpi.csv"), prefix);
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+  EXPECT_EQ(single.out, mpi.out);
+  EXPECT_EQ(read(temp("single.csv")), read(temp("mpi.csv")));
+  EXPECT_NE(mpi.err.find("on 2 process(es)"), std::string::npos) << mpi.err;
+  const Result table = run("search " + kSmall, prefix);
+  EXPECT_EQ(table.out, run("search " + kSmall).out);
+}
+
+TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
+  const Result search = run("search " + kSmall + " --json");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  std::ofstream(temp("results.json")) << search.out;
+  const auto results = nlohmann::json::parse(search.out);
+  ASSERT_GE(results["top"].size(), 2U);
+  for (int rank : {1, 2}) {
+    const auto& top = results["top"][static_cast<size_t>(rank - 1)];
+    const Result r = run("run " + kSmall + " --json --reproducible --layout-from " + temp("results.json") +
+                         " --rank " + std::to_string(rank));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    // The same layout simulated by run at the fidelity run chooses: the same step and memory.
+    EXPECT_EQ(j["step_time_s"].get<double>(), top["step_time_s"].get<double>());
+    EXPECT_EQ(j["memory"]["peak_bytes"].get<int64_t>(), top["peak_bytes"].get<int64_t>());
+    EXPECT_EQ(j["layout"]["tp"], top["layout"]["tp"]);
+    EXPECT_EQ(j["layout"]["pp"], top["layout"]["pp"]);
+    EXPECT_EQ(j["layout"]["dp"], top["layout"]["dp"]);
+    EXPECT_EQ(j["layout"]["micro_batch"], top["layout"]["micro_batch"]);
+    EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+    // The printed `--set` line does the same.
+    const Result by_set = run("run " + kSmall + " --json --reproducible " + top["set"].get<std::string>());
+    ASSERT_EQ(by_set.exit_code, 0) << by_set.err;
+    EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), top["step_time_s"].get<double>());
+  }
+  const Result missing = run("run " + kSmall + " --layout-from " + temp("results.json") + " --rank 99");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--rank 99"), std::string::npos) << missing.err;
+}
+
+TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
+  Result r = run("search " + kSmall + " --set 'search.tp=[]'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.tp"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set 'search.memory_headroom=100 GB'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.memory_headroom"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set search.memory_headroom=4");  // a bare number for a size
+  EXPECT_EQ(r.exit_code, 2);
+  r = run("search " + kSmall + " --set 'search.order=[tp-dp]'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.order"), std::string::npos) << r.err;
+  r = run("search " + scenario("llama3-8b-dgx-h100.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no search: section"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set 'search.tp=[1]' --set 'search.sequence_parallel=[true]'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search space is empty"), std::string::npos) << r.err;
+}
+
+TEST(SearchCli, AWellFormedSearchThatFindsNothingExitsWith0AndSaysWhy) {
+  // ../shared/cases/layouts.md L6: 5,128 GPUs, Turing-NLG 530B, every GPU used.
+  const Result r = run("search " + scenario("search/turing-nlg-530b-5128-a100.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no feasible layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out_of_memory"), std::string::npos);
+  EXPECT_NE(r.out.find("smallest peak"), std::string::npos);
+  EXPECT_NE(r.out.find("allow_idle_gpus"), std::string::npos);
+  EXPECT_EQ(r.out.find("best layout"), std::string::npos);
+  const Result json = run("search " + scenario("search/turing-nlg-530b-5128-a100.yaml") + " --json");
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(j["top"].empty());
+  EXPECT_EQ(j["evaluated"].get<int>(), 0);
+  EXPECT_GT(j["rejected"]["out_of_memory"].get<int>(), 0);
+}
+
+}  // namespace

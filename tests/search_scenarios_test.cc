@@ -1,0 +1,120 @@
+// The shipped search scenarios (scenarios/search/): each loads and expands; the SC21 ones match
+// their Table 1 rows; the L6 case of ../shared/cases/layouts.md. The long runs are in
+// search_slow_test.cc (label `slow`).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "parallelism/layout_search.h"
+#include "scenarios/scenario.h"
+#include "tools/published_run.h"
+#include "tools/search_sc21_report.h"
+
+namespace clustersim {
+namespace {
+
+const std::string kSource = CLUSTERSIM_SOURCE_DIR;
+
+std::vector<std::string> search_scenarios() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(kSource + "/scenarios/search")) {
+    if (e.path().extension() == ".yaml") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
+  SearchProblem p;
+  p.cluster = &cluster;
+  p.model = s.model;
+  p.training = s.training;
+  p.base = s.layout;
+  p.space = *s.search;
+  p.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
+  p.representative = s.simulation.representative;
+  return p;
+}
+
+TEST(SearchScenarios, EveryShippedSearchScenarioLoadsAndExpands) {
+  const auto paths = search_scenarios();
+  ASSERT_GE(paths.size(), 13U);  // 10 SC21 rows, Figure 13, GPT-3 175B, Llama-3-405B, L6, the small one
+  for (const auto& path : paths) {
+    const Scenario s = load_scenario(path, {}, "", LayoutCheck::kDeferToSearch);
+    ASSERT_TRUE(s.search.has_value()) << path;
+    int gpus = 0;
+    for (const auto& n : s.cluster.nodes) gpus += n.gpus;
+    const SearchContext context{.gpus = gpus,
+                                .gpus_per_node = s.cluster.nodes.front().gpus,
+                                .layers = static_cast<int>(s.model.layers),
+                                .heads = static_cast<int>(s.model.heads)};
+    EXPECT_FALSE(expand_search_space(*s.search, s.layout, s.training, context).empty()) << path;
+  }
+}
+
+TEST(SearchScenarios, Sc21ScenariosMatchTheirTableRows) {
+  int rows = 0;
+  for (const auto& config : read_published_runs(kSource + "/docs/validation/published/training_runs.csv")) {
+    if (config.config_id.rfind("sc21_t1_", 0) != 0) continue;
+    ++rows;
+    const std::string path = sc21_scenario_path(kSource, config.model);
+    const Scenario s = load_scenario(path, {}, "", LayoutCheck::kDeferToSearch);
+    int gpus = 0;
+    for (const auto& n : s.cluster.nodes) gpus += n.gpus;
+    EXPECT_EQ(gpus, config.gpus.value_or(-1)) << path;
+    EXPECT_EQ(s.training.global_batch, config.global_batch.value_or(-1)) << path;
+    EXPECT_EQ(s.training.seq_len, config.seq_len.value_or(-1)) << path;
+    EXPECT_EQ(s.model.layers, config.layers.value_or(-1)) << path;
+    EXPECT_EQ(s.model.hidden, config.hidden.value_or(-1)) << path;
+    EXPECT_EQ(s.model.heads, config.heads.value_or(-1)) << path;
+    EXPECT_EQ(s.model.vocab, config.vocab.value_or(-1)) << path;
+    EXPECT_EQ(s.training.recompute, Recompute::kFull) << path;  // eq. 3 counts the recomputed forward
+  }
+  EXPECT_EQ(rows, 10);
+}
+
+TEST(SearchScenarios, L6ExactGpuCountHasNoFeasibleLayoutAndSaysWhy) {
+  const Scenario s = load_scenario(kSource + "/scenarios/search/turing-nlg-530b-5128-a100.yaml", {}, "",
+                                   LayoutCheck::kDeferToSearch);
+  const Cluster cluster(s.cluster);
+  const SearchResult r = search_layouts(problem_of(s, cluster));
+  EXPECT_TRUE(r.ranking.empty());
+  EXPECT_EQ(r.evaluated, 0U);
+  std::set<RejectReason> reasons;
+  for (const auto& rej : r.rejected) reasons.insert(rej.reason);
+  // 5128 = 2³·641: pp must be 1, tp <= 8; dp = 5128/tp > 2520 leaves no batch for tp < 4, and
+  // tp 4 or 8 holds 530B/tp parameters per GPU, far above 80 GB.
+  EXPECT_EQ(reasons, (std::set<RejectReason>{RejectReason::kGlobalBatch, RejectReason::kOutOfMemory}));
+  for (const auto& c : r.candidates) EXPECT_EQ(c.layout.pp, 1);
+}
+
+TEST(SearchScenarios, L6WithIdleGpusFindsLayoutsWithinTheGpusAndTheBatch) {
+  const Scenario s = load_scenario(kSource + "/scenarios/search/turing-nlg-530b-5128-a100.yaml",
+                                   {Override{"search.allow_idle_gpus", "true"}}, "", LayoutCheck::kDeferToSearch);
+  const Cluster cluster(s.cluster);
+  const SearchResult r = search_layouts(problem_of(s, cluster));
+  ASSERT_FALSE(r.ranking.empty());
+  for (const RankedLayout& l : r.ranking) {
+    const LayoutCandidate& c = r.candidates[l.index];
+    EXPECT_LE(c.layout.world_size(), 5128);
+    EXPECT_LE(c.global_batch, 2520);
+    EXPECT_LE(l.metrics.peak_bytes, l.metrics.capacity_bytes);
+  }
+  // tp 8 · pp 35 · dp 18 = 5,040 GPUs with the full batch of 2,520 = 18 · 140 is among the layouts
+  // simulated (layouts.md L6's natural answer).
+  bool natural = false;
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const LayoutCandidate& c = r.candidates[i];
+    if (c.layout.tp == 8 && c.layout.pp == 35 && c.layout.dp == 18 && c.global_batch == 2520 &&
+        !r.outcomes[i].rejected) {
+      natural = true;
+    }
+  }
+  EXPECT_TRUE(natural);
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -382,21 +382,21 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     return out;
   }
   const auto node = node_preset_for(c.gpu_type);
-  if (!node) {
-    out.missing = c.gpu_type.empty() && conv == SourceConvention::kHagemann
-                      ? ""
-                      : fmt::format("no node preset for GPU type \"{}\"", c.gpu_type.empty() ? "(not given)" : c.gpu_type);
-    if (!out.missing.empty() && (contains(c.gpu_type, "GB200") || contains(c.gpu_type, "GB300"))) {
-      out.missing = fmt::format("{} NVL72 rack (72-GPU NVLink domain): no GPU or node preset", c.gpu_type);
+  if (node) {
+    out.node = *node;
+    if (conv == SourceConvention::kLlmFoundry && contains(c.gpu_type, "H100")) {
+      ctx.assume("fabric = 8 × 400 Gb/s per node (dgx-h100)", "the H100 tables do not state the interconnect");
     }
-    if (!out.missing.empty()) return out;
-  }
-  out.node = node.value_or("dgx-a100");
-  if (!node) {
+  } else if (c.gpu_type.empty() && conv == SourceConvention::kHagemann) {
+    out.node = "dgx-a100";
     ctx.assume("GPU = A100-SXM4-80GB in DGX A100 nodes (8 × 200 Gb/s HDR)",
                "not in the data files; their TFLOP/s-to-MFU ratio implies a 312 TFLOP/s peak");
-  } else if (conv == SourceConvention::kLlmFoundry && contains(c.gpu_type, "H100")) {
-    ctx.assume("fabric = 8 × 400 Gb/s per node (dgx-h100)", "the H100 tables do not state the interconnect");
+  } else if (contains(c.gpu_type, "GB200") || contains(c.gpu_type, "GB300")) {
+    out.missing = fmt::format("{} NVL72 rack (72-GPU NVLink domain): no GPU or node preset", c.gpu_type);
+    return out;
+  } else {
+    out.missing = fmt::format("no node preset for GPU type \"{}\"", c.gpu_type.empty() ? "(not given)" : c.gpu_type);
+    return out;
   }
 
   // Sequence and batch.
@@ -415,18 +415,25 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     out.missing = "GPU count and parallel layout not given";
     return out;
   }
-  if (!c.tp && !c.pp && conv == SourceConvention::kSc21 && c.micro_batch && c.zero_stage.empty()) {
+  if (!c.tp && !c.pp && conv == SourceConvention::kSc21 && c.zero_stage.empty()) {
     // Table 2's PTD-P rows give the model-parallel size only: 96 for GPT-3 175B, 280 for 530B.
+    if (c.layers != 96 && c.layers != 105) {
+      out.missing = "tensor × pipeline split not given";
+      return out;
+    }
     tp = 8;
-    pp = *c.layers == 96 ? 12 : 35;
+    pp = c.layers == 96 ? 12 : 35;
     ctx.assume(fmt::format("tp = 8, pp = {}", pp),
                "Table 2 gives the model-parallel size tp·pp only; tensor parallelism within a DGX node (§3.3), "
                "pp = 35 as Table 1's 530B run");
-  }
-  if (conv == SourceConvention::kMegatronReadme && (!c.tp || !c.pp)) {
+  } else if (conv == SourceConvention::kMegatronReadme && (!c.tp || !c.pp)) {
     tp = 8;
     pp = 6;
     ctx.assume("tp = 8, pp = 6", "the strong-scaling text gives none; those of the weak-scaling table's 177B run");
+  } else if (!c.tp || !c.pp) {
+    ctx.assume(fmt::format("{}{}", c.tp ? "" : "tp = 1 ", c.pp ? "" : "pp = 1"),
+               conv == SourceConvention::kLlmFoundry ? "FSDP data parallelism only (no TP/PP in these benchmarks)"
+                                                     : "not given");
   }
   int64_t micro_batch = c.micro_batch.value_or(1);
   if (!c.micro_batch && !layer_only) {

@@ -86,10 +86,10 @@ struct PublishedScenario {
   bool expressible() const { return missing.empty(); }
 };
 
-// Builds the scenario of `config` with the node presets of `catalog`. The layout is validated
-// (validate_layout); a configuration the simulator rejects is returned with the rejection as
-// `missing`. Throws InputError only for a configuration whose own fields contradict each other
-// (tp·pp·cp·dp ≠ GPUs when all are given).
+// Builds the scenario of `config` with the node presets of `catalog` (model presets from the default
+// data directory). The layout is validated (validate_layout); a configuration the simulator rejects
+// is returned with the rejection as `missing`. Throws InputError only for a configuration whose own
+// fields contradict each other (tp·pp·cp·dp ≠ GPUs when all are given) and for an unreadable preset.
 PublishedScenario build_published_scenario(const PublishedConfig& config, const HardwareCatalog& catalog);
 
 // The node preset for a published GPU type ("A100 40GB ..." → dgx-a100-40gb, "H100 ..." →

@@ -386,7 +386,8 @@ void write_summary(const RunValidation& v, std::ostream& out) {
                      ">= 80 %).  \n",
                      pct(v.mape), v.expressible_rows, v.expressible_rows, v.rows.size(), pct(v.expressible_fraction));
   out << fmt::format("**SC21, Korthikanti et al., Megatron-LM README and Megatron-Bridge together: MAPE {} over {} "
-                     "rows** (issue 8: <= 10 %); every other source: <= 15 % each.\n\n",
+                     "rows** (issue 8: <= 10 %); every other source: <= 15 % each. Where the largest errors come "
+                     "from: [error_budget.md](error_budget.md).\n\n",
                      pct(v.core_mape), v.core_rows);
   out << "| source | rows | expressible | MAPE | target |\n|---|---|---|---|---|\n";
   for (const auto& s : v.by_source) {

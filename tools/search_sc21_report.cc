@@ -73,7 +73,9 @@ std::string differences(const LayoutCandidate& fast, const LayoutMetrics& f, con
   const Layout& b = slow.layout;
   std::string compute_cause;
   if (a.tp != b.tp) {
-    compute_cause = fmt::format("each GPU's GEMMs are 1/{} of a layer's instead of 1/{}", a.tp, b.tp);
+    auto share = [](int tp) { return tp == 1 ? std::string("whole layers") : fmt::format("1/{} of a layer", tp); };
+    compute_cause = fmt::format("each GPU runs GEMMs of {} instead of {}: wider matrices run closer to peak",
+                                share(a.tp), share(b.tp));
   } else if (fast.micro_batch != slow.micro_batch) {
     compute_cause = fmt::format("micro batch {} instead of {}", fast.micro_batch, slow.micro_batch);
   } else {
@@ -81,8 +83,9 @@ std::string differences(const LayoutCandidate& fast, const LayoutMetrics& f, con
   }
   parts.push_back({"compute", s.breakdown.compute - f.breakdown.compute, compute_cause});
   parts.push_back({"exposed communication", s.breakdown.exposed_comm - f.breakdown.exposed_comm,
-                   a.tp != b.tp ? fmt::format("the blocking tensor-parallel all-reduces span {} GPUs instead of {}",
-                                              a.tp, b.tp)
+                   a.tp != b.tp ? fmt::format("each GPU's blocking tensor-parallel all-reduces run over {} GPUs "
+                                              "for 1/{} of the layers instead of over {} GPUs for 1/{}",
+                                              a.tp, a.pp, b.tp, b.pp)
                                 : "data-parallel gradient reduction and pipeline transfers"});
   parts.push_back({"pipeline bubble", s.breakdown.bubble - f.breakdown.bubble,
                    fmt::format("pp {} · vpp {} with {} microbatches per pipeline instead of pp {} · vpp {} with {}",

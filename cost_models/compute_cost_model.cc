@@ -85,8 +85,10 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
   }
   if (!profile->gemm_samples.empty()) {
     predictor_.emplace(profile->gemm_samples,
-                       [model = gemm_model_, gpu = gpu_, bandwidth = memory_bandwidth_, gap = kernel_gap_](
-                           const GemmShape& s) { return default_gemm_kernel_time(model, gpu, bandwidth, gap, s); });
+                       [model = GemmEfficiencyModel(gemm_model_.sm_count(), GemmEfficiencyModel::kCalibratedMaxSplitK),
+                        gpu = gpu_, bandwidth = memory_bandwidth_, gap = kernel_gap_](const GemmShape& s) {
+                         return default_gemm_kernel_time(model, gpu, bandwidth, gap, s);
+                       });
     used.push_back(fmt::format("{} GEMM samples", profile->gemm_samples.size()));
   }
   std::string joined;
@@ -175,13 +177,10 @@ std::string ComputeCostModel::describe() const {
 }
 
 LeaveOneOutResult leave_one_out_gemm(const CalibrationProfile& profile, const GpuSpec& gpu) {
-  // The baseline is the default model with the profile's bandwidth and kernel gap, but no samples.
-  CalibrationProfile without_samples = profile;
-  without_samples.gemm_samples.clear();
-  const ComputeCostModel baseline(gpu, &without_samples, LaunchMode::kCudaGraph);
-  const GemmPredictor predictor(profile.gemm_samples,
-                                [&baseline](const GemmShape& s) { return baseline.gemm_time(s); });
-  return evaluate_leave_one_out(predictor);
+  // The calibrated model's own predictor: its baseline with the profile's bandwidth and kernel gap.
+  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  if (calibrated.gemm_predictor() == nullptr) return {};
+  return evaluate_leave_one_out(*calibrated.gemm_predictor());
 }
 
 }  // namespace clustersim

@@ -96,6 +96,9 @@ class ComputeCostModel {
   Duration dispatch_interval() const { return dispatch_interval_; }
   LaunchMode launch_mode() const { return launch_; }
   bool calibrated() const { return profile_name_.has_value(); }
+  // The profile's GEMM predictor (its baseline allows split-K up to
+  // GemmEfficiencyModel::kCalibratedMaxSplitK), or nullptr without GEMM samples.
+  const GemmPredictor* gemm_predictor() const { return predictor_ ? &*predictor_ : nullptr; }
   const GpuSpec& gpu() const { return gpu_; }
 
   // One line for reports: which profile (name, GPU, date, what it covered) or that datasheet
@@ -103,7 +106,7 @@ class ComputeCostModel {
   std::string describe() const;
 
  private:
-  // The default GEMM work time plus gap, with this model's bandwidth (the predictor's baseline).
+  // The default GEMM work time plus gap, with this model's bandwidth.
   Duration default_gemm_kernel(const GemmShape& shape) const;
 
   GpuSpec gpu_;

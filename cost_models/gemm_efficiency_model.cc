@@ -24,7 +24,6 @@ struct TileShape {
 };
 // Output tiles of cuBLAS's sm90 tensor-core kernels (kernel names carry "tilesize128x256x64" etc.).
 constexpr std::array kTiles{TileShape{128, 256}, TileShape{256, 128}, TileShape{128, 128}};
-constexpr std::array<int64_t, 2> kSplits{1, 2};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -39,7 +38,8 @@ GemmAlignment worse(GemmAlignment a, GemmAlignment b) { return a > b ? a : b; }
 
 }  // namespace
 
-GemmEfficiencyModel::GemmEfficiencyModel(int sm_count) : sm_count_(sm_count) {
+GemmEfficiencyModel::GemmEfficiencyModel(int sm_count, int max_split_k) : sm_count_(sm_count), max_split_k_(max_split_k) {
+  if (max_split_k < 1) throw InputError(fmt::format("GEMM split-K limit must be at least 1 (got {})", max_split_k));
   if (sm_count <= 0) {
     throw InputError(fmt::format("GPU sm_count must be a positive number of streaming multiprocessors (got {}); "
                                  "e.g. 132 for H100/H200 SXM, 108 for A100",
@@ -84,7 +84,7 @@ GemmEfficiencyModel::Breakdown GemmEfficiencyModel::explain(const GemmShape& sha
     const int64_t cols = ceil_div(shape.n, tile.n);
     const double utilisation = static_cast<double>(shape.m) * static_cast<double>(shape.n) /
                                (static_cast<double>(rows * tile.m) * static_cast<double>(cols * tile.n));
-    for (int64_t split : kSplits) {
+    for (int64_t split = 1; split <= max_split_k_; ++split) {
       if (split > shape.k) continue;
       const int64_t tiles = rows * cols * shape.batch * split;
       const int64_t waves = ceil_div(tiles, sm_count_);

@@ -25,6 +25,18 @@ bool same_class(const GemmShape& a, const GemmShape& b) {
   return a.dtype == b.dtype && GemmEfficiencyModel::alignment_of(a) == GemmEfficiencyModel::alignment_of(b);
 }
 
+// Which leading dimensions are off the 16-byte grid: bit 0 the output's (n, also B's row stride),
+// bit 1 the A operand's (k, or m when A is stored transposed). cuBLAS runs a different slow-path
+// kernel family for an unaligned output than for unaligned inputs (H200: ~100 TFLOP/s with only the
+// output's stride odd, 120–140 with the inputs' odd, tools/calibrate/data/h200-2026-11-29/gemm.csv).
+int misaligned_operands(const GemmShape& s) {
+  const int64_t e = bytes_per_element(s.dtype);
+  int operands = 0;
+  if ((s.n * e) % 16 != 0) operands |= 1;
+  if (((s.a_transposed ? s.m : s.k) * e) % 16 != 0) operands |= 2;
+  return operands;
+}
+
 }  // namespace
 
 GemmPredictor::GemmPredictor(std::vector<GemmSample> samples, Baseline baseline)
@@ -54,16 +66,19 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
   const Duration base = baseline_(shape);
   double target[4];
   coordinates_of(shape, target);
-  // Candidates: same class; else aligned samples of the same dtype.
+  // Candidates: same class with the same unaligned operands; else same class; else aligned samples
+  // of the same dtype.
   std::vector<std::pair<double, size_t>> by_distance;  // (squared distance, index)
-  for (int pass = 0; pass < 2 && by_distance.empty(); ++pass) {
+  const int operands = misaligned_operands(shape);
+  for (int pass = 0; pass < 3 && by_distance.empty(); ++pass) {
     for (size_t i = 0; i < points_.size(); ++i) {
       if (i == excluded) continue;
       const Point& p = points_[i];
       const bool eligible =
-          pass == 0 ? same_class(p.shape, shape)
-                    : p.shape.dtype == shape.dtype &&
-                          GemmEfficiencyModel::alignment_of(p.shape) == GemmAlignment::kAligned;
+          pass == 0   ? same_class(p.shape, shape) && misaligned_operands(p.shape) == operands
+          : pass == 1 ? same_class(p.shape, shape)
+                      : p.shape.dtype == shape.dtype &&
+                            GemmEfficiencyModel::alignment_of(p.shape) == GemmAlignment::kAligned;
       if (!eligible) continue;
       double d2 = 0;
       for (int c = 0; c < 4; ++c) d2 += (p.coords[c] - target[c]) * (p.coords[c] - target[c]);

@@ -17,7 +17,8 @@ namespace clustersim {
 // of the same class are averaged with Gaussian weights exp(-d²/2σ²), σ = 1 octave, where d is the
 // distance in log2 space over (M, N, K, batch). Interpolating the ratio rather than the time keeps
 // the sawtooth of quantization that a smooth interpolation would blur. A class is a dtype and an
-// alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples; when a
+// alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples, those
+// with the same unaligned operands (the output's stride, the A operand's, or both) first; when a
 // class has no samples the aligned samples of the dtype are used (the baseline already carries the
 // slow-path factor), and when the dtype has none the baseline stands alone. A shape with a sample's
 // (M, N, K, batch), dtype and alignment class returns that sample's time (whether A is stored

@@ -11,7 +11,7 @@ namespace clustersim {
 
 void write_calibration_shapes(const std::vector<std::string>& scenarios, std::ostream& out) {
   std::set<std::tuple<int64_t, int64_t, int64_t, int>> seen;
-  out << "# GEMM shapes (M N K dtype label) of:\n";
+  out << "# GEMM shapes (M N K dtype label, cuBLAS column-major: M = output features, N = tokens) of:\n";
   for (const auto& path : scenarios) out << "#   " << path << "\n";
   for (const auto& path : scenarios) {
     const Scenario s = load_scenario(path);
@@ -22,7 +22,12 @@ void write_calibration_shapes(const std::vector<std::string>& scenarios, std::os
         if (op.cost != OpCost::kGemm || op.gemm.batch != 1) continue;
         const auto key = std::make_tuple(op.gemm.m, op.gemm.n, op.gemm.k, static_cast<int>(op.gemm.dtype));
         if (!seen.insert(key).second) continue;
-        out << fmt::format("{} {} {} {} {}\n", op.gemm.m, op.gemm.n, op.gemm.k, name_of(op.gemm.dtype), op.name);
+        // The calibrator times cuBLAS "TN" (M, N, K): A stored K x M, B stored K x N, D stored M x N,
+        // column-major. A framework computing the row-major y[T, out] = x[T, in] W[out, in]^T calls
+        // cuBLAS with M = out, N = T, K = in (PyTorch aten/src/ATen/native/cuda/Blas.cpp swaps the
+        // operands for column-major cuBLAS), so the op's n is written as M and its m as N. The
+        // gradient GEMMs are NN and NT calls of the same M, N, K; TN stands in for them.
+        out << fmt::format("{} {} {} {} {}\n", op.gemm.n, op.gemm.m, op.gemm.k, name_of(op.gemm.dtype), op.name);
       }
     }
   }

@@ -1,5 +1,6 @@
 // The clustersim command line: one subcommand per job. Exit codes: 0 ok, 2 bad input (the message
-// names file, line, column and key where there is one), 1 internal error.
+// names file, line, column and key where there is one), 1 internal error, 3 `validate
+// --calibration` found a target of the calibration issue missed (its report is written anyway).
 
 #include <CLI/CLI.hpp>
 
@@ -10,12 +11,14 @@
 #include "core/error.h"
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
+#include "tools/calibrate_fit.h"
 #include "tools/calibrate_shapes.h"
 #include "tools/collective_command.h"
 #include "tools/collective_validation.h"
 #include "tools/run_command.h"
 #include "tools/validate_runs.h"
 #include "tools/search_command.h"
+#include "tools/validate_calibration.h"
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -90,6 +93,30 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
   validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
+  CalibrationValidationOptions calibration_validation;
+  std::vector<std::string> nccl_logs, nccl_ops, nccl_algos, nccl_protos;
+  std::vector<int> nccl_ranks, nccl_nodes;
+  auto add_nccl_log_options = [&](CLI::App* cmd) {
+    cmd->add_option("--nccl-tests-log", nccl_logs, "an nccl-tests text log (repeatable; with --ranks and --nodes)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--ranks", nccl_ranks, "GPUs of each --nccl-tests-log (once per log, or once for all)");
+    cmd->add_option("--nodes", nccl_nodes, "nodes of each --nccl-tests-log");
+    cmd->add_option("--nccl-op", nccl_ops, "collective of a log that does not name its test binary");
+    cmd->add_option("--nccl-algo", nccl_algos, "NCCL_ALGO a log was run with (default auto)");
+    cmd->add_option("--nccl-proto", nccl_protos, "NCCL_PROTO a log was run with (default auto)");
+  };
+  validate_cmd->add_option("--calibration", calibration_validation.profile,
+                           "calibration profile (name or path): GEMM and attention leave-one-out, collectives, and "
+                           "with --reference the training steps (docs/validation/calibration.md)");
+  validate_cmd->add_option("--reference", calibration_validation.reference,
+                           "with --calibration: tools/reference/train_step.py results (JSON lines)")
+      ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--nccl-raw", calibration_validation.nccl_raw,
+                           "with --calibration: clustersim-calibrate nccl.csv files to fit and check (repeatable)")
+      ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--gpu", calibration_validation.gpu, "with --calibration: GPU preset of the profile")
+      ->capture_default_str();
+  add_nccl_log_options(validate_cmd);
 
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "calibration helpers");
   calibrate_cmd->require_subcommand(1);
@@ -99,6 +126,15 @@ int main(int argc, char** argv) {
       calibrate_cmd->add_subcommand("shapes", "write the GEMM shapes of scenarios for clustersim-calibrate --shapes");
   shapes_cmd->add_option("scenarios", shape_scenarios, "scenario files")->required()->check(CLI::ExistingFile);
   shapes_cmd->add_option("--out", shapes_out, "output file (default: standard output)");
+  CalibrateFitOptions fit;
+  CLI::App* fit_cmd = calibrate_cmd->add_subcommand(
+      "fit", "fit a calibration profile from clustersim-calibrate raw samples and nccl-tests logs");
+  fit_cmd->add_option("inputs", fit.inputs, "raw-sample directories or files (gemm, memory, launch, nccl, framework, "
+                                            "attention .csv)")
+      ->check(CLI::ExistingPath);
+  fit_cmd->add_option("--out", fit.out, "profile JSON to write")->required();
+  fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
+  add_nccl_log_options(fit_cmd);
 
   try {
     app.parse(argc, argv);
@@ -142,6 +178,12 @@ int main(int argc, char** argv) {
       return run_collective_command(coll, std::cout);
     }
     if (validate_cmd->parsed()) {
+      if (!calibration_validation.profile.empty()) {
+        calibration_validation.out = validate_out;
+        calibration_validation.nccl_logs =
+            nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
+        return validate_calibration_command(calibration_validation, std::cout, std::cerr);
+      }
       if (!validate_runs_options.csv.empty()) {
         validate_runs_options.out = validate_out;
         return validate_runs_command(validate_runs_options, std::cout, std::cerr);
@@ -153,7 +195,8 @@ int main(int argc, char** argv) {
       }
       std::ostream& report = validate_out.empty() ? std::cout : file;
       if (validate_collectives_csv.empty()) {
-        throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv");
+        throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv, "
+                         "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
       }
       const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
       write_collective_validation(validation, report);
@@ -162,6 +205,10 @@ int main(int argc, char** argv) {
                   << " % over " << validation.large_rows << " rows >= 64 MiB\n";
       }
       return 0;
+    }
+    if (fit_cmd->parsed()) {
+      fit.nccl_logs = nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
+      return calibrate_fit_command(fit, std::cout);
     }
     if (shapes_cmd->parsed()) {
       if (shapes_out.empty()) {

@@ -1,0 +1,429 @@
+#include "tools/validate_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "collectives/collective_profile.h"
+#include "core/error.h"
+#include "cost_models/compute_cost_model.h"
+#include "cost_models/gemm_efficiency_model.h"
+#include "parallelism/training_simulation.h"
+#include "scenarios/hardware_presets.h"
+#include "scenarios/scenario.h"
+#include "tools/run_command.h"
+#include "workloads/op_cost.h"
+#include "workloads/pytorch_eager_ops.h"
+#include "workloads/transformer.h"
+
+namespace clustersim {
+
+namespace {
+
+double relative_error(Duration predicted, Duration measured) {
+  return (static_cast<double>(predicted.ps()) - static_cast<double>(measured.ps())) /
+         static_cast<double>(measured.ps());
+}
+
+std::pair<double, double> median_and_max(std::vector<double> abs_errors) {
+  if (abs_errors.empty()) return {0, 0};
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const size_t n = abs_errors.size();
+  const double median = n % 2 == 1 ? abs_errors[n / 2] : 0.5 * (abs_errors[n / 2 - 1] + abs_errors[n / 2]);
+  return {median, abs_errors.back()};
+}
+
+std::string alignment_name(GemmAlignment a) {
+  switch (a) {
+    case GemmAlignment::kAligned: return "aligned";
+    case GemmAlignment::kHalfAligned: return "8-byte aligned";
+    case GemmAlignment::kMisaligned: return "misaligned";
+  }
+  return "?";
+}
+
+Duration sum_of(const std::vector<Op>& ops, const ComputeCostModel& cost) {
+  Duration total;
+  for (const Op& op : ops) {
+    if (op.cost != OpCost::kCommunication) total += op_duration(op, cost);
+  }
+  return total;
+}
+
+std::string percent(double e) { return fmt::format("{:+.1f} %", 100 * e); }
+
+std::string shape_text(const GemmShape& s) {
+  return fmt::format("{}×{}×{}{}", s.m, s.n, s.k, s.batch > 1 ? fmt::format(" ×{}", s.batch) : "");
+}
+
+// One nccl input's measurements, named for the report.
+struct NcclSource {
+  std::string name;
+  std::vector<CollectiveMeasurement> measurements;
+};
+
+CollectiveFitCheck validate_group(const std::string& source, const CollectiveGroupFit& g) {
+  CollectiveFitCheck v;
+  v.source = source;
+  v.fit = g.fit;
+  v.fit_rms = g.alpha_beta.rms_relative_error;
+  const std::vector<Duration> left_out =
+      g.points.size() >= 2 ? leave_one_out_alpha_beta(g.points) : std::vector<Duration>(g.points.size());
+  std::vector<double> fitted_errors, left_out_errors;
+  for (size_t i = 0; i < g.points.size(); ++i) {
+    CollectiveFitCheckRow row{g.points[i].size, g.points[i].time, g.alpha_beta.predict(g.points[i].size),
+                                left_out[i]};
+    fitted_errors.push_back(std::fabs(relative_error(row.fitted, row.measured)));
+    if (row.left_out.ps() > 0) left_out_errors.push_back(std::fabs(relative_error(row.left_out, row.measured)));
+    v.rows.push_back(row);
+  }
+  std::tie(v.median_fitted_error, v.max_fitted_error) = median_and_max(fitted_errors);
+  std::tie(v.median_left_out_error, v.max_left_out_error) = median_and_max(left_out_errors);
+  return v;
+}
+
+TrainingValidationRow predict_reference(const nlohmann::json& measured, const std::string& scenario_path,
+                                        const CalibrationProfile& profile,
+                                        const std::optional<CollectiveProfile>& collectives) {
+  TrainingValidationRow row;
+  row.name = measured.at("name").get<std::string>();
+  row.scenario = scenario_path;
+  row.step_ms = measured.at("step_time_ms").get<double>();
+  row.forward_ms = measured.at("forward_ms").get<double>();
+  row.backward_ms = measured.at("backward_ms").get<double>();
+  row.optimizer_ms = measured.at("optimizer_ms").get<double>();
+  row.peak_bytes = measured.at("peak_allocated_bytes").get<int64_t>();
+  const Scenario s = load_scenario(scenario_path);
+  const Cluster cluster(s.cluster);
+  TrainingSimulationOptions sim;
+  sim.fidelity = resolve_fidelity(s.simulation, s.layout.world_size());
+  sim.compute_profile = &profile;
+  sim.collective_profile = collectives ? &*collectives : nullptr;
+  const TrainingReport report = simulate_training(cluster, s.model, s.training, s.layout, sim);
+  row.predicted_step_ms = report.step_time_s * 1e3;
+  row.predicted_optimizer_ms = report.breakdown.optimizer * 1e3;
+  // The forward and backward passes of the one-GPU step, priced as the simulator prices them.
+  const Transformer t(s.model, s.training, ShardSpec{s.layout.tp, s.layout.sequence_parallel, s.layout.cp});
+  const ComputeCostModel cost(cluster.node_spec(0).gpu, &profile);
+  const int64_t layers = s.model.layers;
+  const Duration forward = sum_of(t.embedding_forward(), cost) + sum_of(t.layer_forward(), cost) * layers +
+                           sum_of(t.head_forward(), cost);
+  const Duration backward = sum_of(t.head_backward(), cost) +
+                            (sum_of(t.layer_recompute(), cost) + sum_of(t.layer_backward(), cost)) * layers +
+                            sum_of(t.embedding_backward(), cost);
+  row.predicted_forward_ms = forward.to_seconds() * 1e3;
+  row.predicted_backward_ms = backward.to_seconds() * 1e3;
+  row.parameters = t.parameters().total();
+  row.predicted_peak_bytes = report.programs.memory.at(static_cast<size_t>(report.peak_stage)).memory.allocated().count();
+  if (s.training.framework == Framework::kPytorchEager) {
+    row.peak_moment = pytorch_eager_peak_memory(s.model, s.training, t.dims(), row.parameters).moment;
+  } else {
+    row.peak_moment = "Megatron accounting";
+  }
+  row.step_error = row.predicted_step_ms / row.step_ms - 1;
+  row.memory_error = static_cast<double>(row.predicted_peak_bytes) / static_cast<double>(row.peak_bytes) - 1;
+  return row;
+}
+
+}  // namespace
+
+bool TrainingValidationRow::within() const {
+  return std::fabs(step_error) <= CalibrationTargets::kTraining && std::fabs(memory_error) <= CalibrationTargets::kTraining;
+}
+
+bool CalibrationValidation::gemm_meets_target() const {
+  return !gemm.rows.empty() && gemm.median_abs_error <= CalibrationTargets::kGemmMedian &&
+         gemm.max_abs_error <= CalibrationTargets::kGemmMax;
+}
+
+bool CalibrationValidation::step_gemms_meet_target() const {
+  if (step_gemms.empty()) return gemm_meets_target();
+  return step_gemms_median <= CalibrationTargets::kGemmMedian && step_gemms_max <= CalibrationTargets::kGemmMax;
+}
+
+bool CalibrationValidation::training_meets_target() const {
+  return training_within >= CalibrationTargets::kTrainingRows;
+}
+
+CalibrationValidation validate_calibration(const CalibrationValidationOptions& options) {
+  CalibrationValidation v;
+  v.profile_path = resolve_profile_path(options.profile);
+  v.profile = load_calibration_profile(v.profile_path);
+  const GpuSpec gpu = HardwareCatalog().gpu(options.gpu);
+
+  // (a) GEMM leave-one-out, per dtype and alignment class.
+  v.gemm = leave_one_out_gemm(v.profile, gpu);
+  std::map<std::string, std::vector<double>> by_class;
+  for (const auto& r : v.gemm.rows) {
+    by_class[fmt::format("{} {}", name_of(r.shape.dtype), alignment_name(GemmEfficiencyModel::alignment_of(r.shape)))]
+        .push_back(std::fabs(r.relative_error));
+  }
+  for (const auto& [name, errors] : by_class) {
+    const auto [median, max] = median_and_max(errors);
+    v.gemm_classes.push_back({name, static_cast<int>(errors.size()), median, max});
+  }
+
+  // (b) attention leave-one-out.
+  std::vector<AttentionSample> flash;
+  for (const AttentionSample& a : v.profile.attention_samples) {
+    if (a.kernel == name_of(FusedAttentionKernel::kSdpaFlash)) flash.push_back(a);
+  }
+  if (flash.size() >= 2) {
+    const AttentionPredictor predictor(flash, gpu.peak(flash.front().shape.dtype));
+    std::vector<double> errors;
+    for (size_t i = 0; i < flash.size(); ++i) {
+      AttentionLooRow row{flash[i].shape, flash[i].forward,
+                          predictor.predict_without(flash[i].shape, AttentionPredictor::Direction::kForward, i),
+                          flash[i].backward,
+                          predictor.predict_without(flash[i].shape, AttentionPredictor::Direction::kBackward, i)};
+      errors.push_back(std::fabs(relative_error(row.forward_predicted, row.forward_measured)));
+      errors.push_back(std::fabs(relative_error(row.backward_predicted, row.backward_measured)));
+      v.attention.push_back(row);
+    }
+    std::tie(v.attention_median, v.attention_max) = median_and_max(errors);
+  }
+
+  // (c) collectives.
+  std::vector<NcclSource> sources;
+  for (const std::string& path : options.nccl_raw) {
+    sources.push_back({path, collective_measurements(calibrate::read_raw_table_file(path))});
+  }
+  for (const NcclTestsLogInput& log : options.nccl_logs) sources.push_back({log.path, collective_measurements(log)});
+  for (const NcclSource& src : sources) {
+    for (const CollectiveGroupFit& g : fit_collectives(src.measurements)) v.collectives.push_back(validate_group(src.name, g));
+  }
+
+  // (d) training steps.
+  std::set<std::tuple<int, int64_t, int64_t, int64_t>> step_shapes;  // (dtype, m, n, k) of their GEMMs
+  if (!options.reference.empty()) {
+    std::ifstream in(options.reference);
+    if (!in) throw InputError(fmt::format("--reference {}: cannot read the file", options.reference));
+    const std::string dir =
+        options.scenario_dir.empty() ? (std::filesystem::path(default_data_dir()) / "reference").string()
+                                     : options.scenario_dir;
+    std::optional<CollectiveProfile> collectives;
+    if (!v.profile.collectives_json.empty()) collectives = parse_collective_profile(v.profile.collectives_json);
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      nlohmann::json measured;
+      try {
+        measured = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(fmt::format("{}:{}: not a JSON line: {}", options.reference, number, e.what()));
+      }
+      if (!measured.is_object() || !measured.contains("name")) {
+        throw InputError(fmt::format("{}:{}: expected a train_step.py result with \"name\"", options.reference, number));
+      }
+      if (measured.contains("error")) continue;  // a configuration that did not run (out of memory)
+      for (const char* key : {"step_time_ms", "forward_ms", "backward_ms", "optimizer_ms", "peak_allocated_bytes"}) {
+        if (!measured.contains(key) || !measured.at(key).is_number()) {
+          throw InputError(fmt::format("{}:{}: missing number \"{}\"", options.reference, number, key));
+        }
+      }
+      const std::string scenario = (std::filesystem::path(dir) / fmt::format("h200-{}.yaml", measured.at("name").get<std::string>())).string();
+      if (!std::filesystem::exists(scenario)) {
+        throw InputError(fmt::format("{}:{}: configuration \"{}\" has no scenario {}", options.reference, number,
+                                     measured.at("name").get<std::string>(), scenario));
+      }
+      v.training.push_back(predict_reference(measured, scenario, v.profile, collectives));
+      if (v.training.back().within()) ++v.training_within;
+      const Scenario s = load_scenario(scenario);
+      const Transformer t(s.model, s.training, ShardSpec{s.layout.tp, s.layout.sequence_parallel, s.layout.cp});
+      for (const auto* ops : {&t.layer_forward(), &t.layer_backward(), &t.head_forward(), &t.head_backward()}) {
+        for (const Op& op : *ops) {
+          if (op.cost == OpCost::kGemm) step_shapes.insert({static_cast<int>(op.gemm.dtype), op.gemm.m, op.gemm.n, op.gemm.k});
+        }
+      }
+    }
+  }
+  std::vector<double> errors;
+  for (const auto& r : v.gemm.rows) {
+    if (step_shapes.contains({static_cast<int>(r.shape.dtype), r.shape.m, r.shape.n, r.shape.k})) {
+      v.step_gemms.push_back(r);
+      errors.push_back(std::fabs(r.relative_error));
+    }
+  }
+  std::tie(v.step_gemms_median, v.step_gemms_max) = median_and_max(errors);
+  return v;
+}
+
+void write_calibration_report(const CalibrationValidation& v, const CalibrationValidationOptions& o, std::ostream& out) {
+  const CalibrationProfile& p = v.profile;
+  const MachineDescription& m = p.machine;
+  out << "# Calibration: predicted against measured\n\n";
+  std::string command = fmt::format("clustersim validate --calibration {}", o.profile);
+  if (!o.reference.empty()) command += " --reference " + o.reference;
+  for (const std::string& n : o.nccl_raw) command += " --nccl-raw " + n;
+  for (const NcclTestsLogInput& l : o.nccl_logs) {
+    command += fmt::format(" --nccl-tests-log {} --ranks {} --nodes {}", l.path, l.ranks, l.nodes);
+  }
+  if (!o.out.empty()) command += " --out " + o.out;
+  out << "Generated by `" << command << "` (issue 4). Do not edit by hand.\n\n";
+  out << fmt::format("Profile `{}` ({}): {}, {} SMs, driver {}, CUDA {}, cuBLASLt {}, measured {}. Method: {}.\n\n",
+                     p.name, v.profile_path.substr(v.profile_path.rfind('/') == std::string::npos ? 0 : v.profile_path.rfind('/') + 1),
+                     m.gpu, m.sm_count, m.driver.empty() ? "?" : m.driver, m.cuda.empty() ? "?" : m.cuda,
+                     m.cublas.empty() ? "?" : m.cublas, m.date.empty() ? "?" : m.date, m.method);
+
+  out << "## Summary\n\n";
+  out << "| check | result | target (issue 4) | met |\n|---|---|---|---|\n";
+  if (!v.step_gemms.empty()) {
+    out << fmt::format("| GEMM leave-one-out, the {} shapes the training steps run (misaligned LM heads included) | "
+                       "median {:.1f} %, max {:.1f} % | median ≤ 5 %, max ≤ 15 % | {} |\n",
+                       v.step_gemms.size(), 100 * v.step_gemms_median, 100 * v.step_gemms_max,
+                       v.step_gemms_meet_target() ? "yes" : "**no**");
+  }
+  out << fmt::format("| GEMM leave-one-out, every sample ({} shapes, 5 dtypes) | median {:.1f} %, max {:.1f} % | median "
+                     "≤ 5 %, max ≤ 15 % | {} |\n",
+                     v.gemm.rows.size(), 100 * v.gemm.median_abs_error, 100 * v.gemm.max_abs_error,
+                     v.gemm_meets_target() ? "yes" : "**no** (see below)");
+  if (!v.training.empty()) {
+    out << fmt::format("| training steps within 10 % on step time and peak memory | {} of {} | at least 6 | {} |\n",
+                       v.training_within, v.training.size(), v.training_meets_target() ? "yes" : "**no**");
+  }
+  if (!v.attention.empty()) {
+    out << fmt::format("| SDPA flash attention leave-one-out, {} shapes × 2 | median {:.1f} %, max {:.1f} % | — | — |\n",
+                       v.attention.size(), 100 * v.attention_median, 100 * v.attention_max);
+  }
+  for (const CollectiveFitCheck& c : v.collectives) {
+    out << fmt::format("| {} {} {}/{} on {} ranks, {} nodes ({} sizes) | fitted median {:.1f} % (max {:.1f} %), left out "
+                       "median {:.1f} % (max {:.1f} %) | — | — |\n",
+                       c.source.substr(c.source.rfind('/') == std::string::npos ? 0 : c.source.rfind('/') + 1),
+                       name_of(c.fit.op), name_of(c.fit.algorithm), name_of(c.fit.protocol), c.fit.ranks, c.fit.nodes,
+                       c.rows.size(), 100 * c.median_fitted_error, 100 * c.max_fitted_error,
+                       100 * c.median_left_out_error, 100 * c.max_left_out_error);
+  }
+
+  if (!v.training.empty()) {
+    out << "\n## Training steps\n\n";
+    out << "Each configuration of the reference file (tools/reference/train_step.py on the same kind of GPU) "
+           "simulated from its scenario (`scenarios/reference/h200-<name>.yaml`, `training.framework: "
+           "pytorch-eager`) with this profile. Times in ms (measured: median of the timed steps, the period from "
+           "one step's start to the next); memory: `torch.cuda.max_memory_allocated` against the predicted peak "
+           "without the runtime overhead, GiB. Error = predicted / measured − 1.\n\n";
+    out << "| configuration | params | step measured | step predicted | error | fwd meas. / pred. | bwd meas. / "
+           "pred. | opt meas. / pred. | peak measured | peak predicted | error | peak moment | within 10 % |\n";
+    out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const TrainingValidationRow& r : v.training) {
+      out << fmt::format("| {} | {:.2f} B | {:.1f} | {:.1f} | {} | {:.1f} / {:.1f} | {:.1f} / {:.1f} | {:.1f} / {:.1f} | "
+                         "{:.2f} | {:.2f} | {} | {} | {} |\n",
+                         r.name, static_cast<double>(r.parameters) * 1e-9, r.step_ms, r.predicted_step_ms, percent(r.step_error),
+                         r.forward_ms, r.predicted_forward_ms, r.backward_ms, r.predicted_backward_ms, r.optimizer_ms,
+                         r.predicted_optimizer_ms, static_cast<double>(r.peak_bytes) / 1073741824.0,
+                         static_cast<double>(r.predicted_peak_bytes) / 1073741824.0, percent(r.memory_error),
+                         r.peak_moment, r.within() ? "yes" : "**no**");
+    }
+    std::vector<double> step_errors, memory_errors;
+    for (const TrainingValidationRow& r : v.training) {
+      step_errors.push_back(std::fabs(r.step_error));
+      memory_errors.push_back(std::fabs(r.memory_error));
+    }
+    const auto [sm, sx] = median_and_max(step_errors);
+    const auto [mm, mx] = median_and_max(memory_errors);
+    out << fmt::format("\nStep time |error|: median {:.1f} %, max {:.1f} %. Peak memory |error|: median {:.1f} %, max "
+                       "{:.1f} %.\n",
+                       100 * sm, 100 * sx, 100 * mm, 100 * mx);
+  }
+
+  out << "\n## GEMM leave-one-out\n\n";
+  out << "Each sample of the profile predicted by GemmPredictor from all the others (its shape's own "
+         "measurements left out: repeated measurements of a shape are one sample). Per dtype and alignment class "
+         "(cost_models/gemm_efficiency_model.h: a leading dimension not a multiple of 16 bytes takes cuBLAS's slow "
+         "path):\n\n";
+  out << "| class | shapes | median |error| | max |error| |\n|---|---|---|---|\n";
+  if (!v.step_gemms.empty()) {
+    out << fmt::format("| the training steps' GEMMs | {} | {:.1f} % | {:.1f} % |\n", v.step_gemms.size(),
+                       100 * v.step_gemms_median, 100 * v.step_gemms_max);
+  }
+  for (const GemmClassSummary& c : v.gemm_classes) {
+    out << fmt::format("| {} | {} | {:.1f} % | {:.1f} % |\n", c.name, c.samples, 100 * c.median_abs_error,
+                       100 * c.max_abs_error);
+  }
+  std::vector<LeaveOneOutResult::Row> worst = v.gemm.rows;
+  std::sort(worst.begin(), worst.end(),
+            [](const auto& a, const auto& b) { return std::fabs(a.relative_error) > std::fabs(b.relative_error); });
+  worst.resize(std::min<size_t>(worst.size(), 12));
+  out << "\nThe largest errors (M×N×K of the row-major GEMM C[M, N] = A[M, K]·B[K, N]; times in µs):\n\n";
+  out << "| dtype | shape | class | measured | predicted | error |\n|---|---|---|---|---|---|\n";
+  for (const auto& r : worst) {
+    out << fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {} |\n", name_of(r.shape.dtype), shape_text(r.shape),
+                       alignment_name(GemmEfficiencyModel::alignment_of(r.shape)), r.measured.to_microseconds(),
+                       r.predicted.to_microseconds(), percent(r.relative_error));
+  }
+
+  if (!v.attention.empty()) {
+    out << "\n## SDPA flash attention leave-one-out\n\n";
+    out << "PyTorch's flash backend (FlashAttention-2), causal, bf16; each shape predicted from the others "
+           "(AttentionPredictor). Times in µs.\n\n";
+    out << "| batch | heads | kv heads | seq | head dim | fwd measured | fwd predicted | error | bwd measured | bwd "
+           "predicted | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const AttentionLooRow& r : v.attention) {
+      out << fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {:.1f} | {:.1f} | {} |\n", r.shape.batch,
+                         r.shape.heads, r.shape.kv_heads, r.shape.seq, r.shape.head_dim,
+                         r.forward_measured.to_microseconds(), r.forward_predicted.to_microseconds(),
+                         percent(relative_error(r.forward_predicted, r.forward_measured)),
+                         r.backward_measured.to_microseconds(), r.backward_predicted.to_microseconds(),
+                         percent(relative_error(r.backward_predicted, r.backward_measured)));
+    }
+  }
+
+  out << "\n## Collectives\n\n";
+  if (v.collectives.empty()) {
+    out << "No NCCL measurement was given. The profile's machine had one GPU, where the calibrator skips NCCL.\n";
+  }
+  for (const CollectiveFitCheck& c : v.collectives) {
+    out << fmt::format("### {}: {} ({} / {}), {} ranks on {} nodes\n\n", c.source, name_of(c.fit.op),
+                       name_of(c.fit.algorithm), name_of(c.fit.protocol), c.fit.ranks, c.fit.nodes);
+    out << fmt::format("Piecewise α–β fit ({} size regimes, RMS relative error {:.1f} %):\n\n", c.fit.segments.size(),
+                       100 * c.fit_rms);
+    out << "| sizes | latency α | bandwidth 1/β |\n|---|---|---|\n";
+    for (const CollectiveFitSegment& s : c.fit.segments) {
+      out << fmt::format("| {} – {} B | {:.1f} µs | {:.2f} GB/s |\n", s.min_size.count(), s.max_size.count(),
+                         s.latency.to_microseconds(), s.bandwidth.gigabytes_per_second());
+    }
+    out << "\n| size (B) | measured (µs) | fitted (µs) | error | left out (µs) | error |\n|---|---|---|---|---|---|\n";
+    for (const CollectiveFitCheckRow& r : c.rows) {
+      out << fmt::format("| {} | {:.1f} | {:.1f} | {} | {:.1f} | {} |\n", r.size.count(), r.measured.to_microseconds(),
+                         r.fitted.to_microseconds(), percent(relative_error(r.fitted, r.measured)),
+                         r.left_out.to_microseconds(),
+                         r.left_out.ps() > 0 ? percent(relative_error(r.left_out, r.measured)) : std::string("—"));
+    }
+    out << "\n";
+  }
+}
+
+int validate_calibration_command(const CalibrationValidationOptions& options, std::ostream& out, std::ostream& err) {
+  const CalibrationValidation v = validate_calibration(options);
+  if (options.out.empty()) {
+    write_calibration_report(v, options, out);
+  } else {
+    std::ofstream file(options.out);
+    if (!file) throw InputError(fmt::format("--out {}: cannot open the file for writing", options.out));
+    write_calibration_report(v, options, file);
+    err << "wrote " << options.out << "\n";
+  }
+  if (!v.step_gemms.empty()) {
+    err << fmt::format("GEMM leave-one-out over the {} shapes of the training steps: median {:.1f} %, max {:.1f} % ({})\n",
+                       v.step_gemms.size(), 100 * v.step_gemms_median, 100 * v.step_gemms_max,
+                       v.step_gemms_meet_target() ? "target met" : "TARGET MISSED: median <= 5 %, max <= 15 %");
+  }
+  err << fmt::format("GEMM leave-one-out over every sample ({} shapes): median {:.1f} %, max {:.1f} % ({})\n",
+                     v.gemm.rows.size(), 100 * v.gemm.median_abs_error, 100 * v.gemm.max_abs_error,
+                     v.gemm_meets_target() ? "target met" : "target missed: median <= 5 %, max <= 15 %");
+  if (!v.training.empty()) {
+    err << fmt::format("training steps within 10 % on step time and peak memory: {} of {} ({})\n", v.training_within,
+                       v.training.size(), v.training_meets_target() ? "target met" : "TARGET MISSED: at least 6");
+  }
+  const bool ok = v.step_gemms_meet_target() && (v.training.empty() || v.training_meets_target());
+  return ok ? 0 : 3;
+}
+
+}  // namespace clustersim

@@ -22,6 +22,22 @@ NormKind parse_norm_kind(std::string_view text) {
   throw InputError(fmt::format("unknown norm \"{}\" (valid: layernorm, rmsnorm)", text));
 }
 
+std::string_view name_of(MoeBalancing balancing) {
+  switch (balancing) {
+    case MoeBalancing::kAuxLoss: return "aux_loss";
+    case MoeBalancing::kAuxLossFree: return "aux_loss_free";
+    case MoeBalancing::kNone: return "none";
+  }
+  return "?";
+}
+
+MoeBalancing parse_moe_balancing(std::string_view text) {
+  for (auto b : {MoeBalancing::kAuxLoss, MoeBalancing::kAuxLossFree, MoeBalancing::kNone}) {
+    if (name_of(b) == text) return b;
+  }
+  throw InputError(fmt::format("unknown model.moe.load_balancing \"{}\" (valid: aux_loss, aux_loss_free, none)", text));
+}
+
 PositionEmbedding parse_position_embedding(std::string_view text) {
   if (text == "learned") return PositionEmbedding::kLearned;
   if (text == "rope") return PositionEmbedding::kRope;
@@ -60,14 +76,71 @@ void ModelSpec::validate() const {
         "set it to the longest sequence (e.g. 2048 for GPT-3) or use position_embedding: rope",
         max_position_embeddings));
   }
-  if (moe.num_experts != 0 || moe.top_k != 0 || moe.moe_ffn_hidden != 0 || moe.shared_experts != 0 ||
-      moe.first_dense_layers != 0) {
-    throw InputError(fmt::format("model \"{}\": mixture-of-experts fields (model.moe.*) are not supported yet; "
-                                 "only dense transformers can be simulated",
-                                 name));
+  validate_moe();
+  validate_mla();
+}
+
+void ModelSpec::validate_moe() const {
+  if (!moe.enabled()) {
+    if (moe.num_experts < 0) {
+      throw InputError(fmt::format("model.moe.num_experts must be >= 0 (got {}; 0 = dense)", moe.num_experts));
+    }
+    if (moe.top_k != 0 || moe.moe_ffn_hidden != 0 || moe.shared_experts != 0 || moe.shared_ffn_hidden != 0 ||
+        moe.first_dense_layers != 0) {
+      throw InputError(fmt::format("model \"{}\": model.moe.* fields are set but model.moe.num_experts = 0; give the "
+                                   "number of routed experts (or remove the moe section for a dense model)",
+                                   name));
+    }
+    return;
   }
-  if (mla.q_lora_rank != 0 || mla.kv_lora_rank != 0 || mla.rope_head_dim != 0) {
-    throw InputError(fmt::format("model \"{}\": multi-head latent attention (model.mla.*) is not supported yet", name));
+  if (moe.top_k < 1 || moe.top_k > moe.num_experts) {
+    throw InputError(fmt::format("model.moe.top_k = {} must be between 1 and model.moe.num_experts = {}", moe.top_k,
+                                 moe.num_experts));
+  }
+  if (moe.moe_ffn_hidden <= 0) {
+    throw InputError(fmt::format("model.moe.moe_ffn_hidden must be a positive integer (got {}): the intermediate size "
+                                 "of one routed expert (Mixtral-8x7B: 14336, DeepSeek-V3: 2048)",
+                                 moe.moe_ffn_hidden));
+  }
+  if (moe.shared_experts < 0 || moe.shared_ffn_hidden < 0) {
+    throw InputError(fmt::format("model.moe.shared_experts = {} and shared_ffn_hidden = {} must be >= 0",
+                                 moe.shared_experts, moe.shared_ffn_hidden));
+  }
+  if (moe.shared_ffn_hidden > 0 && moe.shared_experts == 0) {
+    throw InputError(fmt::format("model.moe.shared_ffn_hidden = {} needs model.moe.shared_experts >= 1",
+                                 moe.shared_ffn_hidden));
+  }
+  if (moe.first_dense_layers < 0 || moe.first_dense_layers >= layers) {
+    throw InputError(fmt::format("model.moe.first_dense_layers = {} must be in 0..{} (layers = {}; at least one layer "
+                                 "must have experts)",
+                                 moe.first_dense_layers, layers - 1, layers));
+  }
+}
+
+void ModelSpec::validate_mla() const {
+  if (!mla.enabled()) {
+    if (mla.kv_lora_rank < 0 || mla.q_lora_rank != 0 || mla.rope_head_dim != 0 || mla.v_head_dim != 0) {
+      throw InputError(fmt::format("model \"{}\": model.mla.* fields need model.mla.kv_lora_rank > 0 (the key/value "
+                                   "latent rank; DeepSeek-V3: 512)",
+                                   name));
+    }
+    return;
+  }
+  if (mla.q_lora_rank < 0 || mla.v_head_dim < 0) {
+    throw InputError(fmt::format("model.mla.q_lora_rank = {} and v_head_dim = {} must be >= 0 (0: no query "
+                                 "compression; value heads of head_dim)",
+                                 mla.q_lora_rank, mla.v_head_dim));
+  }
+  if (mla.rope_head_dim <= 0 || position_embedding != PositionEmbedding::kRope) {
+    throw InputError(fmt::format("model.mla.rope_head_dim = {}: multi-head latent attention carries position in a "
+                                 "decoupled RoPE part; give rope_head_dim > 0 (DeepSeek-V3: 64) and "
+                                 "position_embedding: rope",
+                                 mla.rope_head_dim));
+  }
+  if (kv_heads != 0 && kv_heads != heads) {
+    throw InputError(fmt::format("model.kv_heads = {}: multi-head latent attention has one key/value head per query "
+                                 "head; use kv_heads 0 (or {})",
+                                 kv_heads, heads));
   }
 }
 

@@ -23,26 +23,51 @@ MlpKind parse_mlp_kind(std::string_view text);
 NormKind parse_norm_kind(std::string_view text);
 PositionEmbedding parse_position_embedding(std::string_view text);
 
-// Mixture-of-experts fields, reserved for the issue that adds MoE layers: a model with
-// num_experts > 0 is rejected until then. Names follow Megatron-LM (--num-experts,
-// --moe-router-topk, --moe-ffn-hidden-size, --moe-shared-expert-intermediate-size,
-// --moe-layer-freq / first dense layers).
+// How the router keeps the experts' loads even; only the router's cost depends on it.
+//   aux_loss       an auxiliary load-balancing loss over the router probabilities (Switch
+//                  Transformer; Megatron --moe-router-load-balancing-type aux_loss, its default)
+//   aux_loss_free  a per-expert bias added to the scores before top-k and adjusted between steps
+//                  (DeepSeek-V3, arXiv:2412.19437 §2.1.2; Megatron --moe-router-enable-expert-bias)
+//   none           plain top-k
+enum class MoeBalancing { kAuxLoss, kAuxLossFree, kNone };
+std::string_view name_of(MoeBalancing balancing);  // "aux_loss", "aux_loss_free", "none"
+MoeBalancing parse_moe_balancing(std::string_view text);
+
+// Mixture-of-experts MLP (Megatron-LM names: --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
+// --moe-shared-expert-intermediate-size, --moe-layer-freq with leading dense layers). num_experts = 0
+// is a dense model. Every layer from `first_dense_layers` on replaces its MLP by a router over
+// `num_experts` routed experts (each an MLP of the model's kind with `moe_ffn_hidden`) of which each
+// token uses `top_k`, plus `shared_experts` always-active experts (one MLP of `shared_ffn()`).
 struct MoeSpec {
   int64_t num_experts = 0;
   int64_t top_k = 0;
   int64_t moe_ffn_hidden = 0;
   int64_t shared_experts = 0;      // number of always-active shared experts
-  int64_t first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek-V3: 3)
+  int64_t shared_ffn_hidden = 0;   // their total intermediate size; 0 = shared_experts × moe_ffn_hidden
+  int64_t first_dense_layers = 0;  // leading layers with a dense MLP of ffn_hidden (DeepSeek-V3: 3)
+  MoeBalancing balancing = MoeBalancing::kAuxLoss;
+
+  bool enabled() const { return num_experts > 0; }
+  int64_t shared_ffn() const { return shared_ffn_hidden > 0 ? shared_ffn_hidden : shared_experts * moe_ffn_hidden; }
 };
 
-// Multi-head latent attention (DeepSeek-V2/V3), reserved likewise: all zero = standard attention.
+// Multi-head latent attention (DeepSeek-V2/V3, arXiv:2405.04434 §2.1; Megatron-Core
+// multi_latent_attention.py): queries through a low-rank q_lora_rank bottleneck (0: a direct
+// projection), keys and values through a shared kv_lora_rank latent; each head has a "nope" part of
+// the model's head_dim plus a decoupled RoPE part of rope_head_dim (its key shared by all heads), and
+// values of v_head_dim. kv_lora_rank = 0 is standard attention. DeepSeek-V3: q_lora_rank 1536,
+// kv_lora_rank 512, head_dim (qk_nope) 128, rope_head_dim 64, v_head_dim 128, 128 heads.
 struct MlaSpec {
   int64_t q_lora_rank = 0;
   int64_t kv_lora_rank = 0;
   int64_t rope_head_dim = 0;
+  int64_t v_head_dim = 0;  // 0 = the model's head_dim
+
+  bool enabled() const { return kv_lora_rank > 0; }
 };
 
-// A dense decoder-only transformer (GPT / Llama family) as Megatron-LM builds it.
+// A decoder-only transformer (GPT / Llama family, with optional mixture-of-experts MLPs and latent
+// attention) as Megatron-LM builds it.
 struct ModelSpec {
   std::string name;
   int64_t layers = 0;
@@ -65,12 +90,26 @@ struct ModelSpec {
 
   int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
+  // Query/key size per head: head_size() plus the decoupled RoPE part with MLA.
+  int64_t qk_head_size() const { return head_size() + (mla.enabled() ? mla.rope_head_dim : 0); }
+  // Value size per head: mla.v_head_dim with MLA (when set), else head_size().
+  int64_t v_head_size() const { return mla.enabled() && mla.v_head_dim > 0 ? mla.v_head_dim : head_size(); }
+  // Whether layer `layer` (0-based) has a mixture-of-experts MLP.
+  bool is_moe_layer(int64_t layer) const { return moe.enabled() && layer >= moe.first_dense_layers; }
+  // Layers with a mixture-of-experts MLP, and with a dense one.
+  int64_t moe_layer_count() const { return moe.enabled() ? layers - moe.first_dense_layers : 0; }
+  int64_t dense_layer_count() const { return layers - moe_layer_count(); }
 
   // Throws InputError naming the field (as "model.<key>"), its value and what is valid: non-positive
   // sizes, heads not divisible by kv_heads, hidden not divisible by heads without an explicit
   // head_dim, a learned position table without max_position_embeddings, a non-positive
-  // vocabulary divisor, and MoE/MLA fields (not supported yet).
+  // vocabulary divisor; MoE fields without experts, top_k outside 1..num_experts, a non-positive
+  // expert size, first_dense_layers not below layers; MLA with grouped KV heads or without RoPE.
   void validate() const;
+
+ private:
+  void validate_moe() const;
+  void validate_mla() const;
 };
 
 }  // namespace clustersim

@@ -103,7 +103,21 @@ TEST(ModelSpec, ValidationNamesTheFieldAndWhatIsValid) {
   m.layers = 0;
   EXPECT_THROW(m.validate(), InputError);
   m = testing::gpt3_175b();
-  m.moe.num_experts = 8;
+  m.moe.num_experts = 8;  // experts without top_k and expert size
+  EXPECT_THROW(m.validate(), InputError);
+  m.moe.top_k = 9;
+  m.moe.moe_ffn_hidden = 4096;
+  EXPECT_THROW(m.validate(), InputError);  // top_k above the 8 experts
+  m.moe.top_k = 2;
+  EXPECT_NO_THROW(m.validate());
+  m.moe.first_dense_layers = 96;  // every layer dense
+  EXPECT_THROW(m.validate(), InputError);
+  m = testing::gpt3_175b();
+  m.moe.top_k = 2;  // MoE fields without experts
+  EXPECT_THROW(m.validate(), InputError);
+  m = testing::gpt3_175b();
+  m.mla.kv_lora_rank = 512;  // latent attention needs RoPE (GPT-3 has learned positions)
+  m.mla.rope_head_dim = 64;
   EXPECT_THROW(m.validate(), InputError);
   m = testing::gpt3_175b();
   m.hidden = 12290;  // not divisible by 96 heads, no explicit head_dim

@@ -42,6 +42,18 @@ std::string_view name_of(CommKind kind) {
       return "tp_reduce_scatter";
     case CommKind::kCpKvExchange:
       return "cp_kv_exchange";
+    case CommKind::kCpAllToAll:
+      return "cp_all_to_all";
+    case CommKind::kEpAllToAll:
+      return "ep_all_to_all";
+    case CommKind::kEpAllGather:
+      return "ep_all_gather";
+    case CommKind::kEpReduceScatter:
+      return "ep_reduce_scatter";
+    case CommKind::kEtpAllGather:
+      return "etp_all_gather";
+    case CommKind::kEtpReduceScatter:
+      return "etp_reduce_scatter";
   }
   throw InternalError("unknown CommKind value");
 }

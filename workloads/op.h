@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "core/units.h"
 #include "cost_models/attention_predictor.h"
@@ -23,12 +25,31 @@ enum class Pass {
   kRecompute,  // a forward op re-run before backward (activation recomputation)
 };
 
-// Where Megatron-LM places the collectives of tensor and context parallelism. Sizes follow the
-// nccl-tests convention (collectives/collective.h): all_reduce = per-rank buffer, all_gather =
-// gathered output, reduce_scatter = input; all three are [micro_batch, seq/cp, hidden] of the
-// activation dtype at the layer boundaries. kCpKvExchange is one step of the context-parallel ring:
-// each rank sends its K and V chunk to the next rank, `comm_steps` = cp − 1 times per attention.
-enum class CommKind { kNone, kTpAllReduce, kTpAllGather, kTpReduceScatter, kCpKvExchange };
+// Where Megatron-LM places the collectives of tensor, context and expert parallelism. Sizes follow
+// the nccl-tests convention (collectives/collective.h): all_reduce = per-rank buffer, all_gather =
+// gathered output, reduce_scatter = input, all_to_all = what each rank sends in total.
+//   kTp*           on the tensor-parallel group: [micro_batch, seq/cp, hidden] at layer boundaries;
+//   kCpKvExchange  one step of the context-parallel ring: each rank passes the K and V block it holds
+//                  to the next rank (`comm_bytes` per step), `comm_steps` = cp − 1 times per attention;
+//   kCpAllToAll    Ulysses: Q, K, V (or the attention output) between sequence and head shards;
+//   kEpAllToAll    token dispatch or combine on the expert-parallel group (`comm_matrix`: n × n bytes,
+//                  row = sender, column = receiver; empty = an even split);
+//   kEpAllGather / kEpReduceScatter   the allgather dispatcher's token gather and output scatter;
+//   kEtpAllGather / kEtpReduceScatter the expert-tensor-parallel gather of dispatched tokens and the
+//                  scatter of the experts' partial outputs.
+enum class CommKind {
+  kNone,
+  kTpAllReduce,
+  kTpAllGather,
+  kTpReduceScatter,
+  kCpKvExchange,
+  kCpAllToAll,
+  kEpAllToAll,
+  kEpAllGather,
+  kEpReduceScatter,
+  kEtpAllGather,
+  kEtpReduceScatter,
+};
 
 std::string_view name_of(OpCost cost);
 std::string_view name_of(Pass pass);
@@ -63,6 +84,7 @@ struct Op {
   CommKind comm = CommKind::kNone;  // kCommunication only
   Bytes comm_bytes;
   int64_t comm_steps = 1;
+  std::vector<int64_t> comm_matrix;  // kEpAllToAll with uneven routing: n × n bytes (see CommKind)
 };
 
 }  // namespace clustersim

@@ -8,6 +8,25 @@
 
 namespace clustersim {
 
+std::string_view name_of(MoeDispatcher dispatcher) {
+  return dispatcher == MoeDispatcher::kAllToAll ? "alltoall" : "allgather";
+}
+
+std::string_view name_of(ContextParallelComm comm) { return comm == ContextParallelComm::kRing ? "p2p" : "a2a"; }
+
+MoeDispatcher parse_moe_dispatcher(std::string_view text) {
+  if (text == "alltoall") return MoeDispatcher::kAllToAll;
+  if (text == "allgather") return MoeDispatcher::kAllGather;
+  throw InputError(fmt::format("unknown parallelism.moe_dispatcher \"{}\" (valid: alltoall, allgather)", text));
+}
+
+ContextParallelComm parse_context_parallel_comm(std::string_view text) {
+  if (text == "p2p") return ContextParallelComm::kRing;
+  if (text == "a2a") return ContextParallelComm::kAllToAll;
+  throw InputError(
+      fmt::format("unknown parallelism.cp_comm \"{}\" (valid: p2p = ring attention, a2a = Ulysses all-to-all)", text));
+}
+
 int64_t padded_vocab_size(int64_t vocab, int64_t divisible_by, int64_t tp) {
   if (vocab <= 0 || divisible_by <= 0 || tp <= 0) {
     throw InputError(fmt::format("vocabulary padding needs positive vocab ({}), make_vocab_size_divisible_by ({}) "
@@ -25,6 +44,44 @@ std::vector<int64_t> divisors(int64_t n) {
   }
   return out;
 }
+
+namespace {
+
+void validate_expert_sharding(const ModelSpec& model, const ShardSpec& shard) {
+  if (shard.ep <= 0 || shard.etp <= 0) {
+    throw InputError(fmt::format("parallelism.ep = {} and etp = {} must be positive integers", shard.ep, shard.etp));
+  }
+  if (!model.moe.enabled()) {
+    if (shard.ep > 1 || shard.etp > 1) {
+      throw InputError(fmt::format("parallelism.ep = {}, etp = {}: model \"{}\" has no experts; use ep = 1 and etp = 1",
+                                   shard.ep, shard.etp, model.name));
+    }
+    return;
+  }
+  const MoeSpec& moe = model.moe;
+  if (moe.num_experts % shard.ep != 0) {
+    throw InputError(fmt::format("parallelism.ep = {}: {} experts do not split evenly; valid ep: {}", shard.ep,
+                                 moe.num_experts, fmt::join(divisors(moe.num_experts), ", ")));
+  }
+  if (moe.moe_ffn_hidden % shard.etp != 0) {
+    throw InputError(fmt::format("parallelism.etp = {} does not divide model.moe.moe_ffn_hidden = {} (valid etp: {})",
+                                 shard.etp, moe.moe_ffn_hidden, fmt::join(divisors(moe.moe_ffn_hidden), ", ")));
+  }
+  if (moe.shared_ffn() % shard.tp != 0) {
+    throw InputError(fmt::format("parallelism.tp = {} does not divide the shared experts' intermediate size {}",
+                                 shard.tp, moe.shared_ffn()));
+  }
+  if (shard.tp > 1 && !shard.sequence_parallel) {
+    // Megatron-Core's MoELayer raises "performance may degrade if MoE and tensor parallelism are
+    // enabled without also enabling sequence parallelism" (megatron/core/transformer/moe/moe_layer.py).
+    throw InputError(fmt::format("parallelism.tp = {} with mixture-of-experts layers needs "
+                                 "parallelism.sequence_parallel: true (Megatron-Core requires it for MoE with tensor "
+                                 "parallelism)",
+                                 shard.tp));
+  }
+}
+
+}  // namespace
 
 ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard) {
   model.validate();
@@ -47,7 +104,7 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard) {
         "divide kv_heads or be a multiple of it (each KV head then replicated tp/kv_heads times); valid tp: {}",
         tp, kv, fmt::join(valid, ", ")));
   }
-  if (model.ffn_hidden % tp != 0) {
+  if (model.dense_layer_count() > 0 && model.ffn_hidden % tp != 0) {
     std::vector<int64_t> valid;
     for (int64_t t : divisors(heads)) {
       if (model.ffn_hidden % t == 0 && (kv % t == 0 || t % kv == 0)) valid.push_back(t);
@@ -55,17 +112,38 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard) {
     throw InputError(fmt::format("parallelism.tp = {} does not divide model.ffn_hidden = {} (valid tp: {})", tp,
                                  model.ffn_hidden, fmt::join(valid, ", ")));
   }
+  validate_expert_sharding(model, shard);
+  if (shard.cp_comm == ContextParallelComm::kAllToAll && shard.cp > 1) {
+    const int64_t q = heads / tp;
+    const int64_t k = kv >= tp ? kv / tp : 1;
+    if (q % shard.cp != 0 || k % shard.cp != 0) {
+      throw InputError(fmt::format(
+          "parallelism.cp = {} with cp_comm a2a (Ulysses) scatters attention heads over the context-parallel ranks, "
+          "but a tensor-parallel rank holds {} query and {} KV heads; cp must divide both (or use cp_comm p2p)",
+          shard.cp, q, k));
+    }
+  }
   ShardedDims d;
   d.tp = tp;
   d.cp = shard.cp;
+  d.ep = shard.ep;
+  d.etp = shard.etp;
+  d.dispatcher = shard.dispatcher;
+  d.cp_comm = shard.cp_comm;
   d.sequence_parallel = shard.sequence_parallel && tp > 1;
-  d.head_dim = model.head_size();
+  d.head_dim = model.v_head_size();
+  d.qk_head_dim = model.qk_head_size();
   d.heads_per_rank = heads / tp;
   d.kv_heads_per_rank = kv >= tp ? kv / tp : 1;
   d.kv_replication = kv >= tp ? 1 : tp / kv;
   d.ffn_per_rank = model.ffn_hidden / tp;
   d.padded_vocab = padded_vocab_size(model.vocab, model.make_vocab_size_divisible_by, tp);
   d.vocab_per_rank = d.padded_vocab / tp;
+  if (model.moe.enabled()) {
+    d.experts_per_rank = model.moe.num_experts / shard.ep;
+    d.expert_ffn_per_rank = model.moe.moe_ffn_hidden / shard.etp;
+    d.shared_ffn_per_rank = model.moe.shared_ffn() / tp;
+  }
   return d;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "workloads/model_spec.h"
@@ -8,29 +9,59 @@
 
 namespace clustersim {
 
+// How mixture-of-experts tokens reach their experts (Megatron --moe-token-dispatcher-type):
+//   alltoall   the router's permuted tokens go to their experts' ranks by an all-to-all on the
+//              expert-parallel group and come back by a second one (MoEAlltoAllTokenDispatcher);
+//   allgather  every rank all-gathers the tokens of its expert-parallel group, runs its experts on
+//              those routed to them and reduce-scatters the outputs (MoEAllGatherTokenDispatcher).
+enum class MoeDispatcher { kAllToAll, kAllGather };
+// How context parallelism runs attention (Megatron --cp-comm-type):
+//   p2p  ring attention: cp − 1 steps each passing a K/V block to the next rank, overlapped with the
+//        attention of the block in hand (TransformerEngine's context-parallel attention);
+//   a2a  "Ulysses" (DeepSpeed-Ulysses, arXiv:2309.14509): an all-to-all turns the sequence shards
+//        into head shards before attention and back after it.
+enum class ContextParallelComm { kRing, kAllToAll };
+
+std::string_view name_of(MoeDispatcher dispatcher);      // "alltoall", "allgather"
+std::string_view name_of(ContextParallelComm comm);      // "p2p", "a2a"
+MoeDispatcher parse_moe_dispatcher(std::string_view text);
+ContextParallelComm parse_context_parallel_comm(std::string_view text);
+
 // How one rank's share of a layer is cut (Megatron-LM names): tensor parallel size tp (column- and
 // row-parallel linear layers, Shoeybi et al. 2019), sequence parallel (norms, dropout and residuals
 // split along the sequence across the tp ranks, Korthikanti et al. 2022), context parallel size cp
-// (the sequence split across cp ranks, attention by a ring exchange of K/V). Expert parallel sizes
-// (ep, etp) come with mixture-of-experts support.
+// (the sequence split across cp ranks), expert parallel size ep (each rank holds num_experts / ep
+// routed experts) and expert tensor parallel size etp (each expert's MLP split etp ways).
 struct ShardSpec {
   int64_t tp = 1;
   bool sequence_parallel = false;
   int64_t cp = 1;
+  int64_t ep = 1;
+  int64_t etp = 1;
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  ContextParallelComm cp_comm = ContextParallelComm::kRing;
 };
 
 // Per-rank dimensions of a model under a ShardSpec.
 struct ShardedDims {
   int64_t tp = 1;
   int64_t cp = 1;
+  int64_t ep = 1;
+  int64_t etp = 1;
   bool sequence_parallel = false;
-  int64_t head_dim = 0;
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  ContextParallelComm cp_comm = ContextParallelComm::kRing;
+  int64_t head_dim = 0;           // value/output size per head (MLA: v_head_dim)
+  int64_t qk_head_dim = 0;        // query/key size per head (MLA: head_dim + rope_head_dim)
   int64_t heads_per_rank = 0;     // a / tp
   int64_t kv_heads_per_rank = 0;  // kv / tp, or 1 when kv < tp (replicated)
   int64_t kv_replication = 1;     // ranks holding a copy of each KV head: tp / kv when kv < tp
   int64_t ffn_per_rank = 0;       // ffn / tp
   int64_t padded_vocab = 0;       // vocabulary padded as Megatron does (see padded_vocab_size)
   int64_t vocab_per_rank = 0;     // padded_vocab / tp
+  int64_t experts_per_rank = 0;   // routed experts held: num_experts / ep (0 for a dense model)
+  int64_t expert_ffn_per_rank = 0;  // moe_ffn_hidden / etp
+  int64_t shared_ffn_per_rank = 0;  // shared experts' intermediate size / tp
 };
 
 // Megatron's vocabulary padding: the smallest multiple of divisible_by × tp that is ≥ vocab
@@ -42,9 +73,12 @@ int64_t padded_vocab_size(int64_t vocab, int64_t divisible_by, int64_t tp);
 std::vector<int64_t> divisors(int64_t n);
 
 // Validates the model against the shard spec and returns the per-rank dimensions. Throws InputError
-// naming the fields and suggesting valid values when: tp or cp is not positive; heads % tp ≠ 0
+// naming the fields and suggesting valid values when: tp, cp, ep or etp is not positive; heads % tp ≠ 0
 // (../shared/cases/layouts.md L3); kv_heads and tp do not nest (tp must divide kv_heads, or kv_heads
-// must divide tp so that each KV head is replicated tp/kv times: L2); ffn_hidden % tp ≠ 0.
+// must divide tp so that each KV head is replicated tp/kv times: L2); ffn_hidden % tp ≠ 0 (with dense
+// layers); num_experts % ep ≠ 0 (L3), moe_ffn_hidden % etp ≠ 0, the shared experts' size % tp ≠ 0,
+// ep or etp above 1 for a dense model; experts with tp > 1 but no sequence parallelism (Megatron-Core
+// moe_layer.py refuses it); Ulysses (a2a) with query or KV heads per rank not divisible by cp.
 ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard);
 
 // Checks that need the training spec too; throws InputError naming the fields: with cp > 1 the

@@ -59,6 +59,56 @@ inline ModelSpec llama3_70b() {
   return m;
 }
 
+// Llama-3-8B (Meta model card): 32 layers, h 4096, 32 heads, 8 KV heads of 128, ffn 14336, vocab 128256.
+inline ModelSpec llama3_8b() {
+  ModelSpec m = llama2_7b();
+  m.name = "llama3-8b";
+  m.ffn_hidden = 14336;
+  m.kv_heads = 8;
+  m.vocab = 128256;
+  return m;
+}
+
+// Mixtral-8x7B (Jiang et al. 2024, arXiv:2401.04088 Table 1; Hugging Face config.json): 32 layers,
+// h 4096, 32 heads, 8 KV heads of 128, 8 experts of SwiGLU ffn 14336, top-2, vocab 32000, RMSNorm,
+// RoPE, untied, no biases.
+inline ModelSpec mixtral_8x7b() {
+  ModelSpec m = llama2_7b();
+  m.name = "mixtral-8x7b";
+  m.ffn_hidden = 14336;
+  m.kv_heads = 8;
+  m.moe.num_experts = 8;
+  m.moe.top_k = 2;
+  m.moe.moe_ffn_hidden = 14336;
+  return m;
+}
+
+// DeepSeek-V3 (arXiv:2412.19437 §4.2; Hugging Face config.json): 61 layers, h 7168, the first 3
+// dense with ffn 18432, then 1 shared + 256 routed experts of 2048, top-8, auxiliary-loss-free
+// balancing; MLA with 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, rope 64, v 128;
+// vocab 129280, untied, no biases.
+inline ModelSpec deepseek_v3() {
+  ModelSpec m = llama2_7b();
+  m.name = "deepseek-v3";
+  m.layers = 61;
+  m.hidden = 7168;
+  m.ffn_hidden = 18432;
+  m.heads = 128;
+  m.head_dim = 128;
+  m.vocab = 129280;
+  m.moe.num_experts = 256;
+  m.moe.top_k = 8;
+  m.moe.moe_ffn_hidden = 2048;
+  m.moe.shared_experts = 1;
+  m.moe.first_dense_layers = 3;
+  m.moe.balancing = MoeBalancing::kAuxLossFree;
+  m.mla.q_lora_rank = 1536;
+  m.mla.kv_lora_rank = 512;
+  m.mla.rope_head_dim = 64;
+  m.mla.v_head_dim = 128;
+  return m;
+}
+
 inline TrainingSpec training(int64_t seq_len, int64_t micro_batch, Recompute recompute, AttentionKernel attention) {
   TrainingSpec t;
   t.seq_len = seq_len;

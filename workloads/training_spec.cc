@@ -92,11 +92,16 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     if (recompute == Recompute::kSelective) {
       unsupported("training.recompute selective is not modelled (valid: none, full = torch.utils.checkpoint per layer)");
     }
+    if (model.moe.enabled() || model.mla.enabled()) {
+      unsupported(fmt::format("model \"{}\" has {}; the PyTorch eager op model covers dense transformers only", model.name,
+                              model.moe.enabled() ? "mixture-of-experts layers" : "multi-head latent attention"));
+    }
     if (hidden_dropout != 0 || attention_dropout != 0) {
       unsupported(fmt::format("dropout is not modelled (training.hidden_dropout = {}, attention_dropout = {}; valid: 0)",
                               hidden_dropout, attention_dropout));
     }
   }
+  expert_token_shares(model, moe_routing);
   if (model.position_embedding == PositionEmbedding::kLearned && seq_len > model.max_position_embeddings) {
     throw InputError(fmt::format("training.seq_len = {} exceeds model.max_position_embeddings = {} of model \"{}\" "
                                  "(learned position embeddings have one row per position)",

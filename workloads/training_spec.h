@@ -6,6 +6,7 @@
 #include "core/data_type.h"
 #include "cost_models/precision_policy.h"
 #include "workloads/model_spec.h"
+#include "workloads/moe_routing.h"
 
 namespace clustersim {
 
@@ -48,6 +49,8 @@ struct TrainingSpec {
   // Llama recipes). A positive probability stores a 1-byte mask per element for backward.
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
+  // Mixture-of-experts models: how tokens spread over the experts (workloads/moe_routing.h).
+  MoeRouting moe_routing;
 
   // Element type of stored activations: the compute dtype for bf16/fp16; bf16 for fp8 compute
   // (fp8 recipes cast to fp8 per GEMM and keep bf16 activations; Transformer Engine's fp8 caches
@@ -57,10 +60,11 @@ struct TrainingSpec {
   // Throws InputError naming the field for non-positive seq_len, global_batch or micro_batch, a
   // global batch not divisible by the micro batch, a compute dtype other than bf16/fp16/fp8,
   // dropout outside [0, 1), an invalid precision policy, and (with learned positions) a sequence
-  // longer than model.max_position_embeddings. With framework pytorch-eager also what that op
+  // longer than model.max_position_embeddings, and invalid MoE routing (expert_token_shares).
+  // With framework pytorch-eager also what that op
   // model does not cover: parameters, gradients not fp32 or a master copy (autocast over fp32
   // parameters), a compute dtype other than bf16/fp16, an optimizer other than adam, naive
-  // attention, selective recompute, and non-zero dropout.
+  // attention, selective recompute, non-zero dropout, and mixture-of-experts or latent attention.
   void validate(const ModelSpec& model) const;
 };
 

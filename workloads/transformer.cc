@@ -1,5 +1,7 @@
 #include "workloads/transformer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -51,7 +53,7 @@ class OpListBuilder {
     return ops_.back();
   }
 
-  void comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps = 1) {
+  Op& comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps = 1) {
     Op op;
     op.name = name;
     op.cost = OpCost::kCommunication;
@@ -60,6 +62,7 @@ class OpListBuilder {
     op.comm_bytes = Bytes::of(bytes);
     op.comm_steps = steps;
     ops_.push_back(op);
+    return ops_.back();
   }
 
  private:
@@ -70,20 +73,41 @@ class OpListBuilder {
 // Per-rank sizes shared by the builders.
 struct Sizes {
   int64_t b, s, s_q, tokens, seq_tokens;  // seq_tokens: tokens in the sequence-parallel regions
-  int64_t h, d, heads, q, kv, ffn, fc1_out, vocab;
+  int64_t h, heads;
+  int64_t dqk, dv;       // query/key and value sizes per head
+  int64_t q, k, v, o;    // per-rank widths: queries, keys, values, attention output (proj input)
+  int64_t ffn, fc1_out, vocab;
   int64_t e;             // activation element bytes
   DataType act;          // activation dtype
   DataType gemm;         // linear-layer GEMM dtype
-  bool tp, sp, cp, flash, rope, swiglu, learned;
+  bool tp, sp, cp, ulysses, flash, rope, swiglu, learned;
   bool hidden_mask, attention_mask;
   int64_t cp_size;
+  // Multi-head latent attention.
+  bool mla;
+  int64_t q_lora, kv_lora, rope_dim;
+  // Mixture of experts.
+  int64_t experts, top_k, ep, etp, local_experts;
+  int64_t routed;         // tokens routed per rank (T_r)
+  int64_t expert_tokens;  // tokens the busiest rank's experts process (R, after the etp gather)
+  int64_t dispatched;     // tokens the busiest rank receives from the dispatch (R / etp)
+  double kept;            // routed slots kept after capacity dropping (1 = dropless)
+  int64_t fe, fe_out;     // expert intermediate size per rank, and fc1's output (× 2 for SwiGLU)
+  int64_t fs, fs_out;     // shared experts' intermediate size per rank, and fc1's output
+  bool allgather;         // allgather token dispatcher
+  MoeBalancing balancing;
+  std::vector<int64_t> dispatch_matrix;  // bytes, [sender][receiver]; empty when balanced
 
   int64_t hidden_tokens() const { return seq_tokens * h * e; }  // a [T(/tp), h] activation in bytes
   int64_t full_hidden() const { return tokens * h * e; }        // a [T, h] activation in bytes
   int64_t scores() const { return b * heads * s_q * s; }        // elements of the s×s tensors per rank
+  int64_t permuted() const {                                    // the k copies of the routed tokens, bytes
+    return static_cast<int64_t>(std::ceil(static_cast<double>(routed * top_k) * kept)) * h * e;
+  }
 };
 
-Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims) {
+Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims,
+               const std::vector<double>& rank_shares) {
   Sizes z{};
   z.b = training.micro_batch;
   z.s = training.seq_len;
@@ -93,46 +117,107 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   z.sp = dims.sequence_parallel;
   z.seq_tokens = z.sp ? z.tokens / dims.tp : z.tokens;
   z.h = model.hidden;
-  z.d = dims.head_dim;
   z.heads = dims.heads_per_rank;
-  z.q = dims.heads_per_rank * dims.head_dim;
-  z.kv = dims.kv_heads_per_rank * dims.head_dim;
+  z.dqk = dims.qk_head_dim;
+  z.dv = dims.head_dim;
+  z.mla = model.mla.enabled();
+  const int64_t kv_heads = z.mla ? dims.heads_per_rank : dims.kv_heads_per_rank;
+  z.q = z.heads * z.dqk;
+  z.k = kv_heads * z.dqk;
+  z.v = kv_heads * z.dv;
+  z.o = z.heads * z.dv;
+  z.q_lora = model.mla.q_lora_rank;
+  z.kv_lora = model.mla.kv_lora_rank;
+  z.rope_dim = model.mla.rope_head_dim;
   z.ffn = dims.ffn_per_rank;
   z.swiglu = model.mlp == MlpKind::kSwiglu;
-  z.fc1_out = z.ffn * (z.swiglu ? 2 : 1);
+  const int64_t gates = z.swiglu ? 2 : 1;
+  z.fc1_out = z.ffn * gates;
   z.vocab = dims.vocab_per_rank;
   z.act = training.activation_dtype();
   z.gemm = training.compute_dtype;
   z.e = bytes_per_element(z.act);
   z.tp = dims.tp > 1;
   z.cp = dims.cp > 1;
+  z.ulysses = z.cp && dims.cp_comm == ContextParallelComm::kAllToAll;
   z.flash = training.attention == AttentionKernel::kFlash;
   z.rope = model.position_embedding == PositionEmbedding::kRope;
   z.learned = !z.rope;
   z.hidden_mask = training.hidden_dropout > 0;
   z.attention_mask = training.attention_dropout > 0;
+  if (model.moe.enabled()) {
+    z.experts = model.moe.num_experts;
+    z.top_k = model.moe.top_k;
+    z.ep = dims.ep;
+    z.etp = dims.etp;
+    z.local_experts = dims.experts_per_rank;
+    z.routed = z.seq_tokens;
+    z.fe = dims.expert_ffn_per_rank;
+    z.fe_out = z.fe * gates;
+    z.fs = dims.shared_ffn_per_rank;
+    z.fs_out = z.fs * gates;
+    z.allgather = dims.dispatcher == MoeDispatcher::kAllGather;
+    z.balancing = model.moe.balancing;
+    double kept = 0;
+    for (double share : rank_shares) kept += share;
+    z.kept = kept;
+    const double busiest = *std::max_element(rank_shares.begin(), rank_shares.end());
+    // Every rank of the group routes routed · top_k slots; the busiest rank takes `busiest` of them.
+    const double slots = static_cast<double>(z.routed * z.top_k * z.ep);
+    z.dispatched = static_cast<int64_t>(std::ceil(slots * busiest - 1e-9));
+    z.expert_tokens = z.dispatched * z.etp;
+    bool even = true;
+    for (double share : rank_shares) even = even && std::abs(share - 1.0 / static_cast<double>(z.ep)) < 1e-12;
+    if (!even && z.ep > 1 && !z.allgather) {
+      // Every sender routes its tokens in the group's proportions (all expert-parallel groups alike).
+      const size_t n = rank_shares.size();
+      const double sent = static_cast<double>(z.routed * z.top_k * z.h * z.e);
+      z.dispatch_matrix.assign(n * n, 0);
+      for (size_t src = 0; src < n; ++src) {
+        for (size_t dst = 0; dst < n; ++dst) {
+          z.dispatch_matrix[src * n + dst] = static_cast<int64_t>(std::llround(sent * rank_shares[dst]));
+        }
+      }
+    }
+  }
   return z;
+}
+
+std::vector<int64_t> transposed(const std::vector<int64_t>& matrix) {
+  if (matrix.empty()) return {};
+  const size_t n = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(matrix.size()))));
+  std::vector<int64_t> out(matrix.size());
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) out[j * n + i] = matrix[i * n + j];
+  }
+  return out;
+}
+
+double core_flops(const Sizes& z) {
+  // QKᵀ over d_qk and ·V over d_v, 2 FLOPs per multiply-add, the full s_q × s score matrix.
+  return 2.0 * static_cast<double>(z.b) * static_cast<double>(z.s_q) * static_cast<double>(z.s) *
+         static_cast<double>(z.heads) * static_cast<double>(z.dqk + z.dv);
 }
 
 // Forward attention-core ops (used by the layer forward and by selective recompute).
 void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
   const bool keep_inputs = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
   const bool keep_scores = policy == SavePolicy::kAll;
-  const double core_flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s_q) *
-                            static_cast<double>(z.s) * static_cast<double>(z.q);
+  const double flops = core_flops(z);
   if (z.flash) {
-    Op& op = add.memory("flash_attention", z.tokens * (z.q + 2 * z.kv) * z.e, z.tokens * z.q * z.e,
-                        keep_inputs ? z.tokens * (z.q + 2 * z.kv) * z.e : 0);
+    const int64_t inputs = z.tokens * (z.q + z.k + z.v) * z.e;
+    Op& op = add.memory("flash_attention", inputs, z.tokens * z.o * z.e, keep_inputs ? inputs : 0);
     op.cost = OpCost::kFlashAttention;
     op.gemm.dtype = z.act;
-    op.flops = core_flops;
-    op.kernel_flops = core_flops / 2;  // causal: the kernel skips the masked upper triangle
+    op.flops = flops;
+    op.kernel_flops = flops / 2;  // causal: the kernel skips the masked upper triangle
     op.attention_core = true;
     return;
   }
   // Naive: K and V expanded to every query head (grouped-query attention repeats them).
   const int64_t batch = z.b * z.heads;
-  Op& scores = add.gemm("attention_scores", z.s_q, z.s, z.d, z.act, keep_inputs ? 2 * z.tokens * z.q * z.e : 0, batch);
+  Op& scores = add.gemm("attention_scores", z.s_q, z.s, z.dqk, z.act, keep_inputs ? 2 * z.tokens * z.q * z.e : 0,
+                        batch);
   scores.attention_core = true;
   Op& softmax = add.memory("softmax", z.scores() * z.e, z.scores() * z.e, keep_scores ? z.scores() * z.e : 0);
   softmax.attention_core = true;
@@ -142,114 +227,309 @@ void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy polic
     dropout.attention_core = true;
   }
   const int64_t values_saved =
-      (keep_inputs ? z.tokens * z.q * z.e : 0) + (keep_scores && z.attention_mask ? z.scores() * z.e : 0);
-  Op& values = add.gemm("attention_values", z.s_q, z.d, z.s, z.act, values_saved, batch);
+      (keep_inputs ? z.tokens * z.o * z.e : 0) + (keep_scores && z.attention_mask ? z.scores() * z.e : 0);
+  Op& values = add.gemm("attention_values", z.s_q, z.dv, z.s, z.act, values_saved, batch);
   values.attention_core = true;
 }
 
 void attention_core_backward(OpListBuilder& add, const Sizes& z) {
-  const double core_flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s_q) *
-                            static_cast<double>(z.s) * static_cast<double>(z.q);
+  const double flops = core_flops(z);
   if (z.flash) {
     // Reads Q, K, V, O, dO; writes dQ, dK, dV.
-    Op& op = add.memory("flash_attention.backward", z.tokens * (3 * z.q + 2 * z.kv) * z.e,
-                        z.tokens * (z.q + 2 * z.kv) * z.e);
+    Op& op = add.memory("flash_attention.backward", z.tokens * (z.q + z.k + z.v + 2 * z.o) * z.e,
+                        z.tokens * (z.q + z.k + z.v) * z.e);
     op.cost = OpCost::kFlashAttention;
     op.gemm.dtype = z.act;
-    op.flops = 2 * core_flops;
-    op.kernel_flops = 2.5 * (core_flops / 2);  // FlashAttention's benchmark: backward = 2.5 × forward
+    op.flops = 2 * flops;
+    op.kernel_flops = 2.5 * (flops / 2);  // FlashAttention's benchmark: backward = 2.5 × forward
     op.attention_core = true;
     return;
   }
   const int64_t batch = z.b * z.heads;
-  add.gemm("attention_values.dgrad", z.s_q, z.s, z.d, z.act, 0, batch).attention_core = true;  // dP = dO·Vᵀ
-  add.gemm("attention_values.wgrad", z.s, z.d, z.s_q, z.act, 0, batch, true).attention_core = true;  // dV = Pᵀ·dO
+  add.gemm("attention_values.dgrad", z.s_q, z.s, z.dv, z.act, 0, batch).attention_core = true;  // dP = dO·Vᵀ
+  add.gemm("attention_values.wgrad", z.s, z.dv, z.s_q, z.act, 0, batch, true).attention_core = true;  // dV = Pᵀ·dO
   if (z.attention_mask) {
     add.memory("attention_dropout.backward", z.scores() * (z.e + 1), z.scores() * z.e).attention_core = true;
   }
   add.memory("softmax.backward", 2 * z.scores() * z.e, z.scores() * z.e).attention_core = true;
-  add.gemm("attention_scores.dgrad", z.s_q, z.d, z.s, z.act, 0, batch).attention_core = true;  // dQ = dS·K
-  add.gemm("attention_scores.wgrad", z.s, z.d, z.s_q, z.act, 0, batch, true).attention_core = true;  // dK = dSᵀ·Q
+  add.gemm("attention_scores.dgrad", z.s_q, z.dqk, z.s, z.act, 0, batch).attention_core = true;  // dQ = dS·K
+  add.gemm("attention_scores.wgrad", z.s, z.dqk, z.s_q, z.act, 0, batch, true).attention_core = true;  // dK = dSᵀ·Q
 }
 
-std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy) {
-  std::vector<Op> ops;
-  ops.reserve(24);
-  OpListBuilder add(ops, pass);
+// The attention core with its context-parallel communication.
+void attention_block_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
+  if (z.cp && !z.ulysses) {
+    // One K/V block per ring step: (s/cp) tokens × (keys + values) — GQA's KV heads, not the query heads.
+    add.comm("attention.cp_kv_exchange", CommKind::kCpKvExchange, z.tokens * (z.k + z.v) * z.e, z.cp_size - 1);
+  }
+  if (z.ulysses) add.comm("attention.cp_all_to_all", CommKind::kCpAllToAll, z.tokens * (z.q + z.k + z.v) * z.e);
+  attention_core_forward(add, z, policy);
+  if (z.ulysses) add.comm("attention.cp_all_to_all_output", CommKind::kCpAllToAll, z.tokens * z.o * z.e);
+}
+
+void attention_block_backward(OpListBuilder& add, const Sizes& z) {
+  if (z.ulysses) {
+    add.comm("attention.cp_all_to_all_output.backward", CommKind::kCpAllToAll, z.tokens * z.o * z.e);
+  }
+  if (z.cp && !z.ulysses) {
+    // K, V and their gradients travel the ring in backward.
+    add.comm("attention.cp_kv_exchange.backward", CommKind::kCpKvExchange, 2 * z.tokens * (z.k + z.v) * z.e,
+             z.cp_size - 1);
+  }
+  attention_core_backward(add, z);
+  if (z.ulysses) {
+    add.comm("attention.cp_all_to_all.backward", CommKind::kCpAllToAll, z.tokens * (z.q + z.k + z.v) * z.e);
+  }
+}
+
+// input_norm through attention_residual.
+void attention_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
   const bool all = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
   const int64_t seq_hidden = z.hidden_tokens();
-  // Inputs of column-parallel GEMMs: with sp the saved copy is the sequence-sharded one.
-  const int64_t column_input = z.sp ? seq_hidden : z.full_hidden();
+  const int64_t column_input = z.sp ? seq_hidden : z.full_hidden();  // with sp the saved copy is sharded
   const int64_t mask = z.seq_tokens * z.h;
 
   add.memory("input_norm", seq_hidden, seq_hidden, policy == SavePolicy::kNothing ? 0 : seq_hidden);
   if (z.sp) add.comm("attention.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("qkv", z.tokens, z.q + 2 * z.kv, z.h, z.gemm, all ? column_input : 0);
-  if (z.rope) add.memory("rope", z.tokens * (z.q + z.kv) * z.e, z.tokens * (z.q + z.kv) * z.e);
-  if (z.cp) {
-    add.comm("attention.cp_kv_exchange", CommKind::kCpKvExchange, 2 * z.tokens * z.kv * z.e, z.cp_size - 1);
+  if (z.mla) {
+    // Down-projections are replicated over tp (each rank computes them on all T tokens); the
+    // up-projections are column-parallel.
+    const int64_t q_in = z.q_lora > 0 ? z.q_lora : z.h;
+    if (z.q_lora > 0) {
+      add.gemm("q_down", z.tokens, z.q_lora, z.h, z.gemm, all ? column_input : 0);
+      add.memory("q_norm", z.tokens * z.q_lora * z.e, z.tokens * z.q_lora * z.e, all ? z.tokens * z.q_lora * z.e : 0);
+    }
+    add.gemm("q_up", z.tokens, z.q, q_in, z.gemm, all ? (z.q_lora > 0 ? z.tokens * q_in * z.e : column_input) : 0);
+    // kv_down reads the same input as q_down (or q_up), saved once there.
+    add.gemm("kv_down", z.tokens, z.kv_lora + z.rope_dim, z.h, z.gemm);
+    add.memory("kv_norm", z.tokens * z.kv_lora * z.e, z.tokens * z.kv_lora * z.e, all ? z.tokens * z.kv_lora * z.e : 0);
+    add.gemm("kv_up", z.tokens, z.heads * (z.dqk - z.rope_dim + z.dv), z.kv_lora, z.gemm,
+             all ? z.tokens * z.kv_lora * z.e : 0);
+    // RoPE on each head's query part and the shared key part, then K = [k_nope, k_rope] per head.
+    add.memory("rope", z.tokens * (z.heads + 1) * z.rope_dim * z.e,
+               z.tokens * (z.heads * z.rope_dim + z.k) * z.e);
+  } else {
+    add.gemm("qkv", z.tokens, z.q + z.k + z.v, z.h, z.gemm, all ? column_input : 0);
+    if (z.rope) add.memory("rope", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
   }
-  attention_core_forward(add, z, policy);
-  add.gemm("proj", z.tokens, z.h, z.q, z.gemm, all ? z.tokens * z.q * z.e : 0);
+  attention_block_forward(add, z, policy);
+  add.gemm("proj", z.tokens, z.h, z.o, z.gemm, all ? z.tokens * z.o * z.e : 0);
   if (z.tp) {
     add.comm(z.sp ? "attention.tp_reduce_scatter" : "attention.tp_all_reduce",
              z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
   }
   add.memory("attention_residual", 2 * seq_hidden, seq_hidden + (z.hidden_mask ? mask : 0),
              all && z.hidden_mask ? mask : 0);
-  add.memory("post_attention_norm", seq_hidden, seq_hidden, all ? seq_hidden : 0);
-  if (z.sp) add.comm("mlp.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("fc1", z.tokens, z.fc1_out, z.h, z.gemm, all ? column_input : 0);
-  add.memory("activation", z.tokens * z.fc1_out * z.e, z.tokens * z.ffn * z.e, all ? z.tokens * z.fc1_out * z.e : 0);
-  add.gemm("fc2", z.tokens, z.h, z.ffn, z.gemm, all ? z.tokens * z.ffn * z.e : 0);
-  if (z.tp) {
-    add.comm(z.sp ? "mlp.tp_reduce_scatter" : "mlp.tp_all_reduce",
-             z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
-  }
-  add.memory("mlp_residual", 2 * seq_hidden, seq_hidden + (z.hidden_mask ? mask : 0), all && z.hidden_mask ? mask : 0);
-  return ops;
 }
 
-std::vector<Op> layer_backward_ops(const Sizes& z) {
-  std::vector<Op> ops;
-  ops.reserve(32);
-  OpListBuilder add(ops, Pass::kBackward);
+void attention_backward(OpListBuilder& add, const Sizes& z) {
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
-  const int64_t qkv_out = z.q + 2 * z.kv;
-
-  add.memory("mlp_residual.backward", seq_hidden + mask, seq_hidden);
-  if (z.sp) add.comm("mlp.tp_all_gather.backward", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("fc2.dgrad", z.tokens, z.ffn, z.h, z.gemm);
-  add.gemm("fc2.wgrad", z.h, z.ffn, z.tokens, z.gemm, 0, 1, true);
-  add.memory("activation.backward", z.tokens * (z.ffn + z.fc1_out) * z.e, z.tokens * z.fc1_out * z.e);
-  add.gemm("fc1.dgrad", z.tokens, z.h, z.fc1_out, z.gemm);
-  if (z.sp) add.comm("fc1.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("fc1.wgrad", z.fc1_out, z.h, z.tokens, z.gemm, 0, 1, true);
-  if (z.tp) {
-    add.comm(z.sp ? "mlp.tp_reduce_scatter.backward" : "mlp.tp_all_reduce.backward",
-             z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
-  }
-  // Norm backward reads its input and output gradient and adds the residual branch's gradient.
-  add.memory("post_attention_norm.backward", 3 * seq_hidden, seq_hidden);
   add.memory("attention_residual.backward", seq_hidden + mask, seq_hidden);
   if (z.sp) add.comm("attention.tp_all_gather.backward", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("proj.dgrad", z.tokens, z.q, z.h, z.gemm);
-  add.gemm("proj.wgrad", z.h, z.q, z.tokens, z.gemm, 0, 1, true);
-  attention_core_backward(add, z);
-  if (z.cp) {
-    // K, V and their gradients travel the ring in backward.
-    add.comm("attention.cp_kv_exchange.backward", CommKind::kCpKvExchange, 4 * z.tokens * z.kv * z.e, z.cp_size - 1);
+  add.gemm("proj.dgrad", z.tokens, z.o, z.h, z.gemm);
+  add.gemm("proj.wgrad", z.h, z.o, z.tokens, z.gemm, 0, 1, true);
+  attention_block_backward(add, z);
+  if (z.mla) {
+    const int64_t q_in = z.q_lora > 0 ? z.q_lora : z.h;
+    const int64_t kv_up_out = z.heads * (z.dqk - z.rope_dim + z.dv);
+    add.memory("rope.backward", z.tokens * (z.heads * z.rope_dim + z.k) * z.e,
+               z.tokens * (z.heads + 1) * z.rope_dim * z.e);
+    add.gemm("kv_up.dgrad", z.tokens, z.kv_lora, kv_up_out, z.gemm);
+    add.gemm("kv_up.wgrad", kv_up_out, z.kv_lora, z.tokens, z.gemm, 0, 1, true);
+    add.memory("kv_norm.backward", 3 * z.tokens * z.kv_lora * z.e, z.tokens * z.kv_lora * z.e);
+    add.gemm("q_up.dgrad", z.tokens, q_in, z.q, z.gemm);
+    add.gemm("q_up.wgrad", z.q, q_in, z.tokens, z.gemm, 0, 1, true);
+    if (z.q_lora > 0) add.memory("q_norm.backward", 3 * z.tokens * z.q_lora * z.e, z.tokens * z.q_lora * z.e);
+    if (z.sp) add.comm("qkv.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
+    add.gemm("kv_down.dgrad", z.tokens, z.h, z.kv_lora + z.rope_dim, z.gemm);
+    add.gemm("kv_down.wgrad", z.kv_lora + z.rope_dim, z.h, z.tokens, z.gemm, 0, 1, true);
+    if (z.q_lora > 0) {
+      add.gemm("q_down.dgrad", z.tokens, z.h, z.q_lora, z.gemm);
+      add.gemm("q_down.wgrad", z.q_lora, z.h, z.tokens, z.gemm, 0, 1, true);
+    }
+  } else {
+    const int64_t qkv_out = z.q + z.k + z.v;
+    if (z.rope) add.memory("rope.backward", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    add.gemm("qkv.dgrad", z.tokens, z.h, qkv_out, z.gemm);
+    if (z.sp) add.comm("qkv.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
+    add.gemm("qkv.wgrad", qkv_out, z.h, z.tokens, z.gemm, 0, 1, true);
   }
-  if (z.rope) add.memory("rope.backward", z.tokens * (z.q + z.kv) * z.e, z.tokens * (z.q + z.kv) * z.e);
-  add.gemm("qkv.dgrad", z.tokens, z.h, qkv_out, z.gemm);
-  if (z.sp) add.comm("qkv.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
-  add.gemm("qkv.wgrad", qkv_out, z.h, z.tokens, z.gemm, 0, 1, true);
   if (z.tp) {
     add.comm(z.sp ? "attention.tp_reduce_scatter.backward" : "attention.tp_all_reduce.backward",
              z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
   }
   add.memory("input_norm.backward", 3 * seq_hidden, seq_hidden);
+}
+
+// A tensor-parallel MLP of `ffn` (per rank) on the layer's tokens: the dense MLP ("fc1", ...) or the
+// shared experts ("shared.fc1", ...).
+struct MlpNames {
+  std::string_view gather, fc1, activation, fc2, scatter_rs, scatter_ar;
+};
+constexpr MlpNames kDenseMlp{"mlp.tp_all_gather", "fc1", "activation", "fc2", "mlp.tp_reduce_scatter",
+                             "mlp.tp_all_reduce"};
+constexpr MlpNames kSharedMlp{"shared.tp_all_gather", "shared.fc1", "shared.activation", "shared.fc2",
+                              "shared.tp_reduce_scatter", "shared.tp_all_reduce"};
+
+void mlp_forward(OpListBuilder& add, const Sizes& z, bool all, const MlpNames& names, int64_t ffn, int64_t fc1_out) {
+  const int64_t column_input = z.sp ? z.hidden_tokens() : z.full_hidden();
+  if (z.sp) add.comm(names.gather, CommKind::kTpAllGather, z.full_hidden());
+  add.gemm(names.fc1, z.tokens, fc1_out, z.h, z.gemm, all ? column_input : 0);
+  add.memory(names.activation, z.tokens * fc1_out * z.e, z.tokens * ffn * z.e, all ? z.tokens * fc1_out * z.e : 0);
+  add.gemm(names.fc2, z.tokens, z.h, ffn, z.gemm, all ? z.tokens * ffn * z.e : 0);
+  if (z.tp) {
+    add.comm(z.sp ? names.scatter_rs : names.scatter_ar, z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce,
+             z.full_hidden());
+  }
+}
+
+struct MlpBackwardNames {
+  std::string_view gather, fc2_dgrad, fc2_wgrad, activation, fc1_dgrad, input_gather, fc1_wgrad, scatter_rs,
+      scatter_ar;
+};
+constexpr MlpBackwardNames kDenseMlpBackward{"mlp.tp_all_gather.backward", "fc2.dgrad", "fc2.wgrad",
+                                             "activation.backward", "fc1.dgrad", "fc1.input_all_gather",
+                                             "fc1.wgrad", "mlp.tp_reduce_scatter.backward",
+                                             "mlp.tp_all_reduce.backward"};
+constexpr MlpBackwardNames kSharedMlpBackward{"shared.tp_all_gather.backward", "shared.fc2.dgrad",
+                                              "shared.fc2.wgrad", "shared.activation.backward", "shared.fc1.dgrad",
+                                              "shared.fc1.input_all_gather", "shared.fc1.wgrad",
+                                              "shared.tp_reduce_scatter.backward", "shared.tp_all_reduce.backward"};
+
+void mlp_backward(OpListBuilder& add, const Sizes& z, const MlpBackwardNames& names, int64_t ffn, int64_t fc1_out) {
+  if (z.sp) add.comm(names.gather, CommKind::kTpAllGather, z.full_hidden());
+  add.gemm(names.fc2_dgrad, z.tokens, ffn, z.h, z.gemm);
+  add.gemm(names.fc2_wgrad, z.h, ffn, z.tokens, z.gemm, 0, 1, true);
+  add.memory(names.activation, z.tokens * (ffn + fc1_out) * z.e, z.tokens * fc1_out * z.e);
+  add.gemm(names.fc1_dgrad, z.tokens, z.h, fc1_out, z.gemm);
+  if (z.sp) add.comm(names.input_gather, CommKind::kTpAllGather, z.full_hidden());
+  add.gemm(names.fc1_wgrad, fc1_out, z.h, z.tokens, z.gemm, 0, 1, true);
+  if (z.tp) {
+    add.comm(z.sp ? names.scatter_rs : names.scatter_ar, z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce,
+             z.full_hidden());
+  }
+}
+
+// Tokens per local expert in the grouped GEMMs of the busiest rank.
+int64_t tokens_per_expert(const Sizes& z) { return (z.expert_tokens + z.local_experts - 1) / z.local_experts; }
+
+void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
+  const int64_t logits = z.routed * z.experts * 4;  // fp32 router scores [T_r, E]
+  add.gemm("router", z.routed, z.experts, z.h, z.act, all ? z.routed * z.h * z.e : 0);
+  if (z.balancing == MoeBalancing::kAuxLossFree) {
+    add.memory("router.expert_bias", logits, logits);  // scores + per-expert bias, for the top-k choice only
+  }
+  // Softmax (or sigmoid) over the E scores and the top-k choice; probabilities kept for backward.
+  add.memory("router.topk", logits, z.routed * z.top_k * 12, all ? logits : 0);
+  if (z.balancing == MoeBalancing::kAuxLoss) add.memory("router.aux_loss", logits, z.experts * 4);
+  const int64_t tm = tokens_per_expert(z);
+  const int64_t received = z.dispatched * z.h * z.e;
+  const int64_t experts_in = z.expert_tokens * z.h * z.e;
+  if (z.allgather) {
+    add.comm("moe.dispatch_all_gather", CommKind::kEpAllGather, z.ep * z.routed * z.h * z.e);
+    add.memory("moe.permute", z.ep * z.routed * z.h * z.e, received);
+  } else {
+    add.memory("moe.permute", z.routed * z.h * z.e, z.permuted());
+    if (z.ep > 1) {
+      add.comm("moe.dispatch", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = z.dispatch_matrix;
+      if (z.local_experts > 1) add.memory("moe.sort_chunks", received, received);
+    }
+  }
+  if (z.etp > 1) add.comm("moe.etp_all_gather", CommKind::kEtpAllGather, experts_in);
+  add.gemm("experts.fc1", tm, z.fe_out, z.h, z.gemm, all ? experts_in : 0, z.local_experts);
+  add.memory("experts.activation", z.expert_tokens * z.fe_out * z.e, z.expert_tokens * z.fe * z.e,
+             all ? z.expert_tokens * z.fe_out * z.e : 0);
+  add.gemm("experts.fc2", tm, z.h, z.fe, z.gemm, all ? z.expert_tokens * z.fe * z.e : 0, z.local_experts);
+  if (z.etp > 1) add.comm("moe.etp_reduce_scatter", CommKind::kEtpReduceScatter, experts_in);
+  if (z.allgather) {
+    add.memory("moe.unpermute", received, z.ep * z.routed * z.h * z.e, all ? received : 0);
+    add.comm("moe.combine_reduce_scatter", CommKind::kEpReduceScatter, z.ep * z.routed * z.h * z.e);
+  } else {
+    if (z.ep > 1) {
+      if (z.local_experts > 1) add.memory("moe.unsort_chunks", received, received);
+      add.comm("moe.combine", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = transposed(z.dispatch_matrix);
+    }
+    // The weighted sum of each token's k expert outputs; the outputs are kept for the gradient of
+    // the routing probabilities.
+    add.memory("moe.unpermute", z.permuted() + z.routed * z.top_k * 4, z.routed * z.h * z.e, all ? z.permuted() : 0);
+  }
+  if (z.fs > 0) mlp_forward(add, z, all, kSharedMlp, z.fs, z.fs_out);
+}
+
+void moe_backward(OpListBuilder& add, const Sizes& z) {
+  if (z.fs > 0) mlp_backward(add, z, kSharedMlpBackward, z.fs, z.fs_out);
+  const int64_t tm = tokens_per_expert(z);
+  const int64_t received = z.dispatched * z.h * z.e;
+  const int64_t experts_in = z.expert_tokens * z.h * z.e;
+  const int64_t logits = z.routed * z.experts * 4;
+  if (z.allgather) {
+    add.comm("moe.combine_reduce_scatter.backward", CommKind::kEpAllGather, z.ep * z.routed * z.h * z.e);
+    add.memory("moe.unpermute.backward", z.ep * z.routed * z.h * z.e + received, received);
+  } else {
+    add.memory("moe.unpermute.backward", z.routed * z.h * z.e + z.permuted(), z.permuted() + z.routed * z.top_k * 4);
+    if (z.ep > 1) {
+      add.comm("moe.combine.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = z.dispatch_matrix;
+      if (z.local_experts > 1) add.memory("moe.unsort_chunks.backward", received, received);
+    }
+  }
+  if (z.etp > 1) add.comm("moe.etp_reduce_scatter.backward", CommKind::kEtpAllGather, experts_in);
+  add.gemm("experts.fc2.dgrad", tm, z.fe, z.h, z.gemm, 0, z.local_experts);
+  add.gemm("experts.fc2.wgrad", z.h, z.fe, tm, z.gemm, 0, z.local_experts, true);
+  add.memory("experts.activation.backward", z.expert_tokens * (z.fe + z.fe_out) * z.e,
+             z.expert_tokens * z.fe_out * z.e);
+  add.gemm("experts.fc1.dgrad", tm, z.h, z.fe_out, z.gemm, 0, z.local_experts);
+  add.gemm("experts.fc1.wgrad", z.fe_out, z.h, tm, z.gemm, 0, z.local_experts, true);
+  if (z.etp > 1) add.comm("moe.etp_all_gather.backward", CommKind::kEtpReduceScatter, experts_in);
+  if (z.allgather) {
+    add.memory("moe.permute.backward", received, z.ep * z.routed * z.h * z.e);
+    add.comm("moe.dispatch_all_gather.backward", CommKind::kEpReduceScatter, z.ep * z.routed * z.h * z.e);
+  } else {
+    if (z.ep > 1) {
+      if (z.local_experts > 1) add.memory("moe.sort_chunks.backward", received, received);
+      add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = transposed(z.dispatch_matrix);
+    }
+    add.memory("moe.permute.backward", z.permuted(), z.routed * z.h * z.e);
+  }
+  if (z.balancing == MoeBalancing::kAuxLoss) add.memory("router.aux_loss.backward", logits, logits);
+  add.memory("router.topk.backward", 2 * logits, logits);
+  add.gemm("router.dgrad", z.routed, z.h, z.experts, z.act);
+  add.gemm("router.wgrad", z.experts, z.h, z.routed, z.act, 0, 1, true);
+}
+
+std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, LayerKind kind) {
+  std::vector<Op> ops;
+  ops.reserve(40);
+  OpListBuilder add(ops, pass);
+  const bool all = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
+  const int64_t seq_hidden = z.hidden_tokens();
+  const int64_t mask = z.seq_tokens * z.h;
+  attention_forward(add, z, policy);
+  add.memory("post_attention_norm", seq_hidden, seq_hidden, all ? seq_hidden : 0);
+  if (kind == LayerKind::kMoe) {
+    moe_forward(add, z, all);
+  } else {
+    mlp_forward(add, z, all, kDenseMlp, z.ffn, z.fc1_out);
+  }
+  add.memory("mlp_residual", 2 * seq_hidden, seq_hidden + (z.hidden_mask ? mask : 0), all && z.hidden_mask ? mask : 0);
+  return ops;
+}
+
+std::vector<Op> layer_backward_ops(const Sizes& z, LayerKind kind) {
+  std::vector<Op> ops;
+  ops.reserve(48);
+  OpListBuilder add(ops, Pass::kBackward);
+  const int64_t seq_hidden = z.hidden_tokens();
+  const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
+  add.memory("mlp_residual.backward", seq_hidden + mask, seq_hidden);
+  if (kind == LayerKind::kMoe) {
+    moe_backward(add, z);
+  } else {
+    mlp_backward(add, z, kDenseMlpBackward, z.ffn, z.fc1_out);
+  }
+  // Norm backward reads its input and output gradient and adds the residual branch's gradient.
+  add.memory("post_attention_norm.backward", 3 * seq_hidden, seq_hidden);
+  attention_backward(add, z);
   return ops;
 }
 
@@ -271,37 +551,47 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
                                  dims_.cp));
   }
   parameters_ = count_parameters(model_, shard_);
-  const Sizes z = sizes_of(model_, training_, dims_);
+  if (model_.moe.enabled()) {
+    expert_rank_shares_ = clustersim::expert_rank_shares(expert_token_shares(model_, training_.moe_routing), dims_.ep);
+  }
+  const Sizes z = sizes_of(model_, training_, dims_, expert_rank_shares_);
   tokens_ = z.tokens;
+  expert_tokens_ = z.expert_tokens;
 
   if (training_.framework == Framework::kPytorchEager) {
     PytorchEagerOps ops = pytorch_eager_ops(model_, training_, dims_);
-    layer_forward_ = std::move(ops.layer_forward);
-    layer_recompute_ = std::move(ops.layer_recompute);
-    layer_backward_ = std::move(ops.layer_backward);
+    dense_.forward = std::move(ops.layer_forward);
+    dense_.recompute = std::move(ops.layer_recompute);
+    dense_.backward = std::move(ops.layer_backward);
     embedding_forward_ = std::move(ops.embedding_forward);
     embedding_backward_ = std::move(ops.embedding_backward);
     head_forward_ = std::move(ops.head_forward);
     head_backward_ = std::move(ops.head_backward);
-    layer_activation_bytes_ = sum_saved(layer_forward_);
+    dense_.activation_bytes = sum_saved(dense_.forward);
     embedding_activation_bytes_ = sum_saved(embedding_forward_);
     head_activation_bytes_ = sum_saved(head_forward_);
     return;
   }
 
-  // Layer: forward with the recompute policy's savings; the recompute pass; backward.
+  // Layers: forward with the recompute policy's savings; the recompute pass; backward.
   SavePolicy policy = SavePolicy::kAll;
   if (training_.recompute == Recompute::kFull) policy = SavePolicy::kInputOnly;
   if (training_.recompute == Recompute::kSelective && !z.flash) policy = SavePolicy::kSelective;
-  layer_forward_ = layer_forward_ops(z, Pass::kForward, policy);
-  if (training_.recompute == Recompute::kFull) {
-    layer_recompute_ = layer_forward_ops(z, Pass::kRecompute, SavePolicy::kNothing);
-  } else if (policy == SavePolicy::kSelective) {
-    OpListBuilder add(layer_recompute_, Pass::kRecompute);
-    attention_core_forward(add, z, SavePolicy::kNothing);
-  }
-  layer_backward_ = layer_backward_ops(z);
-  layer_activation_bytes_ = sum_saved(layer_forward_);
+  auto build = [&](LayerKind kind) {
+    LayerOps ops;
+    ops.forward = layer_forward_ops(z, Pass::kForward, policy, kind);
+    if (training_.recompute == Recompute::kFull) {
+      ops.recompute = layer_forward_ops(z, Pass::kRecompute, SavePolicy::kNothing, kind);
+    } else if (policy == SavePolicy::kSelective) {
+      OpListBuilder add(ops.recompute, Pass::kRecompute);
+      attention_core_forward(add, z, SavePolicy::kNothing);
+    }
+    ops.backward = layer_backward_ops(z, kind);
+    ops.activation_bytes = sum_saved(ops.forward);
+    return ops;
+  };
+  dense_ = build(LayerKind::kDense);
+  if (model_.moe.enabled()) moe_ = build(LayerKind::kMoe);
 
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
@@ -350,6 +640,19 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
     back.memory("final_norm.backward", 2 * seq_hidden, seq_hidden);
     head_activation_bytes_ = sum_saved(head_forward_);
   }
+}
+
+const LayerOps& Transformer::layer(LayerKind kind) const {
+  if (kind == LayerKind::kDense) return dense_;
+  if (!model_.moe.enabled()) {
+    throw InputError(fmt::format("model \"{}\" has no mixture-of-experts layers (model.moe.num_experts = 0)",
+                                 model_.name));
+  }
+  return moe_;
+}
+
+LayerKind Transformer::layer_kind(int64_t index) const {
+  return model_.is_moe_layer(index) ? LayerKind::kMoe : LayerKind::kDense;
 }
 
 Bytes Transformer::logits_bytes() const { return Bytes::of(tokens_ * dims_.vocab_per_rank * 8); }

@@ -73,6 +73,12 @@ void validate_order(const std::string& order) {
       throw InputError(fmt::format("parallelism.order = \"{}\": missing \"{}\" (e.g. \"tp-cp-ep-dp-pp\")", order, needed));
     }
   }
+  // Megatron-Core (parallel_state.RankGenerator): "The ep and dp must be adjacent in order".
+  if (seen.count("ep") != 0 && order.find("ep-dp") == std::string::npos && order.find("dp-ep") == std::string::npos) {
+    throw InputError(fmt::format("parallelism.order = \"{}\": \"ep\" must be next to \"dp\" (expert parallelism "
+                                 "re-partitions the data-parallel ranks), e.g. \"tp-cp-ep-dp-pp\" or \"tp-cp-dp-ep-pp\"",
+                                 order));
+  }
 }
 
 void validate_world(const Layout& l, const LayoutContext& c) {
@@ -217,6 +223,16 @@ void validate_experts_and_context(const Layout& l, const LayoutContext& c) {
           "parallelism: ep · etp = {} · {} must divide tp · cp · dp = {} (expert-data-parallel size = {} / (ep · etp))",
           l.ep, l.etp, dense, dense));
     }
+    if (c.moe_ffn_hidden > 0 && c.moe_ffn_hidden % l.etp != 0) {
+      throw InputError(fmt::format("parallelism.etp = {}: model.moe.moe_ffn_hidden = {} does not split evenly; valid "
+                                   "etp: {}",
+                                   l.etp, c.moe_ffn_hidden, list_text(divisors(c.moe_ffn_hidden))));
+    }
+    if (l.tp > 1 && !l.sequence_parallel) {
+      throw InputError(fmt::format("parallelism.tp = {} with mixture-of-experts layers needs sequence_parallel: true "
+                                   "(Megatron-Core's MoE layer requires it with tensor parallelism)",
+                                   l.tp));
+    }
   } else if (l.ep > 1 || l.etp > 1) {
     throw InputError(fmt::format("parallelism.ep = {}, etp = {}: the model has no experts; use ep = 1 and etp = 1", l.ep,
                                  l.etp));
@@ -227,6 +243,17 @@ void validate_experts_and_context(const Layout& l, const LayoutContext& c) {
         "sharding; nearest valid: {} or {}",
         l.cp, c.seq_len, 2 * l.cp, c.seq_len / (2 * l.cp) * 2 * l.cp, (c.seq_len / (2 * l.cp) + 1) * 2 * l.cp));
   }
+  if (l.cp > 1 && l.cp_comm == ContextParallelComm::kAllToAll) {
+    const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
+    const int q_per_rank = c.heads / l.tp;
+    const int kv_per_rank = kv >= l.tp ? kv / l.tp : 1;
+    if (q_per_rank % l.cp != 0 || kv_per_rank % l.cp != 0) {
+      throw InputError(fmt::format(
+          "parallelism.cp = {} with cp_comm a2a (Ulysses) scatters heads over the context-parallel ranks, but each "
+          "tensor-parallel rank holds {} query and {} KV heads; cp must divide both (or use cp_comm p2p)",
+          l.cp, q_per_rank, kv_per_rank));
+    }
+  }
 }
 
 }  // namespace
@@ -234,6 +261,29 @@ void validate_experts_and_context(const Layout& l, const LayoutContext& c) {
 std::vector<int> layers_per_stage(const Layout& layout, int layers) {
   if (!layout.stage_layers.empty()) return layout.stage_layers;
   return std::vector<int>(static_cast<size_t>(layout.pp), layers / layout.pp);
+}
+
+std::vector<int> chunk_layers(const Layout& layout, int layers, int stage, int chunk) {
+  const std::vector<int> stages = layers_per_stage(layout, layers);
+  const int v = virtual_stages(layout, layers);
+  const int target = chunk * layout.pp + stage;
+  int first = 0;
+  for (int vs = 0; vs < target; ++vs) first += stages[static_cast<size_t>(vs % layout.pp)] / v;
+  std::vector<int> out(static_cast<size_t>(stages[static_cast<size_t>(stage)] / v));
+  std::iota(out.begin(), out.end(), first);
+  return out;
+}
+
+ShardSpec shard_spec(const Layout& layout) {
+  ShardSpec s;
+  s.tp = layout.tp;
+  s.sequence_parallel = layout.sequence_parallel;
+  s.cp = layout.cp;
+  s.ep = layout.ep;
+  s.etp = layout.etp;
+  s.dispatcher = layout.moe_dispatcher;
+  s.cp_comm = layout.cp_comm;
+  return s;
 }
 
 int virtual_stages(const Layout& layout, int layers) {

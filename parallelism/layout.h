@@ -3,7 +3,9 @@
 // A parallel layout in Megatron-LM's terms, and its validation.
 //
 // World = tp · cp · pp · dp GPUs (expert parallelism re-partitions the tp·cp·dp ranks of a stage
-// for the MoE layers: ep · etp · expert_dp = tp · cp · dp). Each pipeline stage holds a contiguous
+// for the MoE layers: ep · etp · expert_dp = tp · cp · dp, Megatron-Core's decoupled expert
+// parallelism; the dense layers' gradients and distributed optimizer span the dp·cp ranks,
+// Megatron's data-parallel group with context parallelism). Each pipeline stage holds a contiguous
 // range of layers; with virtual pipelining (vpp > 1, "interleaved 1F1B") each stage holds vpp
 // chunks and chunk c of stage s holds the (c·pp + s)-th slice of the model (Narayanan et al. SC21,
 // §2.2.2).
@@ -12,6 +14,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "workloads/shard_spec.h"
 
 namespace clustersim {
 
@@ -28,6 +32,8 @@ struct Layout {
   int cp = 1;   // context-parallel size
   int ep = 1;   // expert-parallel size (MoE layers)
   int etp = 1;  // expert tensor-parallel size (MoE layers)
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // Megatron --moe-token-dispatcher-type
+  ContextParallelComm cp_comm = ContextParallelComm::kRing;  // Megatron --cp-comm-type (p2p or a2a)
   int vpp = 1;  // model chunks per stage (virtual pipeline size); 1 = no interleaving
   // Megatron's --num-layers-per-virtual-pipeline-stage; 0 = derive from vpp. When set, vpp is
   // derived as layers_per_stage / layers_per_virtual_stage and must divide evenly.
@@ -38,7 +44,9 @@ struct Layout {
   int zero_stage = 0;  // 0 none; 1 optimizer state sharded (= Megatron distributed optimizer); 2 + grads; 3 + params
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   // Rank order, innermost first, as Megatron-Core's --rank-order ("tp-cp-ep-dp-pp" by default):
-  // consecutive ranks differ in the first dimension.
+  // consecutive ranks differ in the first dimension. "ep" places the expert-parallel dimension of
+  // the MoE layers next to "dp" (Megatron requires them adjacent): before it ("ep-dp", the default)
+  // expert-parallel ranks are consecutive, after it ("dp-ep") they are expert_dp apart.
   std::string order = "tp-cp-dp-pp";
   bool overlap_grad_reduce = true;    // gradient reduction overlapped with backward (bucketed)
   bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
@@ -55,6 +63,7 @@ struct LayoutContext {
   int heads = 0;            // attention (query) heads
   int kv_heads = 0;         // key/value heads (== heads for MHA)
   int experts = 0;          // routed experts (0 for a dense model)
+  int moe_ffn_hidden = 0;   // intermediate size of one expert (must divide by etp)
   int ffn_hidden = 0;       // MLP hidden size (must divide by tp)
   int gpus = 0;             // GPUs of the cluster
   int gpus_per_node = 0;    // GPUs per node (0: unknown / heterogeneous)
@@ -71,13 +80,23 @@ struct LayoutContext {
 //   each stage divisible by vpp, no empty stage); global_batch % (micro_batch · dp) with the two
 //   nearest valid batches suggested; interleaved schedule needs vpp > 1 and microbatches % pp == 0
 //   (Megatron-LM's requirement); 1F1B / GPipe with fewer microbatches than stages are accepted (their
-//   extra bubble is simulated, not hidden); experts % ep, (tp·cp·dp) % (ep·etp); seq_len % (2·cp)
-//   (zig-zag context-parallel sharding); sequence parallel needs tp > 1; zero_stage in 0..3;
-//   the order string is a permutation of tp, cp, ep, dp, pp (ep optional).
+//   extra bubble is simulated, not hidden); experts % ep (L3), (tp·cp·dp) % (ep·etp), moe_ffn % etp,
+//   MoE with tp > 1 needs sequence parallelism (Megatron-Core), ep/etp > 1 needs experts; seq_len %
+//   (2·cp) (zig-zag context-parallel sharding), Ulysses (cp_comm a2a) needs the heads per tensor rank
+//   divisible by cp; sequence parallel needs tp > 1; zero_stage in 0..3; the order string is a
+//   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given).
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.
 std::vector<int> layers_per_stage(const Layout& layout, int layers);
+
+// The 0-based model layers held by chunk `chunk` of stage `stage` (virtual stage chunk·pp + stage),
+// in order, of a validated layout: virtual stages hold consecutive layer ranges in virtual-stage
+// order, each chunk of stage s stage_layers[s] / v layers.
+std::vector<int> chunk_layers(const Layout& layout, int layers, int stage, int chunk);
+
+// How one rank's share of a layer is cut under `layout` (tp, sp, cp, ep, etp, dispatcher, cp_comm).
+ShardSpec shard_spec(const Layout& layout);
 
 // The virtual pipeline size of a validated layout (derives it from layers_per_virtual_stage).
 int virtual_stages(const Layout& layout, int layers);

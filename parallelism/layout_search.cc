@@ -266,7 +266,7 @@ CandidateOutcome screen_candidate(const SearchProblem& problem, const LayoutCand
   const Bytes capacity = cluster.node_spec(0).gpu.hbm_capacity;
   try {
     const Layout& l = candidate.layout;
-    const Transformer transformer(problem.model, training, ShardSpec{l.tp, l.sequence_parallel, l.cp});
+    const Transformer transformer(problem.model, training, shard_spec(l));
     Bytes peak;
     int peak_stage = 0;
     for (const StageMemory& stage : stage_memory(transformer, l)) {

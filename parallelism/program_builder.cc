@@ -1,6 +1,8 @@
 #include "parallelism/program_builder.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <memory>
 
 #include "core/error.h"
 #include "parallelism/pipeline_schedule.h"
@@ -30,32 +32,92 @@ void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind 
   out.push_back(ProgramOp::compute(std::string(label), work, duration, flops));
 }
 
-// Appends `ops` priced by `cost`; communication points become collectives.
+// Handle of the context-parallel ring's exchange in a pass (one at a time: started, waited, reused);
+// ZeRO-3 parameter gathers use kFirstGatherHandle and up.
+constexpr int kRingHandle = 0;
+constexpr int kFirstGatherHandle = 1;
+
+ProgramOp collective(const Op& op, GroupKind group, CollectiveOp collective_op, Bytes size) {
+  return ProgramOp::collective(std::string(op.name), group, collective_op, size);
+}
+
+// One attention core run as the ring of context parallelism (TransformerEngine's p2p context-
+// parallel attention): cp steps, each computing the attention of the K/V block in hand (1/cp of the
+// core: with zig-zag sharding every step has the same causal work) while the block moves on to the
+// next rank: an asynchronous exchange on the context group (every rank sends `exchange.comm_bytes`
+// to its successor: an all-to-all whose matrix has one block per row), waited for before the next
+// step. The last step has nothing left to send.
+void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core, const ComputeCostModel& cost,
+                 int cp, bool merge) {
+  Op step = core;
+  const double parts = static_cast<double>(cp);
+  step.flops = core.flops / parts;
+  step.kernel_flops = core.kernel_flops / parts;
+  step.bytes_read = core.bytes_read.scaled(1.0 / parts);
+  step.bytes_written = core.bytes_written.scaled(1.0 / parts);
+  const Duration step_time = op_duration(step, cost);
+  auto ring = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(cp) * static_cast<size_t>(cp), 0);
+  for (int r = 0; r < cp; ++r) (*ring)[static_cast<size_t>(r * cp + (r + 1) % cp)] = exchange.comm_bytes.count();
+  for (int i = 0; i < cp; ++i) {
+    const bool send = i + 1 < cp;
+    if (send) {
+      ProgramOp p = ProgramOp::collective(std::string(exchange.name), GroupKind::kContext, CollectiveOp::kAllToAll,
+                                          exchange.comm_bytes, kRingHandle);
+      p.all_to_all_bytes = ring;
+      out.push_back(std::move(p));
+    }
+    push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, merge);
+    if (send) out.push_back(ProgramOp::wait(kRingHandle));
+  }
+}
+
+// Appends `ops` priced by `cost`; communication points become collectives on their groups.
 void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const ComputeCostModel& cost, int cp,
                 bool merge) {
-  for (const Op& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     if (op.cost != OpCost::kCommunication) {
       push_compute(out, op.name, work_of(op.pass), op_duration(op, cost), op.kernel_flops, merge);
       continue;
     }
     switch (op.comm) {
       case CommKind::kTpAllReduce:
-        out.push_back(ProgramOp::collective(std::string(op.name), GroupKind::kTensor, CollectiveOp::kAllReduce,
-                                            op.comm_bytes));
+        out.push_back(collective(op, GroupKind::kTensor, CollectiveOp::kAllReduce, op.comm_bytes));
         break;
       case CommKind::kTpAllGather:
-        out.push_back(ProgramOp::collective(std::string(op.name), GroupKind::kTensor, CollectiveOp::kAllGather,
-                                            op.comm_bytes));
+        out.push_back(collective(op, GroupKind::kTensor, CollectiveOp::kAllGather, op.comm_bytes));
         break;
       case CommKind::kTpReduceScatter:
-        out.push_back(ProgramOp::collective(std::string(op.name), GroupKind::kTensor, CollectiveOp::kReduceScatter,
-                                            op.comm_bytes));
+        out.push_back(collective(op, GroupKind::kTensor, CollectiveOp::kReduceScatter, op.comm_bytes));
         break;
-      case CommKind::kCpKvExchange:
-        // The cp − 1 ring steps exchange every rank's K/V chunk once: the traffic of a ring
-        // all-gather of the chunks (gathered output = cp × chunk).
-        out.push_back(ProgramOp::collective(std::string(op.name), GroupKind::kContext, CollectiveOp::kAllGather,
-                                            op.comm_bytes * cp));
+      case CommKind::kCpKvExchange: {
+        // The workload places the exchange right before the fused attention core it feeds.
+        check_invariant(i + 1 < ops.size() && ops[i + 1].cost == OpCost::kFlashAttention,
+                        "context-parallel ring exchange without the attention core after it");
+        append_ring(out, op, ops[i + 1], cost, cp, merge);
+        ++i;
+        break;
+      }
+      case CommKind::kCpAllToAll:
+        out.push_back(collective(op, GroupKind::kContext, CollectiveOp::kAllToAll, op.comm_bytes));
+        break;
+      case CommKind::kEpAllToAll: {
+        ProgramOp p = collective(op, GroupKind::kExpert, CollectiveOp::kAllToAll, op.comm_bytes);
+        if (!op.comm_matrix.empty()) p.all_to_all_bytes = std::make_shared<const std::vector<int64_t>>(op.comm_matrix);
+        out.push_back(std::move(p));
+        break;
+      }
+      case CommKind::kEpAllGather:
+        out.push_back(collective(op, GroupKind::kExpert, CollectiveOp::kAllGather, op.comm_bytes));
+        break;
+      case CommKind::kEpReduceScatter:
+        out.push_back(collective(op, GroupKind::kExpert, CollectiveOp::kReduceScatter, op.comm_bytes));
+        break;
+      case CommKind::kEtpAllGather:
+        out.push_back(collective(op, GroupKind::kExpertTensor, CollectiveOp::kAllGather, op.comm_bytes));
+        break;
+      case CommKind::kEtpReduceScatter:
+        out.push_back(collective(op, GroupKind::kExpertTensor, CollectiveOp::kReduceScatter, op.comm_bytes));
         break;
       case CommKind::kNone: throw InternalError("communication op without a kind");
     }
@@ -84,31 +146,81 @@ Duration total_duration(const std::vector<Op>& ops, const ComputeCostModel& cost
   return d;
 }
 
-// One chunk of `layers` layers. With ZeRO-3 each layer's parameters are gathered one layer ahead.
-struct ChunkParts {
-  const std::vector<ProgramOp>* layer_forward;
-  const std::vector<ProgramOp>* layer_backward;  // recompute + backward
-  int64_t layer_params;
-  Bytes layer_gather;  // ZeRO-3: gathered bytes of one layer's parameters (0 otherwise)
+// One kind of layer, priced once; every chunk copies it.
+struct PricedLayer {
+  std::vector<ProgramOp> forward;
+  std::vector<ProgramOp> backward;  // recompute + backward
+  int64_t dense_params = 0;         // gradients on the data(-context) group
+  int64_t expert_params = 0;        // gradients on the expert data-parallel group
+  Bytes dense_gather;               // ZeRO-3: gathered bytes of the dense parameters (0 otherwise)
+  Bytes expert_gather;              // ZeRO-3: gathered bytes of the expert parameters
 };
 
-void append_layers(std::vector<ProgramOp>& out, const ChunkParts& parts, int layers, bool backward, bool merge) {
-  const bool gather = parts.layer_gather.count() > 0;
-  if (gather && layers > 0) {
-    out.push_back(ProgramOp::collective("zero3_param_all_gather", GroupKind::kData, CollectiveOp::kAllGather,
-                                        parts.layer_gather, 0));
+struct ChunkParts {
+  const Transformer* transformer;
+  const PricedLayer* dense;
+  const PricedLayer* moe;
+  GroupKind data_group;
+  const PricedLayer& of(int layer) const {
+    return transformer->layer_kind(layer) == LayerKind::kMoe ? *moe : *dense;
   }
-  for (int i = 0; i < layers; ++i) {
-    if (gather) {
-      if (i + 1 < layers) {
-        out.push_back(ProgramOp::collective("zero3_param_all_gather", GroupKind::kData, CollectiveOp::kAllGather,
-                                            parts.layer_gather, i + 1));
-      }
-      out.push_back(ProgramOp::wait(i));
+};
+
+// The ZeRO-3 gathers of one layer's parameters under handles 2·i + 1 and 2·i + 2.
+int gather(std::vector<ProgramOp>& out, const ChunkParts& parts, const PricedLayer& layer, int i) {
+  int started = 0;
+  if (layer.dense_gather.count() > 0) {
+    out.push_back(ProgramOp::collective("zero3_param_all_gather", parts.data_group, CollectiveOp::kAllGather,
+                                        layer.dense_gather, kFirstGatherHandle + 2 * i));
+    ++started;
+  }
+  if (layer.expert_gather.count() > 0) {
+    out.push_back(ProgramOp::collective("zero3_expert_param_all_gather", GroupKind::kExpertData,
+                                        CollectiveOp::kAllGather, layer.expert_gather, kFirstGatherHandle + 2 * i + 1));
+    ++started;
+  }
+  return started;
+}
+
+// The layers of one chunk (model order in forward, reversed in backward). With ZeRO-3 each layer's
+// parameters are gathered one layer ahead.
+void append_layers(std::vector<ProgramOp>& out, const ChunkParts& parts, std::vector<int> layers, bool backward,
+                   bool merge) {
+  if (backward) std::reverse(layers.begin(), layers.end());
+  const int n = static_cast<int>(layers.size());
+  if (n > 0) gather(out, parts, parts.of(layers.front()), 0);
+  for (int i = 0; i < n; ++i) {
+    const PricedLayer& layer = parts.of(layers[static_cast<size_t>(i)]);
+    if (i + 1 < n) gather(out, parts, parts.of(layers[static_cast<size_t>(i + 1)]), i + 1);
+    if (layer.dense_gather.count() > 0) out.push_back(ProgramOp::wait(kFirstGatherHandle + 2 * i));
+    if (layer.expert_gather.count() > 0) out.push_back(ProgramOp::wait(kFirstGatherHandle + 2 * i + 1));
+    append(out, backward ? layer.backward : layer.forward, merge);
+    if (backward) {
+      out.push_back(ProgramOp::gradients_ready(parts.data_group, layer.dense_params));
+      if (layer.expert_params > 0) out.push_back(ProgramOp::gradients_ready(GroupKind::kExpertData, layer.expert_params));
     }
-    append(out, backward ? *parts.layer_backward : *parts.layer_forward, merge);
-    if (backward) out.push_back(ProgramOp::gradients_ready(GroupKind::kData, parts.layer_params));
   }
+}
+
+// The layers stage `stage` holds over all its chunks.
+std::vector<int> stage_layer_indices(const Layout& layout, int layers, int stage) {
+  std::vector<int> out;
+  const int v = virtual_stages(layout, layers);
+  for (int c = 0; c < v; ++c) {
+    const std::vector<int> chunk = chunk_layers(layout, layers, stage, c);
+    out.insert(out.end(), chunk.begin(), chunk.end());
+  }
+  return out;
+}
+
+// Dense and expert parameters of the representative rank of `stage`.
+StageParameters stage_parameters(const Transformer& transformer, const Layout& layout, int stage) {
+  const int layers = static_cast<int>(transformer.model().layers);
+  int64_t moe = 0;
+  const std::vector<int> held = stage_layer_indices(layout, layers, stage);
+  for (int layer : held) moe += transformer.layer_kind(layer) == LayerKind::kMoe ? 1 : 0;
+  const int64_t dense = static_cast<int64_t>(held.size()) - moe;
+  return transformer.parameters().stage(dense, moe, stage == 0, stage == layout.pp - 1, layout.pp > 1);
 }
 
 }  // namespace
@@ -121,25 +233,34 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   const int p = layout.pp;
   const int layers = static_cast<int>(model.layers);
   const int v = virtual_stages(layout, layers);
-  const std::vector<int> stage_layers = layers_per_stage(layout, layers);
   const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const PrecisionPolicy& precision = training.precision;
+  const GroupKind data_group = layout.cp > 1 ? GroupKind::kDataContext : GroupKind::kData;
 
-  // Price one layer once; every chunk copies it.
-  const std::vector<ProgramOp> layer_forward = priced(transformer.layer_forward(), cost, layout.cp, merge);
-  std::vector<ProgramOp> layer_backward = priced(transformer.layer_recompute(), cost, layout.cp, merge);
-  append(layer_backward, priced(transformer.layer_backward(), cost, layout.cp, merge), merge);
+  // Price each kind of layer once; every chunk copies it.
+  const ParameterCounts& params = transformer.parameters();
+  auto price = [&](LayerKind kind, const LayerParameters& counts) {
+    const LayerOps& ops = transformer.layer(kind);
+    PricedLayer l;
+    l.forward = priced(ops.forward, cost, layout.cp, merge);
+    l.backward = priced(ops.recompute, cost, layout.cp, merge);
+    append(l.backward, priced(ops.backward, cost, layout.cp, merge), merge);
+    l.dense_params = counts.dense();
+    l.expert_params = counts.expert();
+    if (layout.zero_stage >= 3) {
+      l.dense_gather = Bytes::of(l.dense_params) * precision.param_bytes();
+      l.expert_gather = Bytes::of(l.expert_params) * precision.param_bytes();
+    }
+    return l;
+  };
+  const PricedLayer dense_layer = price(LayerKind::kDense, params.layer);
+  const PricedLayer moe_layer = model.moe.enabled() ? price(LayerKind::kMoe, params.moe_layer) : PricedLayer{};
+  const ChunkParts parts{&transformer, &dense_layer, &moe_layer, data_group};
   const std::vector<ProgramOp> embedding_forward = priced(transformer.embedding_forward(), cost, layout.cp, merge);
   const std::vector<ProgramOp> embedding_backward = priced(transformer.embedding_backward(), cost, layout.cp, merge);
   const std::vector<ProgramOp> head_forward = priced(transformer.head_forward(), cost, layout.cp, merge);
   const std::vector<ProgramOp> head_backward = priced(transformer.head_backward(), cost, layout.cp, merge);
-
-  const ParameterCounts& params = transformer.parameters();
-  const int64_t layer_params = params.layer.total();
-  const Bytes layer_gather =
-      layout.zero_stage >= 3 ? Bytes::of(layer_params) * precision.param_bytes() : Bytes::zero();
-  const ChunkParts parts{&layer_forward, &layer_backward, layer_params, layer_gather};
 
   // Point-to-point payload per microbatch: [b, s/cp, h] activations, sharded by tp under sequence
   // parallelism (Megatron-Core sends the sequence-parallel tensor as it is).
@@ -150,45 +271,50 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   TrainingPrograms out;
   out.microbatches = static_cast<int>(m);
   out.memory = stage_memory(transformer, layout);
+  const int64_t dense_shards = static_cast<int64_t>(layout.dp) * layout.cp;
+  const int64_t expert_shards = layout.expert_dp();
   for (int s = 0; s < p; ++s) {
-    const int chunk_layers = stage_layers[static_cast<size_t>(s)] / v;
     StageProgram stage;
     for (int c = 0; c < v; ++c) {
       const int vs = c * p + s;
       const bool first = vs == 0;
       const bool last = vs == p * v - 1;
+      const std::vector<int> held = chunk_layers(layout, layers, s, c);
       ChunkProgram chunk;
       if (first) append(chunk.forward.ops, embedding_forward, merge);
-      append_layers(chunk.forward.ops, parts, chunk_layers, false, merge);
+      append_layers(chunk.forward.ops, parts, held, false, merge);
       if (last) append(chunk.forward.ops, head_forward, merge);
       if (last) {
         append(chunk.backward.ops, head_backward, merge);
-        chunk.backward.ops.push_back(
-            ProgramOp::gradients_ready(GroupKind::kData, params.lm_head + params.final_norm));
+        chunk.backward.ops.push_back(ProgramOp::gradients_ready(data_group, params.lm_head + params.final_norm));
       }
-      append_layers(chunk.backward.ops, parts, chunk_layers, true, merge);
+      append_layers(chunk.backward.ops, parts, held, true, merge);
       if (first) {
         append(chunk.backward.ops, embedding_backward, merge);
         chunk.backward.ops.push_back(
-            ProgramOp::gradients_ready(GroupKind::kData, params.word_embedding + params.position_embedding));
+            ProgramOp::gradients_ready(data_group, params.word_embedding + params.position_embedding));
       }
       chunk.activation_bytes = p2p;
       chunk.gradient_bytes = p2p;
       stage.chunks.push_back(std::move(chunk));
     }
 
-    const bool first_stage = s == 0;
-    const bool last_stage = s == p - 1;
-    const int64_t stage_params = params.stage(stage_layers[static_cast<size_t>(s)], first_stage, last_stage, p > 1);
+    const StageParameters stage_params = stage_parameters(transformer, layout, s);
+    stage.data_group = data_group;
     stage.gradients.op = layout.zero_stage >= 1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
     stage.gradients.bytes_per_element = precision.grad_bytes();
     stage.gradients.bucket_elements = layout.grad_bucket_elements;
     stage.gradients.overlap = layout.overlap_grad_reduce;
+    // ZeRO >= 1: the optimizer updates this rank's shard, dense parameters over dp·cp ranks and expert
+    // parameters over the expert data-parallel ranks.
     const int64_t optimizer_shard =
-        layout.zero_stage >= 1 ? (stage_params + layout.dp - 1) / layout.dp : stage_params;
+        layout.zero_stage >= 1 ? (stage_params.dense + dense_shards - 1) / dense_shards +
+                                     (stage_params.expert + expert_shards - 1) / expert_shards
+                               : stage_params.total();
     stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, training), cost);
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
-      stage.data_param_gather = Bytes::of(stage_params) * precision.param_bytes();
+      stage.data_param_gather = Bytes::of(stage_params.dense) * precision.param_bytes();
+      stage.expert_param_gather = Bytes::of(stage_params.expert) * precision.param_bytes();
     }
     stage.overlap_param_gather = layout.overlap_param_gather;
     out.stages.push_back(std::move(stage));
@@ -222,14 +348,17 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     return {mem};
   }
   const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,
-                                 static_cast<int64_t>(layout.dp) * layout.cp, 1);
+                                 static_cast<int64_t>(layout.dp) * layout.cp, layout.expert_dp());
 
   // Full recompute keeps one layer's complete activations alive while it is recomputed.
-  Bytes recompute_working_set;
+  Bytes recompute_dense;
+  Bytes recompute_moe;
   if (training.recompute == Recompute::kFull) {
     TrainingSpec no_recompute = training;
     no_recompute.recompute = Recompute::kNone;
-    recompute_working_set = Transformer(model, no_recompute, transformer.shard()).layer_activation_bytes();
+    const Transformer whole(model, no_recompute, transformer.shard());
+    recompute_dense = whole.layer(LayerKind::kDense).activation_bytes;
+    if (model.moe.enabled()) recompute_moe = whole.layer(LayerKind::kMoe).activation_bytes;
   }
 
   std::vector<StageMemory> out;
@@ -239,19 +368,28 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     StageMemory mem;
     mem.stage = s;
     mem.layers = stage_layers[static_cast<size_t>(s)];
-    mem.parameters = params.stage(mem.layers, first_stage, last_stage, p > 1);
+    const StageParameters held = stage_parameters(transformer, layout, s);
+    mem.parameters = held.dense;
+    mem.expert_parameters = held.expert;
     const int peak = peak_inflight_passes(layout.schedule, s, p, static_cast<int>(m), v);
     mem.inflight_microbatches = static_cast<double>(peak) / v;
     RankMemoryInputs inputs;
-    inputs.dense_params = mem.parameters;
-    Bytes per_microbatch = transformer.layer_activation_bytes() * mem.layers;
+    inputs.dense_params = held.dense;
+    inputs.expert_params = held.expert;
+    Bytes per_microbatch;
+    Bytes working_set;
+    for (int layer : stage_layer_indices(layout, layers, s)) {
+      const bool moe = transformer.layer_kind(layer) == LayerKind::kMoe;
+      per_microbatch += transformer.layer(moe ? LayerKind::kMoe : LayerKind::kDense).activation_bytes;
+      working_set = std::max(working_set, moe ? recompute_moe : recompute_dense);
+    }
     if (first_stage) per_microbatch += transformer.embedding_activation_bytes();
     if (last_stage) per_microbatch += transformer.head_activation_bytes();
     inputs.activations_per_microbatch = per_microbatch;
     inputs.in_flight_microbatches = mem.inflight_microbatches;
     if (last_stage) inputs.logits = transformer.logits_bytes();
     mem.memory = memory_model.rank_memory(inputs);
-    mem.memory.activations += recompute_working_set;
+    mem.memory.activations += working_set;
     out.push_back(mem);
   }
   return out;

@@ -4,18 +4,32 @@
 // each stage's memory.
 //
 // Stage s holds layers_per_stage(layout)[s] layers cut into v chunks; chunk c is virtual stage
-// c·pp + s. The first virtual stage adds the embedding, the last the final norm, LM head and loss.
-// A chunk's forward is its layers' forward ops in Megatron order; its backward is, per layer in
-// reverse, the recompute ops (full or selective recompute) then the backward ops, followed by a
-// gradients-ready marker with the layer's parameter count (for the data-parallel buckets). Compute
-// ops are priced by the ComputeCostModel; tensor-parallel communication points become blocking
-// collectives on the tensor group. With ZeRO-3 every layer's parameters are all-gathered on the
-// data-parallel group before its forward and its backward (prefetched one layer ahead, as FSDP
-// does) and its gradients reduce-scattered.
+// c·pp + s and holds the model layers chunk_layers(layout, layers, s, c) (dense or mixture-of-experts
+// by the model). The first virtual stage adds the embedding, the last the final norm, LM head and
+// loss. A chunk's forward is its layers' forward ops in Megatron order; its backward is, per layer in
+// reverse, the recompute ops (full or selective recompute) then the backward ops, followed by
+// gradients-ready markers with the layer's dense parameters (for the data-parallel buckets) and its
+// expert parameters (for the expert-data-parallel buckets). Compute ops are priced by the
+// ComputeCostModel; communication points become collectives: tensor-parallel ones blocking on the
+// tensor group, the MoE dispatch and combine blocking all-to-alls on the expert group (with the
+// routing's n × n matrix), the expert-tensor gathers on the expert-tensor group, Ulysses all-to-alls
+// on the context group, and the context-parallel ring as cp steps of attention each overlapped with an
+// asynchronous K/V exchange on the context group (the block in hand is computed while the next one
+// arrives). The dense parameters' gradients are reduced, and with ZeRO >= 1 sharded, over the dp·cp
+// ranks (Megatron's data-parallel group with context parallelism), the experts' over the expert data-
+// parallel ranks. With ZeRO-3 every layer's parameters are all-gathered on those groups before its
+// forward and its backward (prefetched one layer ahead, as FSDP does) and its gradients
+// reduce-scattered.
+//
+// Every rank of a stage runs the same program: with uneven routing (training.moe_routing) each rank
+// is given the expert work of the busiest expert-parallel rank, since the group synchronises at
+// every all-to-all and so waits for it (the others' idle time is counted as their compute).
 //
 // Simplified (stated in reports): no tied-embedding gradient all-reduce between the first and last
-// stage; the gradient-norm all-reduce of the optimizer is not simulated; tensor-parallel
-// communication is not overlapped with GEMMs (Megatron's --tp-comm-overlap is off by default).
+// stage; the gradient-norm all-reduce of the optimizer and the tensor-parallel all-reduce of
+// replicated (MLA down-projection, router) weights' gradients are not simulated; tensor-parallel
+// communication is not overlapped with GEMMs (Megatron's --tp-comm-overlap is off by default), nor is
+// the MoE dispatch with the shared experts (--moe-shared-expert-overlap).
 
 #include <vector>
 
@@ -38,6 +52,7 @@ struct StageMemory {
   int stage = 0;
   int layers = 0;
   int64_t parameters = 0;           // dense parameters held by the rank (before ZeRO sharding)
+  int64_t expert_parameters = 0;    // routed-expert parameters held by the rank (before sharding)
   double inflight_microbatches = 0; // stage-microbatch equivalents held at the peak
   MemoryBreakdown memory;
 };
@@ -48,8 +63,8 @@ struct TrainingPrograms {
   int microbatches = 0;
 };
 
-// Builds the programs of every stage. `transformer` is the model sharded for one rank (tp, sp, cp
-// of `layout`). `layout` must have passed validate_layout(). Durations come from `cost`.
+// Builds the programs of every stage. `transformer` is the model sharded for one rank
+// (shard_spec(layout)). `layout` must have passed validate_layout(). Durations come from `cost`.
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options = {});
 

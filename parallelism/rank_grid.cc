@@ -1,5 +1,6 @@
 #include "parallelism/rank_grid.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -50,6 +51,7 @@ RankGrid::RankGrid(const Layout& layout) : layout_(layout), world_(layout.world_
     stride *= size[static_cast<size_t>(d)];
   }
   check_invariant(position == 4, "RankGrid: order must name tp, cp, dp and pp (validate_layout checks it)");
+  expert_outside_data_ = layout.order.find("dp-ep") != std::string::npos;
 }
 
 int RankGrid::rank_of(const RankCoord& c) const {
@@ -104,19 +106,35 @@ std::vector<int> RankGrid::group_of(GroupKind kind, int rank) const {
     case GroupKind::kContext: vary(kCp, layout_.cp); return out;
     case GroupKind::kData: vary(kDp, layout_.dp); return out;
     case GroupKind::kPipeline: vary(kPp, layout_.pp); return out;
+    case GroupKind::kDataContext:
+      // dp·cp ranks in rank order (a ring over them visits neighbours first).
+      for (int d = 0; d < layout_.dp; ++d) {
+        for (int c = 0; c < layout_.cp; ++c) {
+          RankCoord x = me;
+          x.cp = c;
+          x.dp = d;
+          out.push_back(rank_of(x));
+        }
+      }
+      std::sort(out.begin(), out.end());
+      return out;
     case GroupKind::kExpert:
     case GroupKind::kExpertTensor:
     case GroupKind::kExpertData: break;
   }
-  // Expert decomposition of the stage-local index i: etp innermost, then ep, then expert-dp.
+  // Expert decomposition of the stage-local index i: etp innermost, then ep and expert-dp in the
+  // order's sequence ("ep-dp": ep inside; "dp-ep": expert-dp inside).
   const int etp = layout_.etp;
   const int ep = layout_.ep;
   const int edp = layout_.expert_dp();
   const int i = stage_local_index(me);
   const int e_tp = i % etp;
-  const int e_ep = i / etp % ep;
-  const int e_dp = i / (etp * ep);
-  auto index = [&](int t, int e, int d) { return rank_of(from_stage_local_index(t + etp * (e + ep * d), me.pp)); };
+  const int e_ep = expert_outside_data_ ? i / (etp * edp) : i / etp % ep;
+  const int e_dp = expert_outside_data_ ? i / etp % edp : i / (etp * ep);
+  auto index = [&](int t, int e, int d) {
+    const int local = expert_outside_data_ ? t + etp * (d + edp * e) : t + etp * (e + ep * d);
+    return rank_of(from_stage_local_index(local, me.pp));
+  };
   if (kind == GroupKind::kExpertTensor) {
     for (int t = 0; t < etp; ++t) out.push_back(index(t, e_ep, e_dp));
   } else if (kind == GroupKind::kExpert) {

@@ -6,7 +6,11 @@
 // The order string says which dimension varies fastest: with "tp-cp-dp-pp" (Megatron-Core's
 // default order without ep) the tp ranks of a group are consecutive and so stay inside a node.
 // Expert groups (MoE layers) re-partition each stage's tp·cp·dp ranks as etp × ep × expert-dp,
-// expert-tensor innermost, as Megatron-Core's expert rank generator does with order "tp-ep-dp-pp".
+// expert-tensor innermost, as Megatron-Core's expert rank generator does with order "tp-ep-dp-pp";
+// with "dp-ep" in the order (expert-parallel outside expert-data-parallel) as etp × expert-dp × ep.
+// The data-context group (kDataContext) is the dp·cp ranks of the same tensor and pipeline rank:
+// Megatron's data-parallel group with context parallelism, over which gradients are reduced and the
+// distributed optimizer shards (with cp = 1 it equals the data group).
 
 #include <array>
 #include <vector>
@@ -15,7 +19,8 @@
 
 namespace clustersim {
 
-enum class GroupKind { kTensor, kContext, kData, kPipeline, kExpert, kExpertTensor, kExpertData };
+enum class GroupKind { kTensor, kContext, kData, kPipeline, kExpert, kExpertTensor, kExpertData, kDataContext };
+inline constexpr int kGroupKindCount = 8;
 
 struct RankCoord {
   int tp = 0;
@@ -49,6 +54,7 @@ class RankGrid {
   // Dense dimensions innermost first: indices into {tp, cp, dp, pp} and their sizes and strides.
   std::array<int, 4> dim_of_position_{};
   std::array<int, 4> stride_{};  // stride_[d] for d in {0: tp, 1: cp, 2: dp, 3: pp}
+  bool expert_outside_data_ = false;  // "dp-ep" in the order
 };
 
 }  // namespace clustersim

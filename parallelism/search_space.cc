@@ -93,6 +93,9 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
   require_at_least_one(space.pp, "pp");
   require_at_least_one(space.dp, "dp");
   require_at_least_one(space.vpp, "vpp");
+  require_at_least_one(space.cp, "cp");
+  require_at_least_one(space.ep, "ep");
+  require_at_least_one(space.etp, "etp");
   for (int64_t b : space.micro_batch) {
     if (b < 1) throw InputError(fmt::format("search.micro_batch contains {}: values must be >= 1", b));
   }
@@ -168,6 +171,9 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   const std::vector<bool> sps =
       space.sequence_parallel.empty() ? std::vector<bool>{base.sequence_parallel} : space.sequence_parallel;
   const std::vector<std::string> orders = space.order.empty() ? std::vector<std::string>{base.order} : space.order;
+  const std::vector<int> cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
+  const std::vector<int> eps = space.ep.empty() ? std::vector<int>{base.ep} : space.ep;
+  const std::vector<int> etps = space.etp.empty() ? std::vector<int>{base.etp} : space.etp;
   const int64_t batch = base_training.global_batch;
 
   // Largest global batch <= the maximum that `unit` divides (0 if none).
@@ -176,9 +182,9 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
     return batch / unit * unit;
   };
   // The data-parallel sizes of a (tp, pp, micro batch, schedule) combination.
-  auto dps_for = [&](int tp, int pp, int64_t mb, bool interleaved) -> std::vector<int> {
+  auto dps_for = [&](int tp, int cp, int pp, int64_t mb, bool interleaved) -> std::vector<int> {
     if (!space.dp.empty()) return space.dp;
-    const int64_t model_parallel = static_cast<int64_t>(tp) * base.cp * pp;
+    const int64_t model_parallel = static_cast<int64_t>(tp) * cp * pp;
     if (!idle) return {gpus % model_parallel == 0 ? static_cast<int>(gpus / model_parallel) : 0};
     const int most = static_cast<int>(gpus / model_parallel);
     if (most == 0 || space.global_batch == GlobalBatchRule::kMaximum) return {most};
@@ -193,45 +199,54 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
 
   std::vector<LayoutCandidate> out;
   for (int tp : tps) {
-    for (int pp : pps) {
-      const bool uneven = space.uneven_stages && layers % pp != 0;
-      std::vector<int> vpps = space.vpp;
-      if (vpps.empty()) {
-        if (uneven) {
-          for (int v = 1; v <= (layers + pp - 1) / pp; ++v) {
-            if (!uneven_stage_layers(layers, pp, v).empty()) vpps.push_back(v);
+    for (int cp : cps) {
+      for (int pp : pps) {
+        const bool uneven = space.uneven_stages && layers % pp != 0;
+        std::vector<int> vpps = space.vpp;
+        if (vpps.empty()) {
+          if (uneven) {
+            for (int v = 1; v <= (layers + pp - 1) / pp; ++v) {
+              if (!uneven_stage_layers(layers, pp, v).empty()) vpps.push_back(v);
+            }
+          } else {
+            vpps = layers % pp == 0 ? divisors(layers / pp) : std::vector<int>{1};
           }
-        } else {
-          vpps = layers % pp == 0 ? divisors(layers / pp) : std::vector<int>{1};
         }
-      }
-      for (int v : vpps) {
-        for (PipelineSchedule schedule : schedules) {
-          const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
-          if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
-          for (int64_t mb : micro_batches) {
-            for (Recompute recompute : recomputes) {
-              for (int zero : zeros) {
-                for (bool sp : sps) {
-                  if (sp && tp == 1) continue;  // not a layout
-                  for (const std::string& order : orders) {
-                    for (int dp : dps_for(tp, pp, mb, interleaved)) {
-                      LayoutCandidate c;
-                      c.layout = base;
-                      c.layout.tp = tp;
-                      c.layout.pp = pp;
-                      c.layout.dp = dp;
-                      c.layout.vpp = v;
-                      c.layout.layers_per_virtual_stage = 0;
-                      c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
-                      c.layout.schedule = schedule;
-                      c.layout.zero_stage = zero;
-                      c.layout.sequence_parallel = sp;
-                      c.layout.order = order;
-                      c.micro_batch = mb;
-                      c.recompute = recompute;
-                      c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
-                      out.push_back(std::move(c));
+        for (int v : vpps) {
+          for (PipelineSchedule schedule : schedules) {
+            const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
+            if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
+            for (int ep : eps) {
+              for (int etp : etps) {
+                for (int64_t mb : micro_batches) {
+                  for (Recompute recompute : recomputes) {
+                    for (int zero : zeros) {
+                      for (bool sp : sps) {
+                        if (sp && tp == 1) continue;  // not a layout
+                        for (const std::string& order : orders) {
+                          for (int dp : dps_for(tp, cp, pp, mb, interleaved)) {
+                            LayoutCandidate c;
+                            c.layout = base;
+                            c.layout.tp = tp;
+                            c.layout.cp = cp;
+                            c.layout.pp = pp;
+                            c.layout.dp = dp;
+                            c.layout.ep = ep;
+                            c.layout.etp = etp;
+                            c.layout.vpp = v;
+                            c.layout.layers_per_virtual_stage = 0;
+                            c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
+                            c.layout.schedule = schedule;
+                            c.layout.zero_stage = zero;
+                            c.layout.sequence_parallel = sp;
+                            c.layout.order = order;
+                            c.micro_batch = mb;
+                            c.recompute = recompute;
+                            c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
+                            out.push_back(std::move(c));
+                          }
+                        }
+                      }
                     }
                   }
                 }

@@ -19,7 +19,10 @@
 //        and for which the global batch works out (see GlobalBatchRule);
 //   vpp  every v that divides the layers of a stage;
 //   schedule 1f1b and interleaved-1f1b;
-//   micro_batch, recompute, zero, sequence_parallel, order: the scenario's own value.
+//   cp, ep, etp, micro_batch, recompute, zero, sequence_parallel, order: the scenario's own value.
+// With ep or etp lists a mixture-of-experts model's expert layers are re-partitioned per candidate;
+// combinations where ep·etp does not divide tp·cp·dp or ep the experts are rejected by the layout
+// rules (counted under layout_rule), as is tp > 1 without sequence parallelism for such a model.
 
 #include <cstdint>
 #include <string>
@@ -52,6 +55,9 @@ struct SearchSpace {
   std::vector<int> tp;  // empty: derived (see above)
   std::vector<int> pp;
   std::vector<int> dp;
+  std::vector<int> cp;   // empty: the scenario's
+  std::vector<int> ep;   // empty: the scenario's
+  std::vector<int> etp;  // empty: the scenario's
   std::vector<int> vpp;
   std::vector<int64_t> micro_batch;  // empty: the scenario's
   std::vector<Recompute> recompute;
@@ -96,9 +102,9 @@ struct SearchContext {
   int heads = 0;
 };
 
-// The candidates of `space` in a fixed order (tp, pp, vpp, schedule, micro batch, recompute, zero,
-// sequence parallel, order, dp, outermost first): the same on every process and thread. Layout
-// fields the space does not vary (cp, ep, overlap options, bucket size, ...) come from `base`;
+// The candidates of `space` in a fixed order (tp, cp, pp, vpp, schedule, ep, etp, micro batch,
+// recompute, zero, sequence parallel, order, dp, outermost first): the same on every process and
+// thread. Layout fields the space does not vary (overlap options, bucket size, ...) come from `base`;
 // `base.stage_layers` is not used (stages are even, or uneven_stages). Throws InputError when no
 // combination is a layout at all (an empty space), naming the lists to widen.
 std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,

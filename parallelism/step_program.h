@@ -10,6 +10,7 @@
 // cursor into it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct ProgramOp {
   int handle = -1;      // kCollective: >= 0 starts it asynchronously under this id; kWait: the id
   int64_t elements = 0; // kGradientsReady
   std::string label;    // shown in traces: "qkv", "tp_all_reduce", ...
+  // all_to_all with uneven blocks: the n × n bytes in group-rank order (row = sender), shared by the
+  // copies of a priced layer; null = `size` split evenly.
+  std::shared_ptr<const std::vector<int64_t>> all_to_all_bytes;
 
   static ProgramOp compute(std::string label, WorkKind work, Duration duration, double flops = 0) {
     ProgramOp op;
@@ -107,6 +111,9 @@ struct StageProgram {
   // group after the optimizer (bytes = gathered output per rank); zero = none.
   Bytes data_param_gather;
   Bytes expert_param_gather;  // the same on the expert-data-parallel group
+  // The group of the dense parameters' gradient reduction and parameter gather: kData, or
+  // kDataContext (dp·cp ranks) with context parallelism. Expert parameters use kExpertData.
+  GroupKind data_group = GroupKind::kData;
   bool overlap_param_gather = false;  // hidden behind the next step's forward when true
 };
 

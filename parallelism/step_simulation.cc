@@ -16,7 +16,7 @@ namespace clustersim {
 
 namespace {
 
-constexpr size_t kGroupKinds = 7;
+constexpr size_t kGroupKinds = kGroupKindCount;
 
 size_t index_of(GroupKind kind) { return static_cast<size_t>(kind); }
 
@@ -29,9 +29,12 @@ const char* stream_of(GroupKind kind) {
     case GroupKind::kExpert: return "ep";
     case GroupKind::kExpertTensor: return "etp";
     case GroupKind::kExpertData: return "edp";
+    case GroupKind::kDataContext: return "dp";
   }
   return "?";
 }
+
+using Matrix = std::shared_ptr<const std::vector<int64_t>>;
 
 enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions };
 
@@ -200,7 +203,7 @@ class StepSimulation {
   // Starts a collective of `r`'s group `kind`; `done` runs when it completes. In full simulation
   // the collective starts when every member has issued its matching call (per-group sequence).
   void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
-                        std::function<void()> done) {
+                        std::function<void()> done, const Matrix& matrix = nullptr) {
     const std::vector<int>& members = group(r, kind);
     const Time issued = sim_.now();
     Rank* rank = &r;
@@ -215,9 +218,9 @@ class StepSimulation {
     const int sequence = r.collective_sequence[index_of(kind)]++;
     const int needed = simulated_members(members);
     if (needed == 1) {
-      start_collective(op, members, size, dtype, std::move(finish));
+      start_collective(op, members, size, dtype, std::move(finish), matrix);
       if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members)) {
-        start_mirrors(r, kind, op, size, dtype);
+        start_mirrors(r, kind, op, size, dtype, matrix);
       }
       return;
     }
@@ -227,9 +230,12 @@ class StepSimulation {
     if (++rv.arrived < needed) return;
     auto callbacks = std::move(rv.on_complete);
     rendezvous_.erase(key);
-    start_collective(op, members, size, dtype, [callbacks = std::move(callbacks)] {
-      for (const auto& c : callbacks) c();
-    });
+    start_collective(
+        op, members, size, dtype,
+        [callbacks = std::move(callbacks)] {
+          for (const auto& c : callbacks) c();
+        },
+        matrix);
   }
 
   // True when every member is in one node whose GPUs share an NVSwitch. Such a collective cannot
@@ -246,18 +252,19 @@ class StepSimulation {
   }
 
   void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
-                        std::function<void()> done) {
+                        std::function<void()> done, const Matrix& matrix = nullptr) {
     CollectiveRequest request;
     request.op = op;
     request.group.assign(members.begin(), members.end());  // rank r runs on GPU r
     request.size = size;
     request.dtype = dtype;
+    if (matrix) request.all_to_all_bytes = *matrix;
     CollectiveRunner& runner = inside_nvswitch_node(members) ? *analytical_runner_ : *runner_;
     runner.start(request, std::move(done));
   }
 
   // The collectives of the groups of kind `kind` in r's stage that r stands for (flow fidelity).
-  void start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype) {
+  void start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix) {
     auto& cache = mirror_groups_[std::make_pair(r.stage, static_cast<int>(kind))];
     if (cache.empty()) {
       const std::vector<int>& own = group(r, kind);
@@ -272,7 +279,7 @@ class StepSimulation {
       if (cache.empty()) cache.push_back({});  // marks "computed, none"
     }
     for (const auto& g : cache) {
-      if (!g.empty()) start_collective(op, g, size, dtype, [] {});
+      if (!g.empty()) start_collective(op, g, size, dtype, [] {}, matrix);
     }
   }
 
@@ -336,7 +343,7 @@ class StepSimulation {
   }
 
   void flush_gradients(Rank& r) {
-    for (GroupKind kind : {GroupKind::kData, GroupKind::kExpertData}) {
+    for (GroupKind kind : {GroupKind::kData, GroupKind::kDataContext, GroupKind::kExpertData}) {
       int64_t& pending = r.pending_gradients[index_of(kind)];
       if (pending > 0) launch_reduction(r, kind, pending);
       pending = 0;
@@ -401,6 +408,7 @@ class StepSimulation {
       request.group.assign(members.begin(), members.end());
       request.size = op.size;
       request.dtype = DataType::kBf16;
+      if (op.all_to_all_bytes) request.all_to_all_bytes = *op.all_to_all_bytes;
       const Duration d = runner_->estimate(request);
       seg.total += d;
       seg.comm += d;
@@ -464,16 +472,21 @@ class StepSimulation {
             Rank* rank = &r;
             if (op.handle < 0) {
               begin_wait(r, WaitKind::kCollective);
-              issue_collective(r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank] { resume(*rank); });
+              issue_collective(
+                  r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank] { resume(*rank); },
+                  op.all_to_all_bytes);
               return;
             }
             const size_t h = static_cast<size_t>(op.handle);
             if (r.handles.size() <= h) r.handles.resize(h + 1, 0);
             r.handles[h] = 0;
-            issue_collective(r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank, h] {
-              rank->handles[h] = 1;
-              if (rank->wait == WaitKind::kHandle && rank->waiting_handle == static_cast<int>(h)) resume(*rank);
-            });
+            issue_collective(
+                r, op.group, op.op, op.size, DataType::kBf16, op.label,
+                [this, rank, h] {
+                  rank->handles[h] = 1;
+                  if (rank->wait == WaitKind::kHandle && rank->waiting_handle == static_cast<int>(h)) resume(*rank);
+                },
+                op.all_to_all_bytes);
             break;
           }
           case ProgramOp::Kind::kWait: {
@@ -560,7 +573,7 @@ class StepSimulation {
           r.phase = Phase::kDone;
           if (program.overlap_param_gather) break;
           int gathers = 0;
-          for (auto [kind, size] : {std::pair{GroupKind::kData, program.data_param_gather},
+          for (auto [kind, size] : {std::pair{program.data_group, program.data_param_gather},
                                     std::pair{GroupKind::kExpertData, program.expert_param_gather}}) {
             if (size.count() == 0) continue;
             ++gathers;

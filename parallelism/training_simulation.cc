@@ -16,6 +16,7 @@ LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& trainin
   c.heads = static_cast<int>(model.heads);
   c.kv_heads = static_cast<int>(model.kv_head_count());
   c.experts = static_cast<int>(model.moe.num_experts);
+  c.moe_ffn_hidden = static_cast<int>(model.moe.moe_ffn_hidden);
   c.ffn_hidden = static_cast<int>(model.ffn_hidden);
   c.gpus = cluster.gpu_count();
   const int first = cluster.gpus_in_node(0);
@@ -54,8 +55,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   model.validate();
   training.validate(model);
   validate_layout(layout, layout_context(model, training, cluster, options.allow_idle_gpus));
-  const ShardSpec shard{layout.tp, layout.sequence_parallel, layout.cp};
-  const Transformer transformer(model, training, shard);
+  const Transformer transformer(model, training, shard_spec(layout));
   const GpuSpec& gpu = uniform_gpu(cluster);
   const ComputeCostModel cost(gpu, options.compute_profile);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -20,8 +21,11 @@ struct Result {
   std::string err;  // standard error
 };
 
+// A file name of this process: ctest runs the tests of this file as parallel processes.
 std::string temp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("clustersim_search_cli_" + name)).string();
+  return (std::filesystem::temp_directory_path() /
+          ("clustersim_search_cli_" + std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 std::string read(const std::string& path) {

@@ -67,12 +67,19 @@ void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(integer(moe + ".top_k", "experts each token is routed to", "0", 0));
   s.key(integer(moe + ".moe_ffn_hidden", "intermediate size of one expert", "0", 0));
   s.key(integer(moe + ".shared_experts", "always-active shared experts", "0", 0));
+  s.key(integer(moe + ".shared_ffn_hidden",
+                "total intermediate size of the shared experts (0 = shared_experts × moe_ffn_hidden)", "0", 0));
   s.key(integer(moe + ".first_dense_layers", "leading layers with a dense MLP", "0", 0));
+  s.key(choice(moe + ".load_balancing",
+               "router balancing: aux_loss (auxiliary loss), aux_loss_free (DeepSeek-V3's expert bias) or none; "
+               "changes only the router's cost",
+               "aux_loss", {"aux_loss", "aux_loss_free", "none"}));
   const std::string mla = prefix + "mla";
   s.section(mla, "multi-head latent attention (DeepSeek-V2/V3; absent: standard attention)");
   s.key(integer(mla + ".q_lora_rank", "query down-projection rank", "0", 0));
   s.key(integer(mla + ".kv_lora_rank", "key/value down-projection rank", "0", 0));
   s.key(integer(mla + ".rope_head_dim", "decoupled RoPE head size", "0", 0));
+  s.key(integer(mla + ".v_head_dim", "value head size (0 = head_dim)", "0", 0));
 }
 
 const std::vector<std::string> kDtypes16 = {"bf16", "fp16", "fp32"};
@@ -97,6 +104,9 @@ void add_search_keys(Schema& s) {
                  1));
   s.key(int_list("search.pp", "pipeline sizes (absent: every divisor of the layers and the GPUs)", 1));
   s.key(int_list("search.dp", "data-parallel sizes (absent: GPUs / (tp·cp·pp), or the largest that fits)", 1));
+  s.key(int_list("search.cp", "context-parallel sizes (absent: parallelism.cp)", 1));
+  s.key(int_list("search.ep", "expert-parallel sizes (absent: parallelism.ep)", 1));
+  s.key(int_list("search.etp", "expert tensor-parallel sizes (absent: parallelism.etp)", 1));
   s.key(int_list("search.vpp", "model chunks per stage (absent: every divisor of the layers per stage)", 1));
   s.key(int_list("search.micro_batch", "micro-batch sizes (absent: training.micro_batch)", 1));
   s.key(string_list("search.recompute", "activation recomputation (absent: training.recompute)",
@@ -176,6 +186,17 @@ Schema build_scenario_schema() {
                {"flash", "naive"}));
   s.key(real("training.hidden_dropout", "dropout after attention and MLP (0 stores no mask)", "0.1", 0, 1));
   s.key(real("training.attention_dropout", "dropout on attention probabilities", "0.1", 0, 1));
+  s.section("training.moe_routing", "how a mixture-of-experts router spreads tokens (workloads/moe_routing.h)");
+  s.key(real("training.moe_routing.skew",
+             "the busiest expert's tokens over the mean expert's (1 = balanced; at most num_experts / top_k)", "1", 1,
+             1e6));
+  KeyDef expert_load = key("training.moe_routing.expert_load", ValueType::kIntList,
+                           "per-expert token histogram (one count per expert; replaces skew)");
+  expert_load.min = 0;
+  s.key(expert_load);
+  s.key(real("training.moe_routing.capacity_factor",
+             "expert capacity as a multiple of the balanced load; tokens above it are dropped (0 = dropless)", "0", 0,
+             1e6));
 
   s.section("parallelism", "the parallel layout (Megatron-LM names)");
   s.key(integer("parallelism.tp", "tensor-parallel size", "1", 1));
@@ -184,6 +205,13 @@ Schema build_scenario_schema() {
   s.key(integer("parallelism.cp", "context-parallel size", "1", 1));
   s.key(integer("parallelism.ep", "expert-parallel size", "1", 1));
   s.key(integer("parallelism.etp", "expert tensor-parallel size", "1", 1));
+  s.key(choice("parallelism.moe_dispatcher",
+               "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall or allgather", "alltoall",
+               {"alltoall", "allgather"}));
+  s.key(choice("parallelism.cp_comm",
+               "context-parallel attention (Megatron --cp-comm-type): p2p (ring, K/V blocks overlapped with "
+               "attention) or a2a (Ulysses all-to-all)",
+               "p2p", {"p2p", "a2a"}));
   s.key(integer("parallelism.vpp", "model chunks per pipeline stage (interleaved schedule)", "1", 1));
   s.key(integer("parallelism.layers_per_virtual_stage",
                 "layers per model chunk (Megatron --num-layers-per-virtual-pipeline-stage; 0 = use vpp)", "0", 0));
@@ -259,9 +287,14 @@ void apply_model_keys(const ConfigDocument& doc, const std::string& prefix, Mode
   int_key("moe.moe_ffn_hidden", m.moe.moe_ffn_hidden);
   int_key("moe.shared_experts", m.moe.shared_experts);
   int_key("moe.first_dense_layers", m.moe.first_dense_layers);
+  int_key("moe.shared_ffn_hidden", m.moe.shared_ffn_hidden);
+  if (doc.has(prefix + "moe.load_balancing")) {
+    m.moe.balancing = parse_moe_balancing(doc.get_string(prefix + "moe.load_balancing"));
+  }
   int_key("mla.q_lora_rank", m.mla.q_lora_rank);
   int_key("mla.kv_lora_rank", m.mla.kv_lora_rank);
   int_key("mla.rope_head_dim", m.mla.rope_head_dim);
+  int_key("mla.v_head_dim", m.mla.v_head_dim);
 }
 
 std::string model_preset_path(const std::string& name, const std::string& data_dir) {
@@ -360,6 +393,11 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   t.attention = parse_attention_kernel(doc.get_string("training.attention"));
   t.hidden_dropout = doc.get_real("training.hidden_dropout");
   t.attention_dropout = doc.get_real("training.attention_dropout");
+  t.moe_routing.skew = doc.get_real("training.moe_routing.skew");
+  for (int64_t n : doc.get_int_list("training.moe_routing.expert_load")) {
+    t.moe_routing.expert_load.push_back(static_cast<double>(n));
+  }
+  t.moe_routing.capacity_factor = doc.get_real("training.moe_routing.capacity_factor");
   return t;
 }
 
@@ -370,6 +408,8 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.cp = static_cast<int>(doc.get_int("parallelism.cp"));
   l.ep = static_cast<int>(doc.get_int("parallelism.ep"));
   l.etp = static_cast<int>(doc.get_int("parallelism.etp"));
+  l.moe_dispatcher = parse_moe_dispatcher(doc.get_string("parallelism.moe_dispatcher"));
+  l.cp_comm = parse_context_parallel_comm(doc.get_string("parallelism.cp_comm"));
   l.vpp = static_cast<int>(doc.get_int("parallelism.vpp"));
   l.layers_per_virtual_stage = static_cast<int>(doc.get_int("parallelism.layers_per_virtual_stage"));
   for (int64_t n : doc.get_int_list("parallelism.stage_layers")) l.stage_layers.push_back(static_cast<int>(n));
@@ -424,6 +464,9 @@ SearchSpace load_search(const ConfigDocument& doc) {
   sp.tp = to_int(ints("tp"));
   sp.pp = to_int(ints("pp"));
   sp.dp = to_int(ints("dp"));
+  sp.cp = to_int(ints("cp"));
+  sp.ep = to_int(ints("ep"));
+  sp.etp = to_int(ints("etp"));
   sp.vpp = to_int(ints("vpp"));
   sp.micro_batch = ints("micro_batch");
   sp.zero = to_int(ints("zero"));
@@ -522,6 +565,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   context.heads = static_cast<int>(s.model.heads);
   context.kv_heads = static_cast<int>(s.model.kv_head_count());
   context.experts = static_cast<int>(s.model.moe.num_experts);
+  context.moe_ffn_hidden = static_cast<int>(s.model.moe.moe_ffn_hidden);
   context.ffn_hidden = static_cast<int>(s.model.ffn_hidden);
   context.gpus = gpus;
   context.gpus_per_node = s.cluster.nodes.front().gpus;

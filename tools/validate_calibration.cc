@@ -294,8 +294,8 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
                        v.attention.size(), 100 * v.attention_median, 100 * v.attention_max);
   }
   for (const CollectiveFitCheck& c : v.collectives) {
-    out << fmt::format("| {} {} {}/{} on {} ranks, {} nodes ({} sizes) | fitted median {:.1f} % (max {:.1f} %), left out "
-                       "median {:.1f} % (max {:.1f} %) | — | — |\n",
+    out << fmt::format("| {} {} {}/{} on {} ranks, {} node(s) ({} sizes) | fitted median {:.1f} % (max {:.1f} %), left "
+                       "out median {:.1f} % (max {:.1f} %) | — | — |\n",
                        c.source.substr(c.source.rfind('/') == std::string::npos ? 0 : c.source.rfind('/') + 1),
                        name_of(c.fit.op), name_of(c.fit.algorithm), name_of(c.fit.protocol), c.fit.ranks, c.fit.nodes,
                        c.rows.size(), 100 * c.median_fitted_error, 100 * c.max_fitted_error,
@@ -380,7 +380,7 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
     out << "No NCCL measurement was given. The profile's machine had one GPU, where the calibrator skips NCCL.\n";
   }
   for (const CollectiveFitCheck& c : v.collectives) {
-    out << fmt::format("### {}: {} ({} / {}), {} ranks on {} nodes\n\n", c.source, name_of(c.fit.op),
+    out << fmt::format("### {}: {} ({} / {}), {} ranks on {} node(s)\n\n", c.source, name_of(c.fit.op),
                        name_of(c.fit.algorithm), name_of(c.fit.protocol), c.fit.ranks, c.fit.nodes);
     out << fmt::format("Piecewise α–β fit ({} size regimes, RMS relative error {:.1f} %):\n\n", c.fit.segments.size(),
                        100 * c.fit_rms);

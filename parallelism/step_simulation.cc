@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -135,6 +136,14 @@ class StepSimulation {
     std::array<int, kGroupKinds> sequences{};  // collectives issued per group kind
   };
 
+  // A rank's communication stream of one process group: NCCL runs the operations of one
+  // communicator in issue order, one at a time, so a collective starts only after the previous one
+  // on the same group has finished (NCCL user guide, "Communicators" / CUDA stream semantics).
+  struct CommStream {
+    bool busy = false;
+    std::deque<std::function<void()>> waiting;
+  };
+
   struct Rank {
     int rank = 0;
     RankCoord coord;
@@ -152,6 +161,7 @@ class StepSimulation {
     int outstanding_reductions = 0;
     std::array<int, kGroupKinds> collective_sequence{};
     std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
+    std::array<CommStream, kGroupKinds> streams;       // one per process group
     std::vector<std::vector<Segment>> segments;        // [chunk·2 + forward][start op], filled lazily
     WaitKind wait = WaitKind::kNone;
     Time wait_start;
@@ -200,15 +210,52 @@ class StepSimulation {
     trace_.push_back(TraceSpan{r.rank, r.rank, stream, name, start, sim_.now()});
   }
 
-  // Starts a collective of `r`'s group `kind`; `done` runs when it completes. In full simulation
-  // the collective starts when every member has issued its matching call (per-group sequence).
+  // Queues a collective of `r`'s group `kind` on r's stream of that group; `done` runs when it
+  // completes. It starts when the stream has finished every earlier collective of the group.
   void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
                         std::function<void()> done, const Matrix& matrix = nullptr) {
+    CommStream& stream = r.streams[index_of(kind)];
+    Rank* rank = &r;
+    auto start = [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix] {
+      start_on_stream(*rank, kind, op, size, dtype, label, done, matrix);
+    };
+    if (stream.busy) {
+      stream.waiting.push_back(std::move(start));
+      return;
+    }
+    stream.busy = true;
+    start();
+  }
+
+  // The stream of `kind` finished its collective: start the next queued one, if any.
+  void release_stream(Rank& r, GroupKind kind) {
+    CommStream& stream = r.streams[index_of(kind)];
+    if (stream.waiting.empty()) {
+      stream.busy = false;
+      return;
+    }
+    auto next = std::move(stream.waiting.front());
+    stream.waiting.pop_front();
+    next();
+  }
+
+  bool streams_idle(const Rank& r, const std::array<int, kGroupKinds>& used) const {
+    for (size_t k = 0; k < kGroupKinds; ++k) {
+      if (used[k] > 0 && r.streams[k].busy) return false;
+    }
+    return true;
+  }
+
+  // Starts a collective at the head of r's stream. In full simulation the collective starts when
+  // every member has reached its matching call (per-group sequence).
+  void start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
+                       const std::function<void()>& done, const Matrix& matrix) {
     const std::vector<int>& members = group(r, kind);
     const Time issued = sim_.now();
     Rank* rank = &r;
-    auto finish = [this, rank, kind, label, issued, done = std::move(done)] {
+    auto finish = [this, rank, kind, label, issued, done] {
       record(*rank, stream_of(kind), label, issued);
+      release_stream(*rank, kind);
       done();
     };
     if (members.size() == 1 || size.count() == 0) {
@@ -457,7 +504,7 @@ class StepSimulation {
       while (r.op_index < ops.ops.size()) {
         if (fuse_) {
           const Segment& seg = segment(r, pass.chunk, forward, ops, r.op_index);
-          if (seg.end > r.op_index) {
+          if (seg.end > r.op_index && streams_idle(r, seg.sequences)) {
             r.op_index = seg.end;
             run_segment(r, seg);
             return;

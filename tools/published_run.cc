@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "parallelism/layout.h"
+#include "parallelism/search_space.h"
 #include "tools/csv_table.h"
 #include "workloads/parameter_count.h"
 
@@ -78,10 +79,12 @@ constexpr std::array<LlamaShape, 4> kLlama1 = {{{"Llama 7B", 32, 4096, 32, 11008
                                                 {"Llama 65B", 80, 8192, 64, 22016}}};
 
 // Megatron-Bridge model names → shipped model presets (same architecture: Llama 3.1 405B is
-// Llama 3 405B with a longer RoPE context).
+// Llama 3 405B with a longer RoPE context; the mixture-of-experts presets follow the released
+// configs that Megatron-Bridge's providers copy).
 const std::map<std::string, std::string>& bridge_presets() {
   static const std::map<std::string, std::string> presets = {
-      {"LLAMA3_8B", "llama3-8b"}, {"LLAMA3_70B", "llama3-70b"}, {"LLAMA3.1_405B", "llama3-405b"}};
+      {"LLAMA3_8B", "llama3-8b"},         {"LLAMA3_70B", "llama3-70b"},           {"LLAMA3.1_405B", "llama3-405b"},
+      {"DeepSeekV3", "deepseek-v3"},      {"Qwen3_30B_a3B", "qwen3-30b-a3b"},     {"Qwen3_235B_a22B", "qwen3-235b-a22b"}};
   return presets;
 }
 
@@ -188,6 +191,11 @@ std::optional<ModelSpec> resolve_model(Context& ctx, int64_t seq_len) {
       ModelSpec m = load_model_preset(it->second);
       m.name = c.model;
       ctx.assume(fmt::format("model = preset {}", it->second), "the performance summary names only the model");
+      if (it->second == "deepseek-v3") {
+        out.flop_mtp_layers = 1;
+        ctx.assume("one multi-token-prediction layer in the FLOP count, not simulated",
+                   "the published TFLOP/s per token matches Megatron-Bridge's formula with mtp_num_layers = 1");
+      }
       return m;
     }
     case SourceConvention::kHagemann: {
@@ -225,6 +233,15 @@ std::optional<ModelSpec> resolve_model(Context& ctx, int64_t seq_len) {
       return m;
     }
     default: break;
+  }
+  if (contains(c.model, "DeepSeek-V3")) {
+    // The report gives the architecture in words (notes: 1 shared + 256 routed experts of 2048,
+    // top-8, first 3 layers dense, MLA ranks) but not the vocabulary; the preset holds the released
+    // config.
+    ModelSpec m = load_model_preset("deepseek-v3");
+    m.name = c.model;
+    ctx.assume("model = preset deepseek-v3", "the released config.json the report describes; vocabulary 129,280");
+    return m;
   }
   if (!c.layers || !c.hidden || !c.heads) {
     out.missing = fmt::format("model \"{}\": dimensions (layers, hidden, heads) not given and no preset known", c.model);
@@ -372,15 +389,7 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
   const SourceConvention conv = out.convention;
   const bool layer_only = only_layer_metrics(c);
 
-  // Features clustersim does not have yet come first: they explain the row however complete it is.
-  if (c.ep && *c.ep > 1) {
-    out.missing = fmt::format("mixture-of-experts (ep = {}): ModelSpec.moe is not supported yet", *c.ep);
-    return out;
-  }
-  if (c.cp && *c.cp > 1) {
-    out.missing = fmt::format("context parallelism (cp = {}): not validated yet (cases/moe_cp.md)", *c.cp);
-    return out;
-  }
+  // Features clustersim does not have come first: they explain the row however complete it is.
   const auto node = node_preset_for(c.gpu_type);
   if (node) {
     out.node = *node;
@@ -396,6 +405,11 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     return out;
   } else {
     out.missing = fmt::format("no node preset for GPU type \"{}\"", c.gpu_type.empty() ? "(not given)" : c.gpu_type);
+    return out;
+  }
+  if (contains(lower(c.model), "gpt oss") || contains(lower(c.model), "gpt-oss")) {
+    out.missing = "GPT-OSS: sliding-window attention (128-token windows on every other layer) and attention sinks "
+                  "are not modelled";
     return out;
   }
 
@@ -536,6 +550,8 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
   l.pp = static_cast<int>(pp);
   l.cp = static_cast<int>(cp);
   l.dp = static_cast<int>(dp);
+  l.ep = static_cast<int>(c.ep.value_or(1));
+  if (out.scenario.model.moe.enabled()) l.order = "tp-cp-ep-dp-pp";
   if (c.sequence_parallel == "yes" && tp > 1) {
     l.sequence_parallel = true;
   } else if (c.sequence_parallel == "yes") {
@@ -597,6 +613,38 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     ctx.assume(fmt::format("{} layers over {} stages: {} with {} and {} with {}", layers, pp, layers % pp,
                            layers / pp + 1, pp - layers % pp, layers / pp),
                "uneven split not published");
+  } else if (pp > 1 && layers % pp != 0) {
+    // Megatron-Core splits such models with the embedding and the loss counted as pipeline layers
+    // (account_for_embedding/loss_in_pipeline_split), which gives some model chunks one layer less;
+    // here every chunk of a stage holds the same number of layers. Of the chunk counts up to the
+    // published one, the split with the shortest estimated 1F1B time, largest stage × (m + (p − 1)/v),
+    // stands in (the surplus taken from the first and last stages, search_space.h).
+    const int64_t m = global_batch / std::max<int64_t>(1, micro_batch * dp);
+    double best_time = 0;
+    std::vector<int> best;
+    int best_v = 0;
+    for (int v = l.vpp; v >= 1; --v) {
+      const std::vector<int> split = uneven_stage_layers(static_cast<int>(layers), static_cast<int>(pp), v);
+      if (split.empty() || (v > 1 && m % pp != 0)) continue;
+      const double largest = *std::max_element(split.begin(), split.end());
+      const double time = largest * (static_cast<double>(m) + static_cast<double>(pp - 1) / v);
+      if (best.empty() || time < best_time) {
+        best_time = time;
+        best = split;
+        best_v = v;
+      }
+    }
+    if (!best.empty()) {
+      std::string text;
+      for (int n : best) text += (text.empty() ? "" : ", ") + std::to_string(n);
+      ctx.assume(fmt::format("vpp = {}, stage_layers = [{}]", best_v, text),
+                 fmt::format("{} layers do not split into {} stages of {} equal chunks; the published split (embedding "
+                             "and loss counted as layers) is not expressible",
+                             layers, pp, l.vpp));
+      l.vpp = best_v;
+      l.stage_layers = best;
+      l.schedule = best_v > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::kOneFOneB;
+    }
   }
 
   // Cluster.
@@ -635,6 +683,8 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     context.heads = static_cast<int>(out.scenario.model.heads);
     context.kv_heads = static_cast<int>(out.scenario.model.kv_head_count());
     context.ffn_hidden = static_cast<int>(out.scenario.model.ffn_hidden);
+    context.experts = static_cast<int>(out.scenario.model.moe.num_experts);
+    context.moe_ffn_hidden = static_cast<int>(out.scenario.model.moe.moe_ffn_hidden);
     context.gpus = static_cast<int>(gpus);
     context.gpus_per_node = static_cast<int>(std::min(gpus, per_node));
     context.global_batch = global_batch;

@@ -10,8 +10,8 @@
 // fabric, tp/pp/dp/cp/ep/vpp, sequence parallelism, recomputation, precision, ZeRO stage — and
 // where the source leaves a field empty it uses a default that the source's text supports, recorded
 // in `assumed` with its reason (docs/validation/published/SOURCES.md per source). A configuration
-// clustersim cannot express yet (mixture-of-experts, context parallelism, a GPU without a preset,
-// missing model dimensions) gets the missing feature in `missing` instead; nothing is skipped.
+// clustersim cannot express (sliding-window attention, a GPU without a preset, missing model
+// dimensions) gets the missing feature in `missing` instead; nothing is skipped.
 
 #include <cstdint>
 #include <optional>
@@ -81,6 +81,7 @@ struct PublishedScenario {
   std::string node;                   // node preset the cluster is built from
   int nodes = 0;
   double parameters = 0;              // N as the source counts it (llm-foundry NumParams, PaLM's N)
+  int flop_mtp_layers = 0;            // multi-token-prediction layers the source's FLOP count includes
   std::vector<std::string> assumed;   // "field = value (why)" for every field the source leaves empty
 
   bool expressible() const { return missing.empty(); }

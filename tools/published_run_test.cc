@@ -137,20 +137,27 @@ TEST(PublishedRun, KorthikantiAsPublished) {
   EXPECT_EQ(layer.scenario.training.micro_batch, 4);
 }
 
-TEST(PublishedRun, FeaturesNotYetSupportedAreNamed) {
+TEST(PublishedRun, FeaturesNotModelledAreNamedAndMoeAndContextParallelRowsAreExpressible) {
+  int moe_or_cp = 0;
   for (const auto& c : configs()) {
     const PublishedScenario s = build_published_scenario(c, HardwareCatalog());
-    if (c.ep && *c.ep > 1) {
-      EXPECT_NE(s.missing.find("mixture-of-experts"), std::string::npos) << c.config_id << ": " << s.missing;
-    } else if (c.cp && *c.cp > 1) {
-      EXPECT_NE(s.missing.find("context parallelism"), std::string::npos) << c.config_id << ": " << s.missing;
-    } else if (c.gpu_type.find("GB200") != std::string::npos) {
+    const bool rack = c.gpu_type.find("GB200") != std::string::npos || c.gpu_type.find("GB300") != std::string::npos;
+    if (rack) {
       EXPECT_NE(s.missing.find("NVL72"), std::string::npos) << c.config_id << ": " << s.missing;
+    } else if (c.model.find("GPT OSS") != std::string::npos) {
+      EXPECT_NE(s.missing.find("sliding-window"), std::string::npos) << c.config_id << ": " << s.missing;
+    } else if ((c.ep && *c.ep > 1) || (c.cp && *c.cp > 1)) {
+      // Mixture-of-experts and context-parallel configurations on GPUs with presets are simulated.
+      EXPECT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
+      EXPECT_EQ(s.scenario.layout.ep, c.ep.value_or(1)) << c.config_id;
+      EXPECT_EQ(s.scenario.layout.cp, c.cp.value_or(1)) << c.config_id;
+      ++moe_or_cp;
     }
     if (!s.expressible()) {
       EXPECT_FALSE(s.missing.empty());
     }
   }
+  EXPECT_GE(moe_or_cp, 8);  // DeepSeek-V3 (paper and B200), Qwen3 MoE, Llama 3.1 405B with cp 2
 }
 
 TEST(PublishedRun, HagemannInferredBatchAndVocabularyAgreeWithEveryRow) {

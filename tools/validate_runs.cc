@@ -18,6 +18,7 @@
 #include "parallelism/training_simulation.h"
 #include "tools/published_flops.h"
 #include "workloads/op_cost.h"
+#include "workloads/shard_spec.h"
 #include "workloads/transformer.h"
 
 namespace clustersim {
@@ -38,7 +39,7 @@ struct LayerTimes {
 
 LayerTimes layer_times(const Scenario& s, const Cluster& cluster) {
   const Layout& l = s.layout;
-  const Transformer transformer(s.model, s.training, ShardSpec{l.tp, l.sequence_parallel, l.cp});
+  const Transformer transformer(s.model, s.training, shard_spec(l));
   const ComputeCostModel cost(cluster.node_spec(0).gpu);
   Simulator sim;
   const CollectiveRunner runner(sim, cluster, nullptr, Fidelity::kAnalytical);
@@ -120,6 +121,7 @@ std::vector<MemoryCheck> korthikanti_memory_checks(const std::string& config_id,
 
 // Quantities a metric row can be predicted from.
 struct Simulated {
+  const PublishedConfig* config = nullptr;
   const PublishedScenario* scenario = nullptr;
   const TrainingReport* report = nullptr;
   std::optional<LayerTimes> layers;
@@ -141,6 +143,47 @@ double bytes_in(Bytes bytes, const std::string& unit, std::string* why) {
   if (unit == "bytes" || unit == "B") return static_cast<double>(bytes.count());
   *why = fmt::format("memory unit \"{}\" not understood (GB, GiB, bytes)", unit);
   return 0;
+}
+
+// Megatron-Bridge's model FLOPs of a mixture-of-experts or latent-attention model
+// (megatron/bridge/training/utils/flop_utils.py transformer_flops, which performance-summary.md's
+// "Model TFLOP/sec/GPU" uses): per token 12·L·h·(ffn·glu·L_dense/L + (top_k·moe_ffn + shared)·glu·
+// L_moe/L) + attention + 6·h·V_padded, glu = 3/2 for SwiGLU; attention for GQA
+// 12·L·h²·(a·d/h)·(1 + g/a + s/(2h)), for MLA 6·L·(q_lora·(h + a·(d + r) + 1) + kv_lora·(h + a·(d + v) + 1)
+// + h·r + a·v·h + s·a·(d + r)/2 + s·a·v/2) — the attention core counted causally (half of s × s).
+// With `mtp` multi-token-prediction layers: each counts as one more (MoE) layer, plus its norms and
+// 2h² projection 6·mtp·(3h + 2h²), and one more LM head 6·h·V each.
+double bridge_moe_step_flops(const ModelSpec& m, const TrainingSpec& t, int tp, int mtp) {
+  const double B = static_cast<double>(t.global_batch);
+  const double s = static_cast<double>(t.seq_len);
+  const double extra = static_cast<double>(mtp);
+  const double L = static_cast<double>(m.layers) + extra;
+  const double h = static_cast<double>(m.hidden);
+  const double a = static_cast<double>(m.heads);
+  const double glu = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
+  const double dense_layers = static_cast<double>(m.dense_layer_count());
+  const double moe_layers = static_cast<double>(m.moe_layer_count()) + extra;
+  const MoeSpec& moe = m.moe;
+  const double mlp = 12 * h *
+                     (static_cast<double>(m.ffn_hidden) * glu * dense_layers +
+                      static_cast<double>(moe.top_k * moe.moe_ffn_hidden + moe.shared_ffn()) * glu * moe_layers);
+  double attention = 0;
+  if (m.mla.enabled()) {
+    const double d = static_cast<double>(m.head_size());
+    const double r = static_cast<double>(m.mla.rope_head_dim);
+    const double v = static_cast<double>(m.v_head_size());
+    const double q_lora = static_cast<double>(m.mla.q_lora_rank);
+    const double kv_lora = static_cast<double>(m.mla.kv_lora_rank);
+    const double q_term = q_lora > 0 ? q_lora * (h + a * (d + r) + 1) : h * a * (d + r);
+    attention = 6 * L *
+                (q_term + kv_lora * (h + a * (d + v) + 1) + h * r + a * v * h + s * a * (d + r) / 2 + s * a * v / 2);
+  } else {
+    const double d = static_cast<double>(m.head_size());
+    const double g = static_cast<double>(m.kv_head_count());
+    attention = 12 * L * h * h * (a * d / h) * (1 + g / a + s / (2 * h));
+  }
+  const double vocab = static_cast<double>(padded_vocab_size(m.vocab, m.make_vocab_size_divisible_by, tp));
+  return B * s * (mlp + attention + 6 * extra * (3 * h + 2 * h * h) + 6 * h * vocab * (1 + extra));
 }
 
 // FLOPs of one step as the source counts them: the model FLOPs (MFU, "model TFLOP/s") or the
@@ -169,7 +212,11 @@ double source_flops(const Simulated& sim, bool hardware) {
       if (hardware && full) return sc21_step_flops(B, s, L, h, V);
       if (hardware && t.recompute == Recompute::kSelective) return korthikanti_selective_hardware_flops(B, s, L, h, V);
       return megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
-    case SourceConvention::kMegatronBridge: return megatron_bridge_step_flops(B, s, L, h, a, g, ffn, V);
+    case SourceConvention::kMegatronBridge:
+      if (m.moe.enabled() || m.mla.enabled()) {
+        return bridge_moe_step_flops(m, t, ps.scenario.layout.tp, ps.flop_mtp_layers);
+      }
+      return megatron_bridge_step_flops(B, s, L, h, a, g, ffn, V);
     case SourceConvention::kLlmFoundry: return llm_foundry_step_flops(B, s, L, h, ps.parameters, hardware && full);
     case SourceConvention::kHagemann: return palm_step_flops(B, s, L, h, ps.parameters);
     case SourceConvention::kGeneric: return hardware ? sim.report->flops.hardware : sim.report->flops.model;
@@ -212,6 +259,27 @@ std::optional<double> predict(const PublishedMetric& metric, const Simulated& si
   const bool achieved_is_hardware = conv == SourceConvention::kSc21 || conv == SourceConvention::kBigScience ||
                                     conv == SourceConvention::kGeneric;
   if (name == "iteration_time" || name == "step_time") return seconds_in(time, unit, why);
+  // GPU-hours at the simulated step's rate: GPUs × step time per token.
+  const double gpu_hours_per_token = time * gpus / tokens / 3600;
+  if (name == "gpu_hours_per_trillion_tokens") return gpu_hours_per_token * 1e12;
+  if (name == "pretraining_gpu_hours") {
+    // The token count of the run from the notes ("pre-training 14.8T tokens"); the simulated step
+    // stands for every step (a batch-size ramp is not modelled).
+    const std::string& notes = sim.config->notes;
+    const size_t at = notes.find("pre-training ");
+    const size_t t_at = at == std::string::npos ? at : notes.find("T tokens", at);
+    if (t_at == std::string::npos) {
+      *why = "the run's token count is not in the notes (\"pre-training <N>T tokens\")";
+      return std::nullopt;
+    }
+    const std::string count = notes.substr(at + 13, t_at - at - 13);
+    try {
+      return gpu_hours_per_token * std::stod(count) * 1e12;
+    } catch (const std::exception&) {
+      *why = fmt::format("token count \"{}T\" in the notes is not a number", count);
+      return std::nullopt;
+    }
+  }
   if (name == "throughput_samples_per_s") return static_cast<double>(t.global_batch) / time;
   if (name == "tokens_per_s_per_gpu") return tokens / time / gpus;
   if (name == "tokens_per_s") return tokens / time;
@@ -241,6 +309,8 @@ std::string describe_setup(const PublishedScenario& ps) {
   const Layout& l = ps.scenario.layout;
   const TrainingSpec& t = ps.scenario.training;
   std::string layout = fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp);
+  if (l.cp > 1) layout += fmt::format(" · cp {}", l.cp);
+  if (l.ep > 1) layout += fmt::format(" · ep {}", l.ep);
   if (l.vpp > 1) layout += fmt::format(" · vpp {}", l.vpp);
   if (l.sequence_parallel) layout += " · sp";
   if (l.zero_stage > 0) layout += fmt::format(" · zero {}", l.zero_stage);
@@ -268,6 +338,7 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
     PublishedScenario ps = build_published_scenario(config, catalog);
     std::optional<TrainingReport> report;
     Simulated sim;
+    sim.config = &config;
     sim.scenario = &ps;
     std::string note;
     if (ps.expressible()) {
@@ -311,6 +382,8 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
       row.line = metric.line;
       row.published = metric.value;
       row.setup = setup;
+      row.ep = ps.scenario.layout.ep;
+      row.cp = ps.scenario.layout.cp;
       row.assumed = assumed;
       row.note = note;
       if (report) {

@@ -39,6 +39,8 @@ struct RunValidationRow {
   double predicted = 0;     // in the row's unit
   double error = 0;         // predicted / published − 1
   std::string setup;        // the simulated layout and cluster, one line
+  int ep = 1;               // expert-parallel size of the simulated layout (mixture-of-experts rows: > 1)
+  int cp = 1;               // context-parallel size
   std::string assumed;      // fields the source leaves empty and the defaults used
   std::string note;         // e.g. that the memory model finds the layout does not fit
   // Where the simulated step's time went (critical rank), seconds.

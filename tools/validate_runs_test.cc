@@ -31,6 +31,11 @@ std::map<std::string, double> predicted_metrics(const std::string& config_id) {
   return out;
 }
 
+bool is_core_row(const RunValidationRow& r) {
+  return r.convention == SourceConvention::kSc21 || r.convention == SourceConvention::kKorthikanti ||
+         r.convention == SourceConvention::kMegatronReadme || r.convention == SourceConvention::kMegatronBridge;
+}
+
 const SourceSummary& source(const std::string& publication) {
   for (const auto& s : committed().by_source) {
     if (s.publication == publication) return s;
@@ -38,18 +43,53 @@ const SourceSummary& source(const std::string& publication) {
   throw std::runtime_error("no source " + publication);
 }
 
+// MAPE over the expressible rows that `keep` accepts.
+template <typename Keep>
+double mape_of(Keep keep) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : committed().rows) {
+    if (!r.expressible || !keep(r)) continue;
+    sum += std::abs(r.error);
+    ++n;
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+bool dense_without_cp(const RunValidationRow& r) { return r.ep == 1 && r.cp == 1; }
+
 // Issue 8's targets where they are met, and regression bounds where they are not yet
-// (docs/validation/error_budget.md explains the gap); tighten them as the model improves.
+// (docs/validation/error_budget.md explains the gap); tighten them as the model improves. The
+// bounds of the dense rows without context parallelism are kept apart from those of the
+// mixture-of-experts and context-parallel rows (issue 7), whose errors are larger.
 TEST(ValidateRuns, AccuracyDoesNotRegress) {
   const RunValidation& v = committed();
   EXPECT_GE(v.expressible_fraction, 0.80);  // issue 8: at least 80 % of all rows expressible
-  EXPECT_GE(v.expressible_fraction, 0.93);  // today
+  EXPECT_GE(v.expressible_fraction, 0.95);  // today
   EXPECT_LE(source("Narayanan et al., SC21").mape, 0.35);
   EXPECT_LE(source("Korthikanti et al.").mape, 0.05);
   EXPECT_LE(source("NVIDIA/Megatron-LM README").mape, 0.13);
-  EXPECT_LE(source("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md").mape, 0.20);
-  EXPECT_LE(v.core_mape, 0.18);
-  EXPECT_LE(v.mape, 0.31);
+  const std::string bridge = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md";
+  EXPECT_LE(mape_of([&](const RunValidationRow& r) { return r.publication == bridge && dense_without_cp(r); }), 0.20);
+  EXPECT_LE(mape_of([](const RunValidationRow& r) { return is_core_row(r) && dense_without_cp(r); }), 0.18);
+  EXPECT_LE(mape_of(dense_without_cp), 0.31);
+}
+
+// Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):
+// within 15 %. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's
+// fine-grained MoE runs (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 on B200) and 1.5× too slow for
+// DeepSeek-V3's own run (no DualPipe overlap, no node-limited routing): regression bounds only.
+TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
+  int cp_rows = 0, moe_rows = 0;
+  for (const auto& r : committed().rows) {
+    if (!r.expressible) continue;
+    cp_rows += r.cp > 1;
+    moe_rows += r.ep > 1;
+  }
+  EXPECT_GE(cp_rows, 6);
+  EXPECT_GE(moe_rows, 10);
+  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.cp > 1 && r.ep == 1; }), 0.15);
+  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.ep > 1; }), 1.8);
 }
 
 TEST(ValidateRuns, EveryRowIsPredictedOrNamesWhatIsMissing) {

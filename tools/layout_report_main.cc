@@ -1,0 +1,38 @@
+// clustersim-layout-report SCENARIO [--out FILE] [--threads N]: the layout search of a scenario and
+// why its best layout wins, as Markdown (tools/layout_report.h).
+
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "core/error.h"
+#include "tools/layout_report.h"
+
+int main(int argc, char** argv) {
+  using namespace clustersim;
+  CLI::App app{"layout search report: the best layouts of a scenario's search and why the best wins"};
+  LayoutReportOptions options;
+  std::string out_path;
+  app.add_option("scenario", options.scenario, "scenario file with a search: section")->required();
+  app.add_option("--out", out_path, "write the report here (default: standard output)");
+  app.add_option("--threads", options.threads, "worker threads (default: all cores)");
+  CLI11_PARSE(app, argc, argv);
+  options.command = "clustersim-layout-report " + options.scenario + (out_path.empty() ? "" : " --out " + out_path);
+  try {
+    if (out_path.empty()) {
+      write_layout_report(options, std::cout);
+    } else {
+      std::ofstream file(out_path);
+      if (!file) throw InputError("--out " + out_path + ": cannot open the file for writing");
+      write_layout_report(options, file);
+    }
+    return 0;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -161,9 +163,9 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
         "The best layout, {}, spends {:.1f} % of its {:.3f} s step computing, {:.1f} % waiting for communication, "
         "{:.1f} % in the pipeline bubble and {:.1f} % in the optimizer. Against each runner-up, the difference in "
         "step time splits into these parts (runner-up minus best; positive = the best saves time there):\n\n",
-        layout_text(bc), 100 * bb.compute / best.metrics.step_time_s, 100 * bb.exposed_comm / best.metrics.step_time_s,
-        100 * bb.bubble / best.metrics.step_time_s, 100 * bb.optimizer / best.metrics.step_time_s,
-        best.metrics.step_time_s);
+        layout_text(bc), 100 * bb.compute / best.metrics.step_time_s, best.metrics.step_time_s,
+        100 * bb.exposed_comm / best.metrics.step_time_s, 100 * bb.bubble / best.metrics.step_time_s,
+        100 * bb.optimizer / best.metrics.step_time_s);
     out << "| rank | layout | Δ step | Δ compute | Δ exposed comm | Δ bubble | Δ optimizer | largest part |\n"
            "|---|---|---|---|---|---|---|---|\n";
     for (size_t k = 1; k < details.size(); ++k) {
@@ -180,9 +182,8 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
                          parts[2].second, parts[3].second, largest->first);
     }
     out << "\nWhat each dimension costs: the best simulated layout for each value of a searched dimension, the others "
-           "free (screening figures at the analytical fidelity; `—` marks values without a feasible layout).\n\n";
-    out << "| dimension | value | best layout with it | step | tokens/s | compute | exposed comm | bubble | peak "
-           "memory |\n|---|---|---|---|---|---|---|---|---|\n";
+           "free (screening figures at the analytical fidelity), against the best value of that dimension; the part of "
+           "the step time that grows most is named.\n\n";
     const std::vector<std::pair<std::string, std::function<int(const LayoutCandidate&)>>> dims = {
         {"tp", [](const LayoutCandidate& c) { return c.layout.tp; }},
         {"cp", [](const LayoutCandidate& c) { return c.layout.cp; }},
@@ -193,14 +194,55 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
         {"micro_batch", [](const LayoutCandidate& c) { return static_cast<int>(c.micro_batch); }},
         {"recompute", [](const LayoutCandidate& c) { return static_cast<int>(c.recompute); }},
     };
+    auto value_text = [](const std::string& name, int value) {
+      return name == "recompute" ? std::string(name_of(static_cast<Recompute>(value))) : std::to_string(value);
+    };
+    for (const auto& [name, key] : dims) {
+      std::set<int> values;
+      for (const auto& c : result.candidates) values.insert(key(c));
+      if (values.size() < 2) continue;
+      const std::map<int, size_t> best_of = best_per_value(result, order, key);
+      if (best_of.empty()) continue;
+      // The dimension's best value is the one of the best screened layout.
+      size_t top_index = best_of.begin()->second;
+      for (const auto& [value, index] : best_of) {
+        if (ranks_before(space.objective, result.outcomes[index].metrics, index, result.outcomes[top_index].metrics,
+                         top_index)) {
+          top_index = index;
+        }
+      }
+      const LayoutMetrics& tm = result.outcomes[top_index].metrics;
+      std::string line = fmt::format("- **{}**: {} {} is best ({:.3f} s)", name, name,
+                                     value_text(name, key(result.candidates[top_index])), tm.step_time_s);
+      for (int value : values) {
+        const auto it = best_of.find(value);
+        if (it == best_of.end()) {
+          line += fmt::format("; {} {}: no feasible layout", name, value_text(name, value));
+          continue;
+        }
+        if (it->second == top_index) continue;
+        const LayoutMetrics& m = result.outcomes[it->second].metrics;
+        const std::vector<std::pair<std::string, double>> parts = {
+            {"compute", m.breakdown.compute - tm.breakdown.compute},
+            {"exposed communication", m.breakdown.exposed_comm - tm.breakdown.exposed_comm},
+            {"pipeline bubble", m.breakdown.bubble - tm.breakdown.bubble},
+            {"optimizer", m.breakdown.optimizer - tm.breakdown.optimizer}};
+        const auto largest = std::max_element(parts.begin(), parts.end(),
+                                              [](const auto& x, const auto& y) { return x.second < y.second; });
+        line += fmt::format("; {} {} {:+.1f} % ({} {:+.3f} s)", name, value_text(name, value),
+                            100 * (m.step_time_s / tm.step_time_s - 1), largest->first, largest->second);
+      }
+      out << line << "\n";
+    }
+    out << "\n| dimension | value | best layout with it | step | tokens/s | compute | exposed comm | bubble | peak "
+           "memory |\n|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& [name, key] : dims) {
       std::set<int> values;
       for (const auto& c : result.candidates) values.insert(key(c));
       if (values.size() < 2) continue;
       const std::map<int, size_t> best_of = best_per_value(result, order, key);
       for (int value : values) {
-        const std::string shown =
-            name == "recompute" ? std::string(name_of(static_cast<Recompute>(value))) : std::to_string(value);
+        const std::string shown = value_text(name, value);
         const auto it = best_of.find(value);
         if (it == best_of.end()) {
           out << fmt::format("| {} | {} | — | | | | | | |\n", name, shown);

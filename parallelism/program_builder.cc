@@ -197,7 +197,8 @@ void append_layers(std::vector<ProgramOp>& out, const ChunkParts& parts, std::ve
     append(out, backward ? layer.backward : layer.forward, merge);
     if (backward) {
       out.push_back(ProgramOp::gradients_ready(parts.data_group, layer.dense_params));
-      if (layer.expert_params > 0) out.push_back(ProgramOp::gradients_ready(GroupKind::kExpertData, layer.expert_params));
+      if (layer.expert_params > 0)
+        out.push_back(ProgramOp::gradients_ready(GroupKind::kExpertData, layer.expert_params));
     }
   }
 }

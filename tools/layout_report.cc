@@ -170,12 +170,14 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
            "|---|---|---|---|---|---|---|---|\n";
     for (size_t k = 1; k < details.size(); ++k) {
       const TimeBreakdown& b = details[k].metrics.breakdown;
-      const std::vector<std::pair<std::string, double>> parts = {{"compute", b.compute - bb.compute},
-                                                                 {"exposed communication", b.exposed_comm - bb.exposed_comm},
-                                                                 {"pipeline bubble", b.bubble - bb.bubble},
-                                                                 {"optimizer", b.optimizer - bb.optimizer}};
-      const auto largest = std::max_element(parts.begin(), parts.end(),
-                                            [](const auto& x, const auto& y) { return std::abs(x.second) < std::abs(y.second); });
+      const std::vector<std::pair<std::string, double>> parts = {
+          {"compute", b.compute - bb.compute},
+          {"exposed communication", b.exposed_comm - bb.exposed_comm},
+          {"pipeline bubble", b.bubble - bb.bubble},
+          {"optimizer", b.optimizer - bb.optimizer}};
+      const auto largest = std::max_element(parts.begin(), parts.end(), [](const auto& x, const auto& y) {
+        return std::abs(x.second) < std::abs(y.second);
+      });
       out << fmt::format("| {} | {} | {:+.3f} s | {:+.3f} s | {:+.3f} s | {:+.3f} s | {:+.3f} s | {} |\n", k + 1,
                          layout_text(result.candidates[details[k].index]),
                          details[k].metrics.step_time_s - best.metrics.step_time_s, parts[0].second, parts[1].second,

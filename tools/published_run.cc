@@ -83,8 +83,8 @@ constexpr std::array<LlamaShape, 4> kLlama1 = {{{"Llama 7B", 32, 4096, 32, 11008
 // configs that Megatron-Bridge's providers copy).
 const std::map<std::string, std::string>& bridge_presets() {
   static const std::map<std::string, std::string> presets = {
-      {"LLAMA3_8B", "llama3-8b"},         {"LLAMA3_70B", "llama3-70b"},           {"LLAMA3.1_405B", "llama3-405b"},
-      {"DeepSeekV3", "deepseek-v3"},      {"Qwen3_30B_a3B", "qwen3-30b-a3b"},     {"Qwen3_235B_a22B", "qwen3-235b-a22b"}};
+      {"LLAMA3_8B", "llama3-8b"},    {"LLAMA3_70B", "llama3-70b"},       {"LLAMA3.1_405B", "llama3-405b"},
+      {"DeepSeekV3", "deepseek-v3"}, {"Qwen3_30B_a3B", "qwen3-30b-a3b"}, {"Qwen3_235B_a22B", "qwen3-235b-a22b"}};
   return presets;
 }
 

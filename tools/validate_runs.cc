@@ -206,7 +206,8 @@ double source_flops(const Simulated& sim, bool hardware) {
   switch (ps.convention) {
     case SourceConvention::kSc21:
     case SourceConvention::kBigScience:
-      return hardware && full ? sc21_step_flops(B, s, L, h, V) : megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
+      return hardware && full ? sc21_step_flops(B, s, L, h, V)
+                              : megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
     case SourceConvention::kKorthikanti:
     case SourceConvention::kMegatronReadme:
       if (hardware && full) return sc21_step_flops(B, s, L, h, V);

@@ -448,7 +448,8 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
   } else {
     if (z.ep > 1) {
       if (z.local_experts > 1) add.memory("moe.unsort_chunks", received, received);
-      add.comm("moe.combine", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = transposed(z.dispatch_matrix);
+      add.comm("moe.combine", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
+          transposed(z.dispatch_matrix);
     }
     // The weighted sum of each token's k expert outputs; the outputs are kept for the gradient of
     // the routing probabilities.
@@ -469,7 +470,8 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
   } else {
     add.memory("moe.unpermute.backward", z.routed * z.h * z.e + z.permuted(), z.permuted() + z.routed * z.top_k * 4);
     if (z.ep > 1) {
-      add.comm("moe.combine.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = z.dispatch_matrix;
+      add.comm("moe.combine.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
+          z.dispatch_matrix;
       if (z.local_experts > 1) add.memory("moe.unsort_chunks.backward", received, received);
     }
   }
@@ -487,7 +489,8 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
   } else {
     if (z.ep > 1) {
       if (z.local_experts > 1) add.memory("moe.sort_chunks.backward", received, received);
-      add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = transposed(z.dispatch_matrix);
+      add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
+          transposed(z.dispatch_matrix);
     }
     add.memory("moe.permute.backward", z.permuted(), z.routed * z.h * z.e);
   }

@@ -312,6 +312,14 @@ void validate_layout(const Layout& l, const LayoutContext& c) {
   if (l.sequence_parallel && l.tp == 1) {
     throw InputError("parallelism.sequence_parallel = true needs tp > 1 (it shards along the tensor-parallel group)");
   }
+  if (l.tp_comm_overlap && (l.tp == 1 || !l.sequence_parallel)) {
+    // Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+    // sequence parallelism is enabled".
+    throw InputError(fmt::format("parallelism.tp_comm_overlap = true needs tp > 1 and sequence_parallel: true (got tp "
+                                 "{}, sequence_parallel {}); Megatron overlaps the sequence-parallel all-gathers and "
+                                 "reduce-scatters",
+                                 l.tp, l.sequence_parallel));
+  }
   validate_order(l.order);
   validate_world(l, c);
   validate_heads(l, c);

@@ -51,6 +51,10 @@ struct Layout {
   bool overlap_grad_reduce = true;    // gradient reduction overlapped with backward (bucketed)
   bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
   int64_t grad_bucket_elements = 40'000'000;  // Megatron DDP bucket size in parameters (default 40M)
+  // Megatron-Core --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters next to the
+  // QKV, projection and MLP GEMMs run overlapped with them as Transformer Engine's userbuffers do
+  // (parallelism/tp_comm_overlap.h). Needs tp > 1 and sequence parallelism (Megatron's requirement).
+  bool tp_comm_overlap = false;
 
   int world_size() const { return tp * cp * pp * dp; }
   // Expert data-parallel size: (tp · cp · dp) / (ep · etp). Requires validate() to have passed.
@@ -84,7 +88,8 @@ struct LayoutContext {
 //   MoE with tp > 1 needs sequence parallelism (Megatron-Core), ep/etp > 1 needs experts; seq_len %
 //   (2·cp) (zig-zag context-parallel sharding), Ulysses (cp_comm a2a) needs the heads per tensor rank
 //   divisible by cp; sequence parallel needs tp > 1; zero_stage in 0..3; the order string is a
-//   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given).
+//   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given); tp_comm_overlap needs
+//   tp > 1 and sequence parallelism.
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "parallelism/pipeline_schedule.h"
+#include "parallelism/tp_comm_overlap.h"
 #include "workloads/op_cost.h"
 #include "workloads/pytorch_eager_ops.h"
 
@@ -33,9 +34,11 @@ void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind 
 }
 
 // Handle of the context-parallel ring's exchange in a pass (one at a time: started, waited, reused);
-// ZeRO-3 parameter gathers use kFirstGatherHandle and up.
+// the tensor-parallel overlaps use kFirstTpOverlapHandle .. + kTpOverlapHandles − 1
+// (parallelism/tp_comm_overlap.h), ZeRO-3 parameter gathers kFirstGatherHandle and up.
 constexpr int kRingHandle = 0;
-constexpr int kFirstGatherHandle = 1;
+constexpr int kFirstGatherHandle = kFirstTpOverlapHandle + kTpOverlapHandles;
+static_assert(kFirstTpOverlapHandle > kRingHandle);
 
 ProgramOp collective(const Op& op, GroupKind group, CollectiveOp collective_op, Bytes size) {
   return ProgramOp::collective(std::string(op.name), group, collective_op, size);
@@ -71,11 +74,37 @@ void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core
   }
 }
 
-// Appends `ops` priced by `cost`; communication points become collectives on their groups.
-void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const ComputeCostModel& cost, int cp,
-                bool merge) {
+// How a layout turns ops into program ops.
+struct Pricing {
+  const ComputeCostModel* cost;
+  int cp = 1;
+  int tp = 1;
+  bool merge = true;
+  bool tp_overlap = false;  // Layout::tp_comm_overlap (layer ops only: not the embedding or the head)
+};
+
+// Appends `ops` priced by `cost`; communication points become collectives on their groups. With
+// tensor-parallel overlap, the all-gathers and reduce-scatters next to TE's userbuffers GEMMs run
+// overlapped with them (parallelism/tp_comm_overlap.h).
+void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const Pricing& pricing) {
+  const ComputeCostModel& cost = *pricing.cost;
+  const int cp = pricing.cp;
+  const bool merge = pricing.merge;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (pricing.tp_overlap) {
+      const TpOverlapMatch match = match_tp_overlap(ops, i);
+      switch (match.method) {
+        case TpOverlapMethod::kRingExchange: append_ring_exchange(out, op, ops[i + 1], cost, pricing.tp); break;
+        case TpOverlapMethod::kPipeline: append_pipelined_reduce_scatter(out, op, ops[i + 1], cost); break;
+        case TpOverlapMethod::kBulk: append_bulk_overlap(out, op, ops[i + 1], ops[i + 2], ops[i + 3], cost); break;
+        case TpOverlapMethod::kNone: break;
+      }
+      if (match.method != TpOverlapMethod::kNone) {
+        i += match.ops - 1;
+        continue;
+      }
+    }
     if (op.cost != OpCost::kCommunication) {
       push_compute(out, op.name, work_of(op.pass), op_duration(op, cost), op.kernel_flops, merge);
       continue;
@@ -124,9 +153,9 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const C
   }
 }
 
-std::vector<ProgramOp> priced(const std::vector<Op>& ops, const ComputeCostModel& cost, int cp, bool merge) {
+std::vector<ProgramOp> priced(const std::vector<Op>& ops, const Pricing& pricing) {
   std::vector<ProgramOp> out;
-  append_ops(out, ops, cost, cp, merge);
+  append_ops(out, ops, pricing);
   return out;
 }
 
@@ -166,7 +195,7 @@ struct ChunkParts {
   }
 };
 
-// The ZeRO-3 gathers of one layer's parameters under handles 2·i + 1 and 2·i + 2.
+// The ZeRO-3 gathers of one layer's parameters under handles kFirstGatherHandle + 2·i and + 2·i + 1.
 int gather(std::vector<ProgramOp>& out, const ChunkParts& parts, const PricedLayer& layer, int i) {
   int started = 0;
   if (layer.dense_gather.count() > 0) {
@@ -241,12 +270,15 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
 
   // Price each kind of layer once; every chunk copies it.
   const ParameterCounts& params = transformer.parameters();
+  const Pricing plain{&cost, layout.cp, layout.tp, merge, false};
+  Pricing layer_pricing = plain;
+  layer_pricing.tp_overlap = layout.tp_comm_overlap && layout.tp > 1;
   auto price = [&](LayerKind kind, const LayerParameters& counts) {
     const LayerOps& ops = transformer.layer(kind);
     PricedLayer l;
-    l.forward = priced(ops.forward, cost, layout.cp, merge);
-    l.backward = priced(ops.recompute, cost, layout.cp, merge);
-    append(l.backward, priced(ops.backward, cost, layout.cp, merge), merge);
+    l.forward = priced(ops.forward, layer_pricing);
+    l.backward = priced(ops.recompute, layer_pricing);
+    append(l.backward, priced(ops.backward, layer_pricing), merge);
     l.dense_params = counts.dense();
     l.expert_params = counts.expert();
     if (layout.zero_stage >= 3) {
@@ -258,10 +290,10 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   const PricedLayer dense_layer = price(LayerKind::kDense, params.layer);
   const PricedLayer moe_layer = model.moe.enabled() ? price(LayerKind::kMoe, params.moe_layer) : PricedLayer{};
   const ChunkParts parts{&transformer, &dense_layer, &moe_layer, data_group};
-  const std::vector<ProgramOp> embedding_forward = priced(transformer.embedding_forward(), cost, layout.cp, merge);
-  const std::vector<ProgramOp> embedding_backward = priced(transformer.embedding_backward(), cost, layout.cp, merge);
-  const std::vector<ProgramOp> head_forward = priced(transformer.head_forward(), cost, layout.cp, merge);
-  const std::vector<ProgramOp> head_backward = priced(transformer.head_backward(), cost, layout.cp, merge);
+  const std::vector<ProgramOp> embedding_forward = priced(transformer.embedding_forward(), plain);
+  const std::vector<ProgramOp> embedding_backward = priced(transformer.embedding_backward(), plain);
+  const std::vector<ProgramOp> head_forward = priced(transformer.head_forward(), plain);
+  const std::vector<ProgramOp> head_backward = priced(transformer.head_backward(), plain);
 
   // Point-to-point payload per microbatch: [b, s/cp, h] activations, sharded by tp under sequence
   // parallelism (Megatron-Core sends the sequence-parallel tensor as it is).

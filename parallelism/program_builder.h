@@ -20,6 +20,8 @@
 // parallel ranks. With ZeRO-3 every layer's parameters are all-gathered on those groups before its
 // forward and its backward (prefetched one layer ahead, as FSDP does) and its gradients
 // reduce-scattered.
+// With layout.tp_comm_overlap the layers' sequence-parallel all-gathers and reduce-scatters next to
+// the QKV, projection and MLP GEMMs run overlapped with them (parallelism/tp_comm_overlap.h).
 //
 // Every rank of a stage runs the same program: with uneven routing (training.moe_routing) each rank
 // is given the expert work of the busiest expert-parallel rank, since the group synchronises at
@@ -27,9 +29,9 @@
 //
 // Simplified (stated in reports): no tied-embedding gradient all-reduce between the first and last
 // stage; the gradient-norm all-reduce of the optimizer and the tensor-parallel all-reduce of
-// replicated (MLA down-projection, router) weights' gradients are not simulated; tensor-parallel
-// communication is not overlapped with GEMMs (Megatron's --tp-comm-overlap is off by default), nor is
-// the MoE dispatch with the shared experts (--moe-shared-expert-overlap).
+// replicated (MLA down-projection, router) weights' gradients are not simulated; without
+// tp_comm_overlap (Megatron's default) tensor-parallel communication blocks the compute stream; the
+// MoE dispatch is not overlapped with the shared experts (--moe-shared-expert-overlap).
 
 #include <vector>
 

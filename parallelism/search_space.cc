@@ -239,6 +239,8 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                             c.layout.schedule = schedule;
                             c.layout.zero_stage = zero;
                             c.layout.sequence_parallel = sp;
+                            // The base layout's overlap choice applies where it can.
+                            c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
                             c.layout.order = order;
                             c.micro_batch = mb;
                             c.recompute = recompute;

@@ -233,6 +233,10 @@ Schema build_scenario_schema() {
             "overlap the distributed optimizer's parameter all-gather with the next forward", "false"));
   s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
                 "40000000", 1));
+  s.key(key("parallelism.tp_comm_overlap", ValueType::kBool,
+            "Megatron --tp-comm-overlap: sequence-parallel all-gathers and reduce-scatters overlapped with the QKV, "
+            "projection and MLP GEMMs as Transformer Engine's userbuffers run them (needs tp > 1 and sequence_parallel)",
+            "false"));
 
   s.section("simulation", "how to simulate");
   s.key(choice("simulation.fidelity",
@@ -421,6 +425,7 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.overlap_grad_reduce = doc.get_bool("parallelism.overlap_grad_reduce");
   l.overlap_param_gather = doc.get_bool("parallelism.overlap_param_gather");
   l.grad_bucket_elements = doc.get_int("parallelism.grad_bucket_elements");
+  l.tp_comm_overlap = doc.get_bool("parallelism.tp_comm_overlap");
   const int64_t dp = doc.get_int("parallelism.dp");
   if (dp > 0) {
     l.dp = static_cast<int>(dp);

@@ -563,6 +563,16 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
                                                ? "--tp-comm-overlap needs sequence parallelism"
                                                : "Megatron-Bridge recipes pair tensor with sequence parallelism");
   }
+  if (l.sequence_parallel &&
+      (conv == SourceConvention::kMegatronReadme || conv == SourceConvention::kMegatronBridge)) {
+    // The README's runs state --tp-comm-overlap; Megatron-Bridge's performance recipes set
+    // comm_overlap.tp_comm_overlap with a userbuffers configuration for every tensor-parallel Llama run
+    // (scripts/performance/configs/llama/llama3_llm_pretrain.py, llama31_llm_pretrain.py).
+    l.tp_comm_overlap = true;
+    ctx.assume("tp_comm_overlap = true", conv == SourceConvention::kMegatronReadme
+                                             ? "the README's runs use --tp-comm-overlap"
+                                             : "Megatron-Bridge's performance recipes enable userbuffers overlap with tp > 1");
+  }
   const auto zero = parse_published_zero(c.zero_stage);
   if (zero) {
     l.zero_stage = *zero;

@@ -119,6 +119,20 @@ TEST(PublishedRun, Sc21TableTwoSplitsTheModelParallelSize) {
   EXPECT_FALSE(scenario("sc21_fusion_0").expressible());
 }
 
+TEST(PublishedRun, TensorParallelOverlapWhereTheSourcesStateIt) {
+  // The README's runs pass --tp-comm-overlap (with sequence parallelism, which it needs); at tp 1
+  // there is nothing to overlap. Megatron-Bridge's tensor-parallel Llama recipes enable userbuffers.
+  const PublishedScenario tp8 = scenario("mcore_h100_3");  // GPT 32B, tp 8
+  ASSERT_TRUE(tp8.expressible()) << tp8.missing;
+  EXPECT_TRUE(tp8.scenario.layout.sequence_parallel);
+  EXPECT_TRUE(tp8.scenario.layout.tp_comm_overlap);
+  EXPECT_TRUE(mentions(tp8.assumed, "tp_comm_overlap = true"));
+  EXPECT_FALSE(scenario("mcore_h100_0").scenario.layout.tp_comm_overlap);  // tp 1
+  EXPECT_TRUE(scenario("mbridge2511_DGX-H100_1_0").scenario.layout.tp_comm_overlap);  // Llama 3 70B, tp 4
+  // 2021-22 Megatron-LM did not overlap tensor-parallel communication.
+  EXPECT_FALSE(scenario("korth_1_sp_sel").scenario.layout.tp_comm_overlap);
+}
+
 TEST(PublishedRun, KorthikantiAsPublished) {
   const PublishedScenario s = scenario("korth_1_sp_sel");
   ASSERT_TRUE(s.expressible()) << s.missing;

@@ -314,6 +314,7 @@ std::string describe_setup(const PublishedScenario& ps) {
   if (l.ep > 1) layout += fmt::format(" · ep {}", l.ep);
   if (l.vpp > 1) layout += fmt::format(" · vpp {}", l.vpp);
   if (l.sequence_parallel) layout += " · sp";
+  if (l.tp_comm_overlap) layout += " · tp-comm-overlap";
   if (l.zero_stage > 0) layout += fmt::format(" · zero {}", l.zero_stage);
   const int gpus = l.world_size();
   return fmt::format("{} · mb {} · gb {} · s {} · {} · recompute {} · {} attention on {} × {}{}", layout,

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <set>
 
 #include "core/error.h"
@@ -111,19 +110,15 @@ TEST(Cluster, RejectsBadIds) {
 // and looking up routes does not compute all n² of them. (Release build: ~30 ms to build, ~40 ms
 // for the 16,384 first routes; benchmarks/network_benchmark measures both. The route bound is
 // loose so that sanitizer builds pass; an n² routing table would take minutes.)
-TEST(Cluster, SixteenThousandGpusBuildFast) {
-  const auto start = std::chrono::steady_clock::now();
+// 16,384 GPUs (2,048 NVSwitch nodes, rail-optimized) build and every GPU has a route to a GPU of
+// another node. How fast: benchmarks/network_benchmark.cc (BM_BuildCluster).
+TEST(Cluster, SixteenThousandGpusBuildAndRoute) {
   const Cluster cluster(test_specs::cluster(test_specs::nvswitch_node(), 2048, test_specs::fabric(FabricType::kRailOptimized)));
-  const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(cluster.gpu_count(), 16384);
-  EXPECT_LT(build_s, 1.0);
-  const auto routes_start = std::chrono::steady_clock::now();
   for (GpuId g = 0; g < cluster.gpu_count(); ++g) {
     const Route& route = cluster.route(g, (g + 8) % cluster.gpu_count());
     ASSERT_FALSE(route.links.empty());
   }
-  const double routes_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - routes_start).count();
-  EXPECT_LT(routes_s, 10.0);
 }
 
 }  // namespace

@@ -320,6 +320,20 @@ void validate_layout(const Layout& l, const LayoutContext& c) {
                                  "reduce-scatters",
                                  l.tp, l.sequence_parallel));
   }
+  if (l.zero3_bucket_elements < 0) {
+    throw InputError(fmt::format("parallelism.zero3_bucket_elements = {}: must be >= 0 (0 = one gather per layer)",
+                                 l.zero3_bucket_elements));
+  }
+  if (l.zero3_bucket_elements > 0 && l.zero_stage != 3) {
+    throw InputError(fmt::format("parallelism.zero3_bucket_elements = {} applies to ZeRO stage 3 only (parallelism.zero "
+                                 "= {}); set it to 0 or use zero: 3",
+                                 l.zero3_bucket_elements, l.zero_stage));
+  }
+  if (l.zero3_bucket_elements > 0 && c.experts > 0) {
+    throw InputError(fmt::format("parallelism.zero3_bucket_elements = {}: bucketed ZeRO-3 gathers are not modelled for "
+                                 "mixture-of-experts models ({} experts); use 0 (one gather per layer)",
+                                 l.zero3_bucket_elements, c.experts));
+  }
   validate_order(l.order);
   validate_world(l, c);
   validate_heads(l, c);

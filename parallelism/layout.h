@@ -55,6 +55,10 @@ struct Layout {
   // QKV, projection and MLP GEMMs run overlapped with them as Transformer Engine's userbuffers do
   // (parallelism/tp_comm_overlap.h). Needs tp > 1 and sequence parallelism (Megatron's requirement).
   bool tp_comm_overlap = false;
+  // ZeRO-3 parameter gathers: 0 = one all-gather per layer, prefetched one layer ahead (PyTorch FSDP's
+  // per-module FULL_SHARD); > 0 = DeepSpeed ZeRO-3: all-gathers of at most this many parameters, with
+  // prefetching bounded to one such bucket ahead of use (stage3_prefetch_bucket_size).
+  int64_t zero3_bucket_elements = 0;
 
   int world_size() const { return tp * cp * pp * dp; }
   // Expert data-parallel size: (tp · cp · dp) / (ep · etp). Requires validate() to have passed.
@@ -89,7 +93,8 @@ struct LayoutContext {
 //   (2·cp) (zig-zag context-parallel sharding), Ulysses (cp_comm a2a) needs the heads per tensor rank
 //   divisible by cp; sequence parallel needs tp > 1; zero_stage in 0..3; the order string is a
 //   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given); tp_comm_overlap needs
-//   tp > 1 and sequence parallelism.
+//   tp > 1 and sequence parallelism; zero3_bucket_elements is not negative and needs zero_stage 3 and a
+//   dense model.
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.

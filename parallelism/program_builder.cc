@@ -1,6 +1,7 @@
 #include "parallelism/program_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 
@@ -190,6 +191,8 @@ struct ChunkParts {
   const PricedLayer* dense;
   const PricedLayer* moe;
   GroupKind data_group;
+  int64_t zero3_bucket = 0;  // Layout::zero3_bucket_elements
+  int64_t param_bytes = 2;   // bytes per gathered parameter
   const PricedLayer& of(int layer) const {
     return transformer->layer_kind(layer) == LayerKind::kMoe ? *moe : *dense;
   }
@@ -211,10 +214,91 @@ int gather(std::vector<ProgramOp>& out, const ChunkParts& parts, const PricedLay
   return started;
 }
 
+// DeepSpeed ZeRO-3's parameter gathers over the layers of one pass (parallelism/layout.h,
+// zero3_bucket_elements = B): each layer's dense parameters are gathered in ceil(P / B) all-gathers of
+// at most B parameters on the data group, one after another across the layers; the gather of the
+// next bucket is started when the previous one is taken into use, so at most one bucket is fetched
+// ahead (stage3_prefetch_bucket_size bounds the prefetched parameters). Bucket j of a layer is needed
+// from the point where the layer has done the share of its compute that the parameters before it
+// make up (compute assumed proportional to the parameters it uses); a compute op that spans such a
+// point is split there. Two alternating handles suffice: the bucket in use and the next.
+void append_layers_bucketed(std::vector<ProgramOp>& out, const ChunkParts& parts, std::vector<int> layers,
+                            bool backward, bool merge) {
+  if (backward) std::reverse(layers.begin(), layers.end());
+  const int64_t bucket = parts.zero3_bucket;
+  std::vector<int64_t> sizes;  // every bucket of the pass, in order
+  for (int layer : layers) {
+    for (int64_t left = parts.of(layer).dense_params; left > 0; left -= bucket) sizes.push_back(std::min(left, bucket));
+  }
+  auto handle = [](size_t k) { return kFirstGatherHandle + static_cast<int>(k % 2); };
+  auto issue = [&](size_t k) {
+    if (k >= sizes.size()) return;
+    out.push_back(ProgramOp::collective("zero3_param_all_gather", parts.data_group, CollectiveOp::kAllGather,
+                                        Bytes::of(sizes[k]) * parts.param_bytes, handle(k)));
+  };
+  issue(0);
+  size_t k = 0;  // the bucket taken into use next
+  auto take = [&] {
+    issue(k + 1);
+    out.push_back(ProgramOp::wait(handle(k)));
+    ++k;
+  };
+  for (int layer_index : layers) {
+    const PricedLayer& layer = parts.of(layer_index);
+    const std::vector<ProgramOp>& ops = backward ? layer.backward : layer.forward;
+    Duration total;
+    for (const ProgramOp& op : ops) total += op.kind == ProgramOp::Kind::kCompute ? op.duration : Duration::zero();
+    // Compute times at which this layer's buckets are taken into use.
+    std::vector<Duration> starts;
+    int64_t before = 0;
+    for (int64_t left = layer.dense_params; left > 0; left -= bucket) {
+      starts.push_back(Duration::picoseconds(static_cast<int64_t>(
+          std::llround(static_cast<double>(total.ps()) * static_cast<double>(before) /
+                       static_cast<double>(layer.dense_params)))));
+      before += std::min(left, bucket);
+    }
+    size_t next = 0;  // index into `starts`
+    Duration done;
+    auto take_due = [&] {
+      while (next < starts.size() && starts[next] <= done) {
+        take();
+        ++next;
+      }
+    };
+    take_due();
+    for (const ProgramOp& op : ops) {
+      if (op.kind != ProgramOp::Kind::kCompute) {
+        out.push_back(op);
+        continue;
+      }
+      Duration left = op.duration;
+      while (next < starts.size() && done + left > starts[next]) {
+        const Duration part = starts[next] - done;
+        const double share = static_cast<double>(part.ps()) / static_cast<double>(op.duration.ps());
+        push_compute(out, op.label, op.work, part, op.flops * share, merge);
+        done += part;
+        left -= part;
+        take_due();
+      }
+      if (left > Duration::zero()) {
+        const double share = static_cast<double>(left.ps()) / static_cast<double>(op.duration.ps());
+        push_compute(out, op.label, op.work, left, op.flops * share, merge);
+        done += left;
+      }
+    }
+    take_due();  // buckets of a layer without compute left
+    if (backward) out.push_back(ProgramOp::gradients_ready(parts.data_group, layer.dense_params));
+  }
+}
+
 // The layers of one chunk (model order in forward, reversed in backward). With ZeRO-3 each layer's
 // parameters are gathered one layer ahead.
 void append_layers(std::vector<ProgramOp>& out, const ChunkParts& parts, std::vector<int> layers, bool backward,
                    bool merge) {
+  if (parts.zero3_bucket > 0) {
+    append_layers_bucketed(out, parts, std::move(layers), backward, merge);
+    return;
+  }
   if (backward) std::reverse(layers.begin(), layers.end());
   const int n = static_cast<int>(layers.size());
   if (n > 0) gather(out, parts, parts.of(layers.front()), 0);
@@ -289,7 +373,8 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   };
   const PricedLayer dense_layer = price(LayerKind::kDense, params.layer);
   const PricedLayer moe_layer = model.moe.enabled() ? price(LayerKind::kMoe, params.moe_layer) : PricedLayer{};
-  const ChunkParts parts{&transformer, &dense_layer, &moe_layer, data_group};
+  const ChunkParts parts{&transformer, &dense_layer, &moe_layer, data_group,
+                         layout.zero_stage >= 3 ? layout.zero3_bucket_elements : 0, precision.param_bytes()};
   const std::vector<ProgramOp> embedding_forward = priced(transformer.embedding_forward(), plain);
   const std::vector<ProgramOp> embedding_backward = priced(transformer.embedding_backward(), plain);
   const std::vector<ProgramOp> head_forward = priced(transformer.head_forward(), plain);

@@ -19,7 +19,8 @@
 // ranks (Megatron's data-parallel group with context parallelism), the experts' over the expert data-
 // parallel ranks. With ZeRO-3 every layer's parameters are all-gathered on those groups before its
 // forward and its backward (prefetched one layer ahead, as FSDP does) and its gradients
-// reduce-scattered.
+// reduce-scattered; with layout.zero3_bucket_elements > 0 the gathers are DeepSpeed's instead: buckets
+// of at most that many parameters, fetched at most one bucket ahead of the compute that uses them.
 // With layout.tp_comm_overlap the layers' sequence-parallel all-gathers and reduce-scatters next to
 // the QKV, projection and MLP GEMMs run overlapped with them (parallelism/tp_comm_overlap.h).
 //

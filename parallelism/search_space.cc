@@ -239,8 +239,9 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                             c.layout.schedule = schedule;
                             c.layout.zero_stage = zero;
                             c.layout.sequence_parallel = sp;
-                            // The base layout's overlap choice applies where it can.
+                            // The base layout's overlap and ZeRO-3 gather choices apply where they can.
                             c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
+                            c.layout.zero3_bucket_elements = zero == 3 ? base.zero3_bucket_elements : 0;
                             c.layout.order = order;
                             c.micro_batch = mb;
                             c.recompute = recompute;

@@ -237,6 +237,11 @@ Schema build_scenario_schema() {
             "Megatron --tp-comm-overlap: sequence-parallel all-gathers and reduce-scatters overlapped with the QKV, "
             "projection and MLP GEMMs as Transformer Engine's userbuffers run them (needs tp > 1 and sequence_parallel)",
             "false"));
+  s.key(integer("parallelism.zero3_bucket_elements",
+                "ZeRO-3 parameter all-gathers of at most this many parameters, prefetched one bucket ahead (DeepSpeed "
+                "stage3_prefetch_bucket_size, 5e7 by default there); 0 = one gather per layer, prefetched one layer "
+                "ahead (FSDP)",
+                "0", 0));
 
   s.section("simulation", "how to simulate");
   s.key(choice("simulation.fidelity",
@@ -426,6 +431,7 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.overlap_param_gather = doc.get_bool("parallelism.overlap_param_gather");
   l.grad_bucket_elements = doc.get_int("parallelism.grad_bucket_elements");
   l.tp_comm_overlap = doc.get_bool("parallelism.tp_comm_overlap");
+  l.zero3_bucket_elements = doc.get_int("parallelism.zero3_bucket_elements");
   const int64_t dp = doc.get_int("parallelism.dp");
   if (dp > 0) {
     l.dp = static_cast<int>(dp);

@@ -598,6 +598,12 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
   }
   if (l.zero_stage == 3 && megatron_2021) {
     t.precision = PrecisionPolicy::deepspeed_mixed(params_dtype, false);  // Table 2's ZeRO-3 runs are DeepSpeed's
+    // DeepSpeed's defaults (deepspeed/runtime/zero/config.py): stage3_prefetch_bucket_size 5e7 parameters
+    // fetched ahead of use, reduce_bucket_size 5e8 gradient elements per reduction.
+    l.zero3_bucket_elements = 50'000'000;
+    l.grad_bucket_elements = 500'000'000;
+    ctx.assume("DeepSpeed ZeRO-3 gathers of 5e7 parameters prefetched one bucket ahead, gradient buckets of 5e8",
+               "stage3_prefetch_bucket_size and reduce_bucket_size defaults; SC21 gives no ZeRO settings");
   }
 
   const int64_t microbatches_per_pipeline = global_batch / std::max<int64_t>(1, micro_batch * dp);

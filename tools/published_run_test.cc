@@ -115,6 +115,10 @@ TEST(PublishedRun, Sc21TableTwoSplitsTheModelParallelSize) {
   EXPECT_EQ(zero3.scenario.layout.zero_stage, 3);
   EXPECT_EQ(zero3.scenario.layout.dp, 384);
   EXPECT_EQ(zero3.scenario.training.micro_batch, 4);
+  // DeepSpeed's defaults: 5e7-parameter gathers prefetched one bucket ahead, 5e8-element gradient buckets.
+  EXPECT_EQ(zero3.scenario.layout.zero3_bucket_elements, 50'000'000);
+  EXPECT_EQ(zero3.scenario.layout.grad_bucket_elements, 500'000'000);
+  EXPECT_EQ(ptdp.scenario.layout.zero3_bucket_elements, 0);
   // The fused-operator numbers of §5.8 give neither GPUs nor layout.
   EXPECT_FALSE(scenario("sc21_fusion_0").expressible());
 }

@@ -316,6 +316,9 @@ std::string describe_setup(const PublishedScenario& ps) {
   if (l.sequence_parallel) layout += " · sp";
   if (l.tp_comm_overlap) layout += " · tp-comm-overlap";
   if (l.zero_stage > 0) layout += fmt::format(" · zero {}", l.zero_stage);
+  if (l.zero3_bucket_elements > 0) {
+    layout += fmt::format(" (buckets of {:g})", static_cast<double>(l.zero3_bucket_elements));
+  }
   const int gpus = l.world_size();
   return fmt::format("{} · mb {} · gb {} · s {} · {} · recompute {} · {} attention on {} × {}{}", layout,
                      t.micro_batch, t.global_batch, t.seq_len, name_of(t.compute_dtype), name_of(t.recompute),

@@ -30,6 +30,12 @@ std::string_view name_of(FusedAttentionKernel kernel) {
   return kernel == FusedAttentionKernel::kCudnn ? "cudnn" : "sdpa-flash";
 }
 
+FusedAttentionKernel parse_fused_attention_kernel(std::string_view text) {
+  if (text == "cudnn") return FusedAttentionKernel::kCudnn;
+  if (text == "sdpa-flash") return FusedAttentionKernel::kSdpaFlash;
+  throw InputError(fmt::format("unknown fused attention kernel \"{}\" (valid: cudnn, sdpa-flash)", text));
+}
+
 double AttentionShape::forward_flops() const {
   return 2.0 * static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(seq) *
          static_cast<double>(seq) * static_cast<double>(head_dim);

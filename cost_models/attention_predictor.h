@@ -18,6 +18,8 @@ enum class FusedAttentionKernel { kCudnn, kSdpaFlash };
 
 // "cudnn", "sdpa-flash" (the `kernel` of a profile's attention samples).
 std::string_view name_of(FusedAttentionKernel kernel);
+// The inverse of name_of(); throws InputError naming the text and the valid names.
+FusedAttentionKernel parse_fused_attention_kernel(std::string_view text);
 
 // One fused causal attention call: q [batch, heads, seq, head_dim], k and v [batch, kv_heads, seq,
 // head_dim] (grouped-query attention when kv_heads < heads).

@@ -184,6 +184,10 @@ Schema build_scenario_schema() {
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",
                {"flash", "naive"}));
+  s.key(choice("training.flash_kernel",
+               "fused kernel of attention flash (megatron framework): cudnn (Transformer Engine's cuDNN fused "
+               "attention) or sdpa-flash (a FlashAttention-2-class kernel, priced per call shape)",
+               "cudnn", {"cudnn", "sdpa-flash"}));
   s.key(real("training.hidden_dropout", "dropout after attention and MLP (0 stores no mask)", "0.1", 0, 1));
   s.key(real("training.attention_dropout", "dropout on attention probabilities", "0.1", 0, 1));
   s.section("training.moe_routing", "how a mixture-of-experts router spreads tokens (workloads/moe_routing.h)");
@@ -400,6 +404,7 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   t.framework = parse_framework(doc.get_string("training.framework"));
   t.recompute = parse_recompute(doc.get_string("training.recompute"));
   t.attention = parse_attention_kernel(doc.get_string("training.attention"));
+  t.flash_kernel = parse_fused_attention_kernel(doc.get_string("training.flash_kernel"));
   t.hidden_dropout = doc.get_real("training.hidden_dropout");
   t.attention_dropout = doc.get_real("training.attention_dropout");
   t.moe_routing.skew = doc.get_real("training.moe_routing.skew");

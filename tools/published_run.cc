@@ -538,6 +538,15 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
   if (megatron_2021 || conv == SourceConvention::kBigScience) {
     ctx.assume("attention = naive", "Megatron-LM's unfused softmax path; FlashAttention came later (2022)");
   }
+  if (conv == SourceConvention::kLlmFoundry && out.node == "dgx-h100") {
+    // MPT's attention is the Triton FlashAttention kernel (scripts/train/benchmarking/submit_benchmarks.py:
+    // --attn_impl triton by default; the README: "our models use Flash Attention"), written for Ampere: on
+    // Hopper it runs as FlashAttention-2 does, well below cuDNN's Hopper kernel (FlashAttention-3 paper,
+    // arXiv:2407.08608, Fig. 5: FA2 298-335 vs cuDNN 484-539 TFLOP/s, causal, head dim 128).
+    t.flash_kernel = FusedAttentionKernel::kSdpaFlash;
+    ctx.assume("attention kernel = FlashAttention-2 class (sdpa-flash)",
+               "MPT runs Triton FlashAttention (submit_benchmarks.py --attn_impl triton), which has no Hopper path");
+  }
   // Megatron-LM's GPT runs keep its default dropout of 0.1; Llama and MPT recipes train without.
   const bool gpt_dropout = conv == SourceConvention::kSc21 || conv == SourceConvention::kKorthikanti ||
                            conv == SourceConvention::kMegatronReadme || conv == SourceConvention::kBigScience;

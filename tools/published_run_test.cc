@@ -137,6 +137,20 @@ TEST(PublishedRun, TensorParallelOverlapWhereTheSourcesStateIt) {
   EXPECT_FALSE(scenario("korth_1_sp_sel").scenario.layout.tp_comm_overlap);
 }
 
+TEST(PublishedRun, LlmFoundryRunsFlashAttentionTwoClassKernelsOnHopper) {
+  // MPT's Triton FlashAttention has no Hopper path: the H100 rows price it as FlashAttention-2; on
+  // A100 the default fused-attention efficiencies stand for it.
+  for (const auto& c : configs()) {
+    if (convention_of(c.source) != SourceConvention::kLlmFoundry) continue;
+    const PublishedScenario s = build_published_scenario(c, HardwareCatalog());
+    ASSERT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
+    const bool hopper = c.gpu_type.find("H100") != std::string::npos;
+    EXPECT_EQ(s.scenario.training.flash_kernel,
+              hopper ? FusedAttentionKernel::kSdpaFlash : FusedAttentionKernel::kCudnn)
+        << c.config_id;
+  }
+}
+
 TEST(PublishedRun, KorthikantiAsPublished) {
   const PublishedScenario s = scenario("korth_1_sp_sel");
   ASSERT_TRUE(s.expressible()) << s.missing;

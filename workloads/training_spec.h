@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/data_type.h"
+#include "cost_models/attention_predictor.h"
 #include "cost_models/precision_policy.h"
 #include "workloads/model_spec.h"
 #include "workloads/moe_routing.h"
@@ -42,6 +43,12 @@ struct TrainingSpec {
   DataType compute_dtype = DataType::kBf16;  // GEMM inputs: bf16, fp16 or fp8 (fp8 keeps bf16 activations)
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kFlash;
+  // Which fused kernel runs attention "flash" in the Megatron op lists: cuDNN's fused attention
+  // (Transformer Engine on Hopper; ComputeDefaults' efficiencies) or a FlashAttention-2-class kernel
+  // (Dao's FlashAttention-2, PyTorch SDPA's flash backend, Triton FlashAttention: no Hopper-specific
+  // path), priced per shape as ComputeCostModel prices kSdpaFlash. The pytorch-eager op lists always
+  // run SDPA flash.
+  FusedAttentionKernel flash_kernel = FusedAttentionKernel::kCudnn;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   Framework framework = Framework::kMegatron;
   PrecisionPolicy precision = PrecisionPolicy::megatron_mixed();
@@ -65,6 +72,8 @@ struct TrainingSpec {
   // model does not cover: parameters, gradients not fp32 or a master copy (autocast over fp32
   // parameters), a compute dtype other than bf16/fp16, an optimizer other than adam, naive
   // attention, selective recompute, non-zero dropout, and mixture-of-experts or latent attention.
+  // flash_kernel sdpa-flash needs attention flash and a model without latent attention (equal
+  // query/key and value head sizes).
   void validate(const ModelSpec& model) const;
 };
 

@@ -22,10 +22,20 @@ enum class SavePolicy {
 // Appends ops with the shapes and sizes of one rank. All sizes are element counts × bytes.
 class OpListBuilder {
  public:
-  OpListBuilder(std::vector<Op>& ops, Pass pass) : ops_(ops), pass_(pass) {}
+  // `tp`: tensor-parallel size, for the FP8 casts ahead of sequence-parallel all-gathers.
+  OpListBuilder(std::vector<Op>& ops, Pass pass, int64_t tp = 1) : ops_(ops), pass_(pass), tp_(tp) {}
 
+  // An FP8 GEMM (Transformer Engine's FP8 linear layers) first quantizes its activation operand A
+  // (the layer input, or in backward the output gradient) from 16 bits: TE's fused cast-transpose
+  // reads it once and writes the FP8 copy and its transpose (2 + 1 + 1 bytes per element), the
+  // transpose serving the weight-gradient GEMM later, which therefore casts nothing (a_transposed).
+  // A sequence-parallel all-gather right before the GEMM gathers the FP8 copy: the cast runs on this
+  // rank's 1/tp of the rows before it and the gather moves one byte per element (TE's FP8 all-gather).
+  // Weights are cast once per step (TE caches them across microbatches) and are not listed; TE keeps
+  // the FP8 copies for backward, but saved activations stay counted in 16 bits.
   Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, DataType dtype, int64_t saved_bytes = 0,
            int64_t batch = 1, bool a_transposed = false) {
+    if (dtype == DataType::kFp8 && !a_transposed) fp8_cast(m * k * batch);
     Op op;
     op.name = name;
     op.cost = OpCost::kGemm;
@@ -66,8 +76,23 @@ class OpListBuilder {
   }
 
  private:
+  void fp8_cast(int64_t elements) {
+    constexpr int64_t kSourceBytes = 2;  // bf16 activations (fp8 recipes keep 16-bit activations)
+    if (!ops_.empty() && ops_.back().cost == OpCost::kCommunication && ops_.back().comm == CommKind::kTpAllGather) {
+      Op gather = ops_.back();
+      ops_.pop_back();
+      const int64_t shard = elements / tp_;
+      memory("fp8_cast", shard * kSourceBytes, 2 * shard);
+      gather.comm_bytes = gather.comm_bytes.divided_ceil(kSourceBytes);
+      ops_.push_back(gather);
+      return;
+    }
+    memory("fp8_cast", elements * kSourceBytes, 2 * elements);
+  }
+
   std::vector<Op>& ops_;
   Pass pass_;
+  int64_t tp_;
 };
 
 // Per-rank sizes shared by the builders.
@@ -81,8 +106,10 @@ struct Sizes {
   DataType act;          // activation dtype
   DataType gemm;         // linear-layer GEMM dtype
   bool tp, sp, cp, ulysses, flash, rope, swiglu, learned;
+  FusedAttentionKernel flash_kernel;  // which fused kernel prices the flash path
   bool hidden_mask, attention_mask;
   int64_t cp_size;
+  int64_t tp_size;
   // Multi-head latent attention.
   bool mla;
   int64_t q_lora, kv_lora, rope_dim;
@@ -112,6 +139,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   z.b = training.micro_batch;
   z.s = training.seq_len;
   z.cp_size = dims.cp;
+  z.tp_size = dims.tp;
   z.s_q = training.seq_len / dims.cp;
   z.tokens = z.b * z.s_q;
   z.sp = dims.sequence_parallel;
@@ -141,6 +169,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   z.cp = dims.cp > 1;
   z.ulysses = z.cp && dims.cp_comm == ContextParallelComm::kAllToAll;
   z.flash = training.attention == AttentionKernel::kFlash;
+  z.flash_kernel = training.flash_kernel;
   z.rope = model.position_embedding == PositionEmbedding::kRope;
   z.learned = !z.rope;
   z.hidden_mask = training.hidden_dropout > 0;
@@ -199,6 +228,14 @@ double core_flops(const Sizes& z) {
          static_cast<double>(z.heads) * static_cast<double>(z.dqk + z.dv);
 }
 
+// A FlashAttention-2-class kernel is priced per call shape (ComputeCostModel::attention_time); the
+// cuDNN default by the op's kernel FLOPs.
+void set_kernel(Op& op, const Sizes& z) {
+  if (z.flash_kernel != FusedAttentionKernel::kSdpaFlash) return;
+  op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+  op.attention = AttentionShape{z.b, z.heads, z.k / z.dqk, z.s, z.dqk, z.act};
+}
+
 // Forward attention-core ops (used by the layer forward and by selective recompute).
 void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
   const bool keep_inputs = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
@@ -212,6 +249,7 @@ void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy polic
     op.flops = flops;
     op.kernel_flops = flops / 2;  // causal: the kernel skips the masked upper triangle
     op.attention_core = true;
+    set_kernel(op, z);
     return;
   }
   // Naive: K and V expanded to every query head (grouped-query attention repeats them).
@@ -243,6 +281,7 @@ void attention_core_backward(OpListBuilder& add, const Sizes& z) {
     op.flops = 2 * flops;
     op.kernel_flops = 2.5 * (flops / 2);  // FlashAttention's benchmark: backward = 2.5 × forward
     op.attention_core = true;
+    set_kernel(op, z);
     return;
   }
   const int64_t batch = z.b * z.heads;
@@ -503,7 +542,7 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
 std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, LayerKind kind) {
   std::vector<Op> ops;
   ops.reserve(40);
-  OpListBuilder add(ops, pass);
+  OpListBuilder add(ops, pass, z.tp_size);
   const bool all = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.seq_tokens * z.h;
@@ -521,7 +560,7 @@ std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, 
 std::vector<Op> layer_backward_ops(const Sizes& z, LayerKind kind) {
   std::vector<Op> ops;
   ops.reserve(48);
-  OpListBuilder add(ops, Pass::kBackward);
+  OpListBuilder add(ops, Pass::kBackward, z.tp_size);
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
   add.memory("mlp_residual.backward", seq_hidden + mask, seq_hidden);
@@ -551,6 +590,11 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   if (dims_.cp > 1 && training_.attention == AttentionKernel::kNaive) {
     throw InputError(fmt::format("parallelism.cp = {} needs training.attention: flash (context parallelism runs "
                                  "the fused attention kernel over ring steps)",
+                                 dims_.cp));
+  }
+  if (dims_.cp > 1 && training_.flash_kernel == FusedAttentionKernel::kSdpaFlash) {
+    throw InputError(fmt::format("parallelism.cp = {} needs training.flash_kernel: cudnn (the ring's attention steps "
+                                 "are priced by their FLOPs; sdpa-flash prices whole calls by shape)",
                                  dims_.cp));
   }
   parameters_ = count_parameters(model_, shard_);

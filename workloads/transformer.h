@@ -78,6 +78,17 @@ namespace clustersim {
 // as in the paper: O(s·b) normalisation statistics and the O(a·s·b) softmax log-sum-exp of the fused
 // kernel (< 0.2 % for h ≥ 4096), and the routing indices (O(s·b·top_k) integers).
 //
+// FP8 compute (Transformer Engine's FP8 linear layers): every FP8 GEMM is preceded by "fp8_cast",
+// the fused cast-transpose of its activation operand (the layer input in forward, the output gradient
+// before a data-gradient GEMM; the weight gradient uses the transposed copy): 2 bytes read and 2
+// written per element; behind a sequence-parallel all-gather the rank casts its 1/tp of the rows first
+// and the gather moves the FP8 copy (1 byte per element). Weights are cast once per step, not per
+// microbatch, and are not listed; saved activations stay counted in 16 bits.
+//
+// The fused attention kernel (training.flash_kernel): cuDNN's, priced by the op's kernel FLOPs at
+// ComputeDefaults' efficiencies, or a FlashAttention-2-class kernel whose op carries its call shape
+// [b, heads/tp, s, d] (KV heads/tp) and is priced as ComputeCostModel prices kSdpaFlash.
+//
 // FLOPs: 2·M·N·K per GEMM; attention core 2·b·s_q·s·a·(d_qk + d_v) forward over the full score matrix
 // (4·b·s_q·s·a·d for standard attention: Megatron's and PaLM's convention), executed by a causal fused
 // kernel at half that (`kernel_flops`). The router GEMM counts; top-k, permutation and the

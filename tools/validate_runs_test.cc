@@ -66,7 +66,7 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   const RunValidation& v = committed();
   EXPECT_GE(v.expressible_fraction, 0.80);  // issue 8: at least 80 % of all rows expressible
   EXPECT_GE(v.expressible_fraction, 0.95);  // today
-  EXPECT_LE(source("Narayanan et al., SC21").mape, 0.35);
+  EXPECT_LE(source("Narayanan et al., SC21").mape, 0.20);
   EXPECT_LE(source("Korthikanti et al.").mape, 0.05);
   EXPECT_LE(source("NVIDIA/Megatron-LM README").mape, 0.13);
   const std::string bridge = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md";
@@ -76,7 +76,9 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
 }
 
 // Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):
-// within 15 %. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's
+// 8 % before tensor-parallel communication overlap was modelled, 18 % since (+13 % on H100, +17 … +24 %
+// on B200: the overlap removed the exposed collectives that had offset optimistic compute, see
+// docs/validation/error_budget.md section 2); the bound is a regression bound above today's value. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's
 // fine-grained MoE runs (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 on B200) and 1.5× too slow for
 // DeepSeek-V3's own run (no DualPipe overlap, no node-limited routing): regression bounds only.
 TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
@@ -88,7 +90,7 @@ TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
   }
   EXPECT_GE(cp_rows, 6);
   EXPECT_GE(moe_rows, 10);
-  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.cp > 1 && r.ep == 1; }), 0.15);
+  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.cp > 1 && r.ep == 1; }), 0.20);
   EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.ep > 1; }), 1.8);
 }
 

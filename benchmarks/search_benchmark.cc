@@ -15,18 +15,6 @@
 namespace clustersim {
 namespace {
 
-SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
-  SearchProblem p;
-  p.cluster = &cluster;
-  p.model = s.model;
-  p.training = s.training;
-  p.base = s.layout;
-  p.space = *s.search;
-  p.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
-  p.representative = s.simulation.representative;
-  return p;
-}
-
 Scenario load(const std::string& name) {
   return load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/search/" + name, {}, "",
                        LayoutCheck::kDeferToSearch);
@@ -36,7 +24,7 @@ Scenario load(const std::string& name) {
 void full_search(benchmark::State& state, const std::string& name) {
   const Scenario s = load(name);
   const Cluster cluster(s.cluster);
-  const SearchProblem problem = problem_of(s, cluster);
+  const SearchProblem problem = search_problem(s, cluster);
   SearchOptions options;
   options.threads = static_cast<int>(state.range(0));
   size_t simulated = 0;
@@ -62,7 +50,7 @@ BENCHMARK(BM_FullSearchLlama3_405B_16kH100)->Arg(1)->Arg(0)->Unit(benchmark::kSe
 void BM_ScreenOneLayout(benchmark::State& state) {
   const Scenario s = load("gpt3-175b-1024-a100.yaml");
   const Cluster cluster(s.cluster);
-  const SearchProblem problem = problem_of(s, cluster);
+  const SearchProblem problem = search_problem(s, cluster);
   LayoutCandidate c;
   c.layout = Layout{.tp = 8, .pp = 16, .dp = 8};
   c.micro_batch = 1;

@@ -535,6 +535,21 @@ ModelSpec load_model_preset(const std::string& name_or_path, const std::string& 
   return m;
 }
 
+SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
+  if (!scenario.search) {
+    throw InputError(fmt::format("scenario \"{}\" has no search: section (see `clustersim help-config`)", scenario.name));
+  }
+  SearchProblem problem;
+  problem.cluster = &cluster;
+  problem.model = scenario.model;
+  problem.training = scenario.training;
+  problem.base = scenario.layout;
+  problem.space = *scenario.search;
+  problem.fidelity_for = [settings = scenario.simulation](int world) { return resolve_fidelity(settings, world); };
+  problem.representative = scenario.simulation.representative;
+  return problem;
+}
+
 Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus) {
   switch (settings.fidelity) {
     case FidelityChoice::kFlow: return Fidelity::kFlow;

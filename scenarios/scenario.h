@@ -18,6 +18,7 @@
 
 #include "collectives/collective_runner.h"
 #include "parallelism/layout.h"
+#include "parallelism/layout_search.h"
 #include "parallelism/search_space.h"
 #include "scenarios/config_document.h"
 #include "scenarios/schema.h"
@@ -72,5 +73,12 @@ std::vector<std::string> model_preset_names(const std::string& data_dir = "");
 
 // The fidelity `auto` resolves to for a cluster of `gpus` GPUs.
 Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus);
+
+// The search that `scenario`'s search: section describes on `cluster` (the Cluster built from
+// scenario.cluster; it must outlive the result): model, training, the fixed layout fields as the
+// base, the search space, and the scenario's fidelity per world size (resolve_fidelity) and
+// representative-rank setting. Calibration profiles are left unset for the caller to attach.
+// Throws InputError when the scenario has no search: section.
+SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster);
 
 }  // namespace clustersim

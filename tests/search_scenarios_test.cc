@@ -27,18 +27,6 @@ std::vector<std::string> search_scenarios() {
   return out;
 }
 
-SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
-  SearchProblem p;
-  p.cluster = &cluster;
-  p.model = s.model;
-  p.training = s.training;
-  p.base = s.layout;
-  p.space = *s.search;
-  p.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
-  p.representative = s.simulation.representative;
-  return p;
-}
-
 TEST(SearchScenarios, EveryShippedSearchScenarioLoadsAndExpands) {
   const auto paths = search_scenarios();
   ASSERT_GE(paths.size(), 13U);  // 10 SC21 rows, Figure 13, GPT-3 175B, Llama-3-405B, L6, the small one
@@ -80,7 +68,7 @@ TEST(SearchScenarios, L6ExactGpuCountHasNoFeasibleLayoutAndSaysWhy) {
   const Scenario s = load_scenario(kSource + "/scenarios/search/turing-nlg-530b-5128-a100.yaml", {}, "",
                                    LayoutCheck::kDeferToSearch);
   const Cluster cluster(s.cluster);
-  const SearchResult r = search_layouts(problem_of(s, cluster));
+  const SearchResult r = search_layouts(search_problem(s, cluster));
   EXPECT_TRUE(r.ranking.empty());
   EXPECT_EQ(r.evaluated, 0U);
   std::set<RejectReason> reasons;
@@ -95,7 +83,7 @@ TEST(SearchScenarios, L6WithIdleGpusFindsLayoutsWithinTheGpusAndTheBatch) {
   const Scenario s = load_scenario(kSource + "/scenarios/search/turing-nlg-530b-5128-a100.yaml",
                                    {Override{"search.allow_idle_gpus", "true"}}, "", LayoutCheck::kDeferToSearch);
   const Cluster cluster(s.cluster);
-  const SearchResult r = search_layouts(problem_of(s, cluster));
+  const SearchResult r = search_layouts(search_problem(s, cluster));
   ASSERT_FALSE(r.ranking.empty());
   for (const RankedLayout& l : r.ranking) {
     const LayoutCandidate& c = r.candidates[l.index];

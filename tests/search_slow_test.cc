@@ -28,24 +28,12 @@ std::vector<std::string> search_scenarios() {
   return out;
 }
 
-SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
-  SearchProblem p;
-  p.cluster = &cluster;
-  p.model = s.model;
-  p.training = s.training;
-  p.base = s.layout;
-  p.space = *s.search;
-  p.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
-  p.representative = s.simulation.representative;
-  return p;
-}
-
 // Every shipped search runs to the end with the scenario's own settings.
 TEST(SearchScenariosSlow, EveryShippedSearchRuns) {
   for (const auto& path : search_scenarios()) {
     const Scenario s = load_scenario(path, {}, "", LayoutCheck::kDeferToSearch);
     const Cluster cluster(s.cluster);
-    const SearchResult r = search_layouts(problem_of(s, cluster));
+    const SearchResult r = search_layouts(search_problem(s, cluster));
     if (path.find("turing-nlg-530b-5128") != std::string::npos) {
       EXPECT_TRUE(r.ranking.empty()) << path;
     } else {

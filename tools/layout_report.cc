@@ -66,14 +66,7 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
       collective_profile = parse_collective_profile(compute_profile->collectives_json);
     }
   }
-  SearchProblem problem;
-  problem.cluster = &cluster;
-  problem.model = scenario.model;
-  problem.training = scenario.training;
-  problem.base = scenario.layout;
-  problem.space = *scenario.search;
-  problem.fidelity_for = [&scenario](int world) { return resolve_fidelity(scenario.simulation, world); };
-  problem.representative = scenario.simulation.representative;
+  SearchProblem problem = search_problem(scenario, cluster);
   problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
   problem.collective_profile = collective_profile ? &*collective_profile : nullptr;
   SearchOptions search_options;

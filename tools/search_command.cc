@@ -402,16 +402,9 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
     }
   }
 
-  SearchProblem problem;
-  problem.cluster = &cluster;
-  problem.model = scenario.model;
-  problem.training = scenario.training;
-  problem.base = scenario.layout;
-  problem.space = *scenario.search;
+  SearchProblem problem = search_problem(scenario, cluster);
   const int top = options.top > 0 ? options.top : problem.space.top;
   problem.space.top = top;
-  problem.fidelity_for = [&scenario](int world) { return resolve_fidelity(scenario.simulation, world); };
-  problem.representative = scenario.simulation.representative;
   problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
   problem.collective_profile = collective_profile ? &*collective_profile : nullptr;
 

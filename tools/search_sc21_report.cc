@@ -41,18 +41,6 @@ double blocking_p2p_seconds(const Scenario& s, const Cluster& cluster, const Lay
   return 2.0 * c.layout.vpp * microbatches * bytes / per_second;
 }
 
-SearchProblem problem_of(const Scenario& s, const Cluster& cluster) {
-  SearchProblem problem;
-  problem.cluster = &cluster;
-  problem.model = s.model;
-  problem.training = s.training;
-  problem.base = s.layout;
-  problem.space = *s.search;
-  problem.fidelity_for = [settings = s.simulation](int world) { return resolve_fidelity(settings, world); };
-  problem.representative = s.simulation.representative;
-  return problem;
-}
-
 double step_flops_sc21(const Scenario& s) {
   const ModelSpec& m = s.model;
   return sc21_step_flops(static_cast<double>(s.training.global_batch), static_cast<double>(s.training.seq_len),
@@ -146,7 +134,7 @@ std::vector<Sc21SearchRow> run_sc21_searches(const std::string& source_dir, int 
     }
     row.paper = std::move(config);
     const Cluster cluster(s.cluster);
-    const SearchProblem problem = problem_of(s, cluster);
+    const SearchProblem problem = search_problem(s, cluster);
     SearchOptions options;
     options.threads = threads;
     const auto start = std::chrono::steady_clock::now();
@@ -199,7 +187,7 @@ std::vector<Sc21Figure13> run_sc21_figure13(const std::string& source_dir, int t
                                      LayoutCheck::kDeferToSearch);
     if (!s.search) throw InputError(path + ": needs a search: section");
     const Cluster cluster(s.cluster);
-    const SearchProblem problem = problem_of(s, cluster);
+    const SearchProblem problem = search_problem(s, cluster);
     SearchOptions options;
     options.threads = threads;
     const SearchResult result = search_layouts(problem, options);

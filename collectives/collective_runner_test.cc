@@ -315,6 +315,49 @@ TEST(CollectiveRunner, ConcurrentCollectivesShareLinksInFlowFidelity) {
   }
 }
 
+// An oversubscribed fat-tree: 8 nodes of 8 GPUs and 8 NICs, 16 ports per leaf (2 nodes per leaf,
+// 4 leaves), uplinks = downlinks / 4. The eight data-parallel rings of a training step (GPU k of
+// every node) run at once; each ring leaves each leaf once, so a leaf's 16 NICs carry 8 crossings
+// per direction on 16 / 4 = 4 NICs' worth of uplink: half a NIC each (group_layout_builder.h:
+// g / r = 2 / 4) when the crossings spread evenly over the spines (adaptive routing). The flow
+// fidelity hashes each flow onto one spine (static ECMP): collisions make it slower still, never faster.
+TEST(CollectiveRunner, OversubscribedLeafUplinksSlowConcurrentRings) {
+  const NodeSpec node = test_specs::nvswitch_node(8, 8);
+  auto cluster_with = [&](double oversubscription) {
+    return Cluster(test_specs::cluster(node, 8, test_specs::fabric(FabricType::kFatTree, 16, oversubscription)));
+  };
+  const Bytes size = Bytes::gibibytes(1);
+  auto ring_of = [&](int local) {
+    std::vector<GpuId> group;
+    for (int n = 0; n < 8; ++n) group.push_back(n * 8 + local);
+    return request(CollectiveOp::kAllReduce, group, size, CollectiveAlgorithm::kRing, Protocol::kSimple);
+  };
+  auto estimate = [&](const Cluster& cluster) {
+    Simulator sim;
+    return CollectiveRunner(sim, cluster, nullptr, Fidelity::kAnalytical).estimate(ring_of(0)).to_seconds();
+  };
+  auto concurrent_flow = [&](const Cluster& cluster) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+    int done = 0;
+    for (int local = 0; local < 8; ++local) runner.start(ring_of(local), [&] { ++done; });
+    sim.run();
+    EXPECT_EQ(done, 8);
+    return (sim.now() - Time::zero()).to_seconds();
+  };
+  const Cluster full = cluster_with(1.0);
+  const Cluster oversubscribed = cluster_with(4.0);
+  // Bandwidth-bound: half the NIC rate nearly doubles the time (the latency term is unchanged).
+  const double ratio = estimate(oversubscribed) / estimate(full);
+  EXPECT_GT(ratio, 1.9);
+  EXPECT_LT(ratio, 2.0);
+  EXPECT_LE(estimate(oversubscribed), concurrent_flow(oversubscribed));
+  // With 4 nodes per leaf (32 ports) the rings need no more uplink than 1 : 4 leaves them.
+  const Cluster wide(test_specs::cluster(node, 8, test_specs::fabric(FabricType::kFatTree, 32, 4.0)));
+  EXPECT_DOUBLE_EQ(estimate(wide), estimate(full));
+}
+
 // The same run twice gives the same event stream (engine fingerprint).
 TEST(CollectiveRunner, Deterministic) {
   const Cluster cluster = nvswitch_cluster(4);

@@ -29,7 +29,7 @@ struct GroupLayout {
   // at once along one ring (NVSwitch: the GPU's NVLink bandwidth; PCIe: the shared switch and host
   // links divided among the flows that cross them). Datasheet values.
   Bandwidth intra_bandwidth;
-  Bandwidth nic_bandwidth;  // one NIC, per direction (datasheet line rate)
+  Bandwidth nic_bandwidth;  // one NIC, per direction (line rate; leaf uplink share, group_layout_builder.h)
 
   // Fractions of those bandwidths that NCCL's transports achieve (documented defaults, replaced by
   // calibration): see link_efficiency.h.

@@ -28,6 +28,34 @@ Bandwidth ring_share(const Cluster& cluster, const std::vector<GpuId>& ring) {
   return share;
 }
 
+// Share of a NIC's line rate left to a group's inter-node traffic by the leaf uplinks of an
+// oversubscribed fabric (ratio r = downlink / uplink capacity of a leaf), when every NIC of the
+// leaf carries a group of the same shape at once (the data-parallel rings of a training step).
+// Per channel (NIC index), a ring over the group's nodes leaves and re-enters each leaf once; a
+// leaf whose NICs serve groups with g nodes on it thus carries (ports / g) crossings per direction
+// on an uplink of ports × NIC rate / r: each gets min(1, g / r) of a NIC. g is the fewest nodes
+// the group has on any leaf it uses on a channel that spans several leaves; 1 when none does.
+double leaf_uplink_share(const Cluster& cluster, const GroupLayout& layout, const std::vector<GpuId>& group) {
+  const double r = cluster.spec().fabric.oversubscription;
+  if (!(r > 1.0) || layout.node_count() < 2) return 1.0;
+  std::map<int, std::map<int, int>> nodes_on_leaf;  // channel (node-local NIC) -> leaf -> nodes of the group
+  for (size_t rank = 0; rank < group.size(); ++rank) {
+    const auto& place = layout.ranks[rank];
+    const bool first_on_node_and_nic = std::none_of(
+        layout.node_ranks[static_cast<size_t>(place.node)].begin(),
+        layout.node_ranks[static_cast<size_t>(place.node)].end(), [&](int other) {
+          return other < static_cast<int>(rank) && layout.ranks[static_cast<size_t>(other)].nic == place.nic;
+        });
+    if (first_on_node_and_nic) ++nodes_on_leaf[place.nic][cluster.leaf_of(group[rank])];
+  }
+  double share = 1.0;
+  for (const auto& [nic, leaves] : nodes_on_leaf) {
+    if (leaves.size() < 2) continue;
+    for (const auto& [leaf, nodes] : leaves) share = std::min(share, static_cast<double>(nodes) / r);
+  }
+  return share;
+}
+
 Bandwidth nic_line_rate(const Cluster& cluster, int node) {
   const auto& fabric_nic = cluster.spec().fabric.nic;
   return fabric_nic ? fabric_nic->bandwidth : cluster.node_spec(node).nic.bandwidth;
@@ -126,6 +154,7 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
     layout.nic_bandwidth = std::min({layout.nic_bandwidth, cluster.bottleneck(a, b), cluster.bottleneck(b, a)});
     layout.inter_latency = std::max({layout.inter_latency, cluster.route(a, b).latency, cluster.route(b, a).latency});
   }
+  layout.nic_bandwidth = layout.nic_bandwidth * leaf_uplink_share(cluster, layout, group);
   // Route latencies over every hop of the rings the ring algorithm will run.
   for (const auto& ring : ring_orders(layout)) {
     for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {

@@ -15,7 +15,15 @@ namespace clustersim {
 //     ring) at once; each link used gives each flow bandwidth / flows, and the smallest such share
 //     over all routes and nodes is the per-GPU ring rate (NVSwitch: the GPU's NVLink bandwidth;
 //     PCIe: the shared switch, host-bridge and socket links divided);
-//   nic_bandwidth: the bottleneck of an inter-node route between consecutive nodes;
+//   nic_bandwidth: the bottleneck of an inter-node route between consecutive nodes, times the share
+//     of a NIC the leaf uplinks of an oversubscribed fabric leave to the group when every NIC of a
+//     leaf serves a group of the same shape at once (min(1, g / oversubscription), g the group's
+//     fewest nodes on one leaf of a channel that spans several leaves; a ring crosses each leaf
+//     boundary once per channel; crossings spread evenly over the spines, as adaptive routing
+//     spreads them). The flow fidelity prices the contention link by link with static ECMP, whose
+//     hash collisions can make it slower;
+//     all-to-all traffic, which crosses leaves more often than a ring, is priced with the same
+//     share and is therefore optimistic under oversubscription;
 //   intra_latency / inter_latency: the largest route latency over those pairs and over every hop
 //     of the rings the ring algorithm runs (ring_orders());
 //   efficiencies: link_efficiency.h for the node's GPU (PCIe-only nodes: kPcieEfficiency).

@@ -173,6 +173,11 @@ void validate_stages(const Layout& l, const LayoutContext& c) {
   }
 }
 
+// "lower or upper", or only upper when lower is not a valid (positive) value.
+std::string nearest_valid(int64_t lower, int64_t upper) {
+  return lower > 0 ? fmt::format("{} or {}", lower, upper) : fmt::format("{}", upper);
+}
+
 void validate_batch(const Layout& l, const LayoutContext& c) {
   if (c.micro_batch < 1) throw InputError("training.micro_batch must be >= 1");
   if (c.global_batch < 1) throw InputError("training.global_batch must be >= 1");
@@ -180,11 +185,19 @@ void validate_batch(const Layout& l, const LayoutContext& c) {
   if (c.global_batch % unit != 0) {
     const int64_t lower = c.global_batch / unit * unit;
     const int64_t upper = lower + unit;
-    std::string suggestion = lower > 0 ? fmt::format("{} or {}", lower, upper) : fmt::format("{}", upper);
+    const std::string suggestion = nearest_valid(lower, upper);
     throw InputError(fmt::format(
         "training.global_batch = {} is not a multiple of micro_batch · dp = {} · {} = {}; use {} (or change "
         "micro_batch or dp)",
         c.global_batch, c.micro_batch, l.dp, unit, suggestion));
+  }
+  const int64_t m = c.global_batch / unit;
+  if (m > kMaxMicrobatchesPerPipeline) {
+    throw InputError(fmt::format(
+        "training.global_batch = {} gives global_batch / (micro_batch · dp) = {} microbatches per pipeline; the "
+        "step simulation runs every microbatch and accepts at most {} (raise micro_batch or dp, or lower "
+        "global_batch)",
+        c.global_batch, m, kMaxMicrobatchesPerPipeline));
   }
 }
 
@@ -202,8 +215,8 @@ void validate_schedule(const Layout& l, const LayoutContext& c) {
     if (m % l.pp != 0) {
       throw InputError(fmt::format(
           "interleaved-1f1b needs the microbatches per pipeline (global_batch / (micro_batch · dp) = {}) to be a "
-          "multiple of pp = {} (Megatron-LM requirement); nearest valid global_batch: {} or {}",
-          m, l.pp, m / l.pp * l.pp * c.micro_batch * l.dp, (m / l.pp + 1) * l.pp * c.micro_batch * l.dp));
+          "multiple of pp = {} (Megatron-LM requirement); nearest valid global_batch: {}",
+          m, l.pp, nearest_valid(m / l.pp * l.pp * c.micro_batch * l.dp, (m / l.pp + 1) * l.pp * c.micro_batch * l.dp)));
     }
   } else if (v > 1) {
     throw InputError(fmt::format("parallelism.vpp = {} needs schedule: interleaved-1f1b (got {})", v,
@@ -240,8 +253,9 @@ void validate_experts_and_context(const Layout& l, const LayoutContext& c) {
   if (l.cp > 1 && c.seq_len % (2 * l.cp) != 0) {
     throw InputError(fmt::format(
         "parallelism.cp = {}: training.seq_len = {} must be a multiple of 2·cp = {} for zig-zag (load-balanced causal) "
-        "sharding; nearest valid: {} or {}",
-        l.cp, c.seq_len, 2 * l.cp, c.seq_len / (2 * l.cp) * 2 * l.cp, (c.seq_len / (2 * l.cp) + 1) * 2 * l.cp));
+        "sharding; nearest valid: {}",
+        l.cp, c.seq_len, 2 * l.cp,
+        nearest_valid(c.seq_len / (2 * l.cp) * 2 * l.cp, (c.seq_len / (2 * l.cp) + 1) * 2 * l.cp)));
   }
   if (l.cp > 1 && l.cp_comm == ContextParallelComm::kAllToAll) {
     const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;

@@ -111,6 +111,12 @@ ShardSpec shard_spec(const Layout& layout);
 // The virtual pipeline size of a validated layout (derives it from layers_per_virtual_stage).
 int virtual_stages(const Layout& layout, int layers);
 
+// The most microbatches per pipeline per step a layout may have: the step simulation runs every
+// microbatch, so its time grows with their number (9 s at 65,536 for a 13B model with pp 2 on one
+// core of a 2-core development machine).
+// validate_layout rejects more with InputError.
+inline constexpr int64_t kMaxMicrobatchesPerPipeline = 65'536;
+
 // Microbatches per pipeline per step: global_batch / (micro_batch · dp).
 int64_t microbatches(const Layout& layout, int64_t global_batch, int64_t micro_batch);
 

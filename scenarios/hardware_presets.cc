@@ -118,7 +118,13 @@ std::vector<std::string> HardwareCatalog::names(const std::string& kind) const {
 }
 
 std::string HardwareCatalog::path_of(const std::string& kind, const std::string& name) const {
-  if (is_path(name)) return name;
+  if (is_path(name)) {
+    if (std::filesystem::is_directory(name)) {
+      throw InputError(fmt::format("{} preset path \"{}\" is a directory; give a .yaml file or a preset name",
+                                   kind.substr(0, kind.size() - 1), name));
+    }
+    return name;
+  }
   const std::filesystem::path p = std::filesystem::path(data_dir_) / "hardware" / kind / (name + ".yaml");
   if (!std::filesystem::exists(p)) {
     std::string available;

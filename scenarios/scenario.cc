@@ -43,15 +43,25 @@ KeyDef real(std::string path, std::string description, std::string default_text,
 }
 
 // The model keys, under `prefix` ("model." in scenarios, "" in preset files).
+//
+// Upper bounds keep every derived size inside int64 and the simulation inside memory; each is two
+// orders of magnitude or more above the largest published model (GPT 1T of Narayanan et al.: 128
+// layers, h 25,600; Llama 3.1 405B: 126 layers, ffn 53,248, vocabulary 128,256).
+constexpr int64_t kMaxLayers = 10'000;
+constexpr int64_t kMaxHidden = 1 << 20;
+constexpr int64_t kMaxHeads = 1 << 16;
+constexpr int64_t kMaxVocab = 1 << 26;
+constexpr int64_t kMaxNodes = 16'384;
+
 void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(key(prefix + "name", ValueType::kString, "model name shown in reports"));
-  s.key(integer(prefix + "layers", "transformer layers L", "", 1));
-  s.key(integer(prefix + "hidden", "hidden size h", "", 1));
-  s.key(integer(prefix + "ffn_hidden", "MLP intermediate size (4h for GPT)", "", 1));
-  s.key(integer(prefix + "heads", "attention (query) heads a", "", 1));
+  s.key(integer(prefix + "layers", "transformer layers L", "", 1, kMaxLayers));
+  s.key(integer(prefix + "hidden", "hidden size h", "", 1, kMaxHidden));
+  s.key(integer(prefix + "ffn_hidden", "MLP intermediate size (4h for GPT)", "", 1, 4 * kMaxHidden));
+  s.key(integer(prefix + "heads", "attention (query) heads a", "", 1, kMaxHeads));
   s.key(integer(prefix + "kv_heads", "key/value heads for grouped-query attention (0 = heads, MHA)", "0", 0));
   s.key(integer(prefix + "head_dim", "size of one head (0 = hidden / heads)", "0", 0));
-  s.key(integer(prefix + "vocab", "tokenizer vocabulary before Megatron's padding", "", 1));
+  s.key(integer(prefix + "vocab", "tokenizer vocabulary before Megatron's padding", "", 1, kMaxVocab));
   s.key(choice(prefix + "mlp", "MLP kind", "gelu", {"gelu", "swiglu"}));
   s.key(choice(prefix + "norm", "normalisation", "layernorm", {"layernorm", "rmsnorm"}));
   s.key(choice(prefix + "position_embedding", "position encoding", "learned", {"learned", "rope"}));
@@ -144,11 +154,13 @@ Schema build_scenario_schema() {
 
   s.section("cluster", "the GPUs and the networks between them");
   s.key(key("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
-  s.key(integer("cluster.nodes", "number of nodes", "1", 1, 1'000'000));
+  // 16,384 nodes (131,072 GPUs of 8-GPU nodes): a step of that size simulates in about 3 s on one
+  // core; beyond it building the cluster graph grows faster than linearly (100,000 nodes: ~100 s).
+  s.key(integer("cluster.nodes", "number of nodes", "1", 1, kMaxNodes));
   s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0));
   s.section_list("cluster.node_groups", "heterogeneous clusters: groups of identical nodes, in order");
   s.key(key("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
-  s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1));
+  s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxNodes));
   s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0));
   s.section("cluster.fabric", "the inter-node network");
   s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
@@ -165,7 +177,8 @@ Schema build_scenario_schema() {
   add_model_keys(s, "model.");
 
   s.section("training", "what one optimizer step processes and how");
-  s.key(integer("training.seq_len", "tokens per sequence", "", 1));
+  // 2^24 = 16,777,216 tokens: over 100× the longest context in the validation set (Llama 3.1: 131,072).
+  s.key(integer("training.seq_len", "tokens per sequence", "", 1, 1 << 24));
   s.key(integer("training.global_batch", "sequences per optimizer step", "", 1));
   s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1));
   s.key(choice("training.precision", "GEMM compute dtype", "bf16", {"bf16", "fp16", "fp8"}));
@@ -329,6 +342,24 @@ auto located(const ConfigDocument& doc, const std::string& path, F&& f) {
     return f();
   } catch (const InputError& e) {
     throw doc.error_at(path, e.what());
+  }
+}
+
+// Like located(), for checks whose messages start with the key they are about ("parallelism.tp = 3
+// ..."): the message is placed at that key when the file gives it (not repeating the key), else at
+// `path`.
+template <typename F>
+void located_by_message(const ConfigDocument& doc, const std::string& path, F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    const std::string key = message.substr(0, message.find_first_of(" :,"));
+    if (key.find('.') != std::string::npos && doc.has(key)) {
+      const std::string at = doc.where(key);
+      throw InputError(at.substr(0, at.size() - key.size() - 2) + message);
+    }
+    throw doc.error_at(path, message.rfind(path + ".", 0) == 0 ? message.substr(path.size() + 1) : message);
   }
 }
 
@@ -608,10 +639,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   context.seq_len = s.training.seq_len;
   context.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
   if (layout_check == LayoutCheck::kValidate) {
-    located(doc, "parallelism", [&] {
-      validate_layout(s.layout, context);
-      return 0;
-    });
+    located_by_message(doc, "parallelism", [&] { validate_layout(s.layout, context); });
   }
   if (doc.has("search")) s.search = load_search(doc);
 

@@ -1,6 +1,8 @@
 #include "scenarios/schema.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -26,7 +28,11 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string format_bound(double v) { return fmt::format("{:g}", v); }
+// Whole bounds up to 2^53 print as integers (16777216, not 1.67772e+07).
+std::string format_bound(double v) {
+  if (v == std::floor(v) && std::abs(v) < 9.007199254740992e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{:g}", v);
+}
 
 }  // namespace
 

@@ -79,6 +79,27 @@ TEST(Cli, BadInputExitsWithCode2AndNamesTheLocation) {
   EXPECT_NE(r.output.find("did you mean \"micro_batch\""), std::string::npos) << r.output;
 }
 
+// A calibration profile replaces a GPU's rates: one measured on another GPU model is refused, and
+// sizes that would exhaust int64 or memory are out of range (scenarios/scenario.cc, layout.h).
+TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
+  const std::string a100 = scenario("gpt3-1.3b-single-h200.yaml") + " --set cluster.node=dgx-a100";
+  Result r = run("run " + a100 + " --set calibration=h200-2026-11-29");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("measured on \"NVIDIA H200\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("A100-SXM4-80GB"), std::string::npos) << r.output;
+  r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set calibration=h200-2026-11-29");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("run " + a100 + " --set model.layers=2147483648");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("[1, 10000]"), std::string::npos) << r.output;
+  r = run("run " + a100 + " --set training.global_batch=4000000000");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("at most 65536"), std::string::npos) << r.output;
+  r = run("run " + a100 + " --set cluster.node=/tmp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a directory"), std::string::npos) << r.output;
+}
+
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
   const std::string base = "run " + scenario("llama3-8b-dgx-h100.yaml");
   for (const char* set : {"parallelism.tp=3", "cluster.node=dgx-h1000", "training.seq_len=-4",

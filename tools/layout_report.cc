@@ -58,17 +58,11 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
     throw InputError(fmt::format("{}: no search: section; the report ranks the layouts of a search", options.scenario));
   }
   const Cluster cluster(scenario.cluster);
-  std::optional<CalibrationProfile> compute_profile;
-  std::optional<CollectiveProfile> collective_profile;
-  if (scenario.calibration) {
-    compute_profile = load_calibration_profile(resolve_profile_path(*scenario.calibration));
-    if (!compute_profile->collectives_json.empty()) {
-      collective_profile = parse_collective_profile(compute_profile->collectives_json);
-    }
-  }
+  const ScenarioProfiles profiles =
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
   SearchProblem problem = search_problem(scenario, cluster);
-  problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
-  problem.collective_profile = collective_profile ? &*collective_profile : nullptr;
+  problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
+  problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;
   SearchOptions search_options;
   search_options.threads = options.threads;
   const SearchResult result = search_layouts(problem, search_options);

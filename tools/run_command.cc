@@ -1,5 +1,6 @@
 #include "tools/run_command.h"
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -31,23 +32,56 @@ std::string resolve_profile_path(const std::string& name_or_path) {
                                name_or_path, available.empty() ? "none" : available));
 }
 
+namespace {
+
+// "NVIDIA H100 80GB HBM3" -> "h100"; "H200-SXM-141GB" -> "h200".
+std::string gpu_model_token(std::string_view name) {
+  constexpr std::string_view kVendor = "NVIDIA ";
+  if (name.substr(0, kVendor.size()) == kVendor) name.remove_prefix(kVendor.size());
+  const size_t end = name.find_first_of(" -");
+  std::string token(name.substr(0, end));
+  for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return token;
+}
+
+}  // namespace
+
+bool same_gpu_model(const std::string& device_name, const std::string& preset_name) {
+  const std::string token = gpu_model_token(device_name);
+  return !token.empty() && token == gpu_model_token(preset_name);
+}
+
+ScenarioProfiles load_scenario_profiles(const std::optional<std::string>& calibration, const std::string& gpu_name,
+                                        const std::string& scenario_file) {
+  ScenarioProfiles profiles;
+  if (!calibration) return profiles;
+  profiles.path = resolve_profile_path(*calibration);
+  profiles.compute = load_calibration_profile(profiles.path);
+  const std::string& measured_on = profiles.compute->machine.gpu;
+  if (!same_gpu_model(measured_on, gpu_name)) {
+    throw InputError(fmt::format("{}: calibration: profile \"{}\" was measured on \"{}\", but the cluster's GPU is "
+                                 "{}; a profile replaces the GPU's GEMM, memory and attention rates, so it must come "
+                                 "from the same GPU model (measure one with tools/calibrate, or remove calibration: "
+                                 "to use the datasheet defaults)",
+                                 scenario_file, *calibration, measured_on, gpu_name));
+  }
+  if (!profiles.compute->collectives_json.empty()) {
+    profiles.collectives = parse_collective_profile(profiles.compute->collectives_json);
+  }
+  return profiles;
+}
+
 int run_command(const RunOptions& options, std::ostream& out) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
   const Scenario scenario = load_scenario(options.scenario, overrides);
   const Cluster cluster(scenario.cluster);
 
-  std::optional<CalibrationProfile> compute_profile;
-  std::optional<CollectiveProfile> collective_profile;
-  std::string calibration;
-  if (scenario.calibration) {
-    const std::string path = resolve_profile_path(*scenario.calibration);
-    compute_profile = load_calibration_profile(path);
-    if (!compute_profile->collectives_json.empty()) {
-      collective_profile = parse_collective_profile(compute_profile->collectives_json);
-    }
-    calibration = path;
-  }
+  const ScenarioProfiles profiles =
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
+  const std::optional<CalibrationProfile>& compute_profile = profiles.compute;
+  const std::optional<CollectiveProfile>& collective_profile = profiles.collectives;
+  const std::string& calibration = profiles.path;
 
   TrainingSimulationOptions sim;
   sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout.world_size());

@@ -392,21 +392,14 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   if (options.top < 0) throw InputError(fmt::format("--top {}: must be >= 1", options.top));
   const Cluster cluster(scenario.cluster);
 
-  std::optional<CalibrationProfile> compute_profile;
-  std::optional<CollectiveProfile> collective_profile;
-  if (scenario.calibration) {
-    const std::string path = resolve_profile_path(*scenario.calibration);
-    compute_profile = load_calibration_profile(path);
-    if (!compute_profile->collectives_json.empty()) {
-      collective_profile = parse_collective_profile(compute_profile->collectives_json);
-    }
-  }
+  const ScenarioProfiles profiles =
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
 
   SearchProblem problem = search_problem(scenario, cluster);
   const int top = options.top > 0 ? options.top : problem.space.top;
   problem.space.top = top;
-  problem.compute_profile = compute_profile ? &*compute_profile : nullptr;
-  problem.collective_profile = collective_profile ? &*collective_profile : nullptr;
+  problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
+  problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;
 
   const bool root = partition.rank() == 0;
   ProgressBar bar(root && options.progress && isatty(fileno(stderr)) != 0);

@@ -125,6 +125,10 @@ class Cluster::Impl {
     const int n = node_of(gpu);
     return layout_of_node(n).nic_of_gpu[gpu - nodes_[n].first_gpu];
   }
+  int leaf_of(GpuId gpu) const {
+    if (leaf_of_nic_.empty()) return -1;
+    return leaf_of_nic_[static_cast<size_t>(global_nic(gpu))];
+  }
   int nic_count(int index) const { return static_cast<int>(layout_of_node(index).nic_vertices.size()); }
   VertexId nic_vertex(int index, int nic) const {
     const NodeLayout& layout = layout_of_node(index);
@@ -374,6 +378,7 @@ VertexId Cluster::gpu_vertex(GpuId gpu) const { return impl_->gpu_vertex(gpu); }
 int Cluster::nic_of(GpuId gpu) const { return impl_->nic_of(gpu); }
 int Cluster::nic_count(int node) const { return impl_->nic_count(node); }
 VertexId Cluster::nic_vertex(int node, int nic) const { return impl_->nic_vertex(node, nic); }
+int Cluster::leaf_of(GpuId gpu) const { return impl_->leaf_of(gpu); }
 
 const Route& Cluster::route(GpuId src, GpuId dst, uint64_t flow_hash) const {
   return impl_->route(src, dst, flow_hash);

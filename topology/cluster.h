@@ -75,6 +75,9 @@ class Cluster {
   int nic_of(GpuId gpu) const;          // the node-local NIC index the GPU uses (affinity)
   int nic_count(int node) const;        // NICs of that node
   VertexId nic_vertex(int node, int nic) const;
+  // The fabric switch the NIC of `gpu` (nic_of) plugs into: an index shared by the NICs on the same
+  // leaf (one value for every NIC under a single switch). -1 on a one-node cluster (no fabric).
+  int leaf_of(GpuId gpu) const;
 
   // Shortest path from `src` to `dst` (src != dst) by hop count. Among equal-cost paths (ECMP)
   // the choice is a deterministic function of (src, dst, flow_hash), so different flows between

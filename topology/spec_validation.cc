@@ -92,7 +92,12 @@ void validate_node(int index, const NodeSpec& node, int gpus_per_node, bool seve
   require_non_negative(at, "nvlink_latency", node.nvlink_latency);
   switch (node.intra) {
     case IntraNodeFabric::kNvSwitch:
-      require_positive(at, "gpu.nvlink_bandwidth", node.gpu.nvlink_bandwidth);
+      if (node.gpu.nvlink_bandwidth.bytes_per_second() <= 0) {
+        throw InputError(fmt::format("{}: intra: nvswitch needs the GPU's nvlink_bandwidth, which GPU \"{}\" does not "
+                                     "give (gpu.nvlink_bandwidth is positive, e.g. \"450 GB/s\"); set it in the GPU "
+                                     "preset, or use intra: pcie for a node without NVLink",
+                                     at, node.gpu.name));
+      }
       break;
     case IntraNodeFabric::kNvLinkMesh:
       validate_mesh(at, node);

@@ -47,7 +47,7 @@ TEST(SpecValidation, RejectsEmptyAndZeroGpuClusters) {
 
 TEST(SpecValidation, RejectsNonPositiveBandwidths) {
   expect_rejected([](ClusterSpec& s) { s.nodes[0].gpu.nvlink_bandwidth = Bandwidth(); },
-                  {"nodes[0]", "gpu.nvlink_bandwidth", "positive"});
+                  {"nodes[0]", "nvlink_bandwidth", "intra: pcie"});
   expect_rejected([](ClusterSpec& s) { s.nodes[0].pcie.host_bridge = Bandwidth::gigabytes_per_s(-1); },
                   {"pcie.host_bridge", "positive"});
   expect_rejected([](ClusterSpec& s) { s.nodes[1].nic.bandwidth = Bandwidth(); }, {"nodes[1]", "nic.bandwidth"});

@@ -58,9 +58,12 @@ void TrainingSpec::validate(const ModelSpec& model) const {
   positive("micro_batch", micro_batch);
   if (global_batch % micro_batch != 0) {
     throw InputError(fmt::format("training.global_batch = {} is not a multiple of training.micro_batch = {} "
-                                 "(e.g. use global_batch {} or {})",
-                                 global_batch, micro_batch, global_batch / micro_batch * micro_batch,
-                                 (global_batch / micro_batch + 1) * micro_batch));
+                                 "(e.g. use global_batch {})",
+                                 global_batch, micro_batch,
+                                 global_batch < micro_batch
+                                     ? fmt::format("{}", micro_batch)
+                                     : fmt::format("{} or {}", global_batch / micro_batch * micro_batch,
+                                                   (global_batch / micro_batch + 1) * micro_batch)));
   }
   if (compute_dtype != DataType::kBf16 && compute_dtype != DataType::kFp16 && compute_dtype != DataType::kFp8) {
     throw InputError(fmt::format("training.precision \"{}\" is not a training compute type (valid: bf16, fp16, fp8)",

@@ -60,6 +60,17 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                          std::pair{"other", b.other}}) {
     out << fmt::format("    {:<22} {:>10.4f} s  {:>6}\n", name, v, percent(v, r.step_time_s));
   }
+  // The slowest rank's bubble is often time it waits for other stages: show where each simulated
+  // rank's own time goes when the ranks differ (pipeline stages), so the stage that sets the pace
+  // (its compute plus exposed communication) is visible.
+  if (r.step.ranks.size() > 1) {
+    out << fmt::format("\n  per simulated rank (seconds)\n    {:>5} {:>5} {:>10} {:>14} {:>10}\n", "rank", "stage",
+                       "compute", "exposed comm", "bubble");
+    for (const auto& rank : r.step.ranks) {
+      out << fmt::format("    {:>5} {:>5} {:>10.4f} {:>14.4f} {:>10.4f}\n", rank.rank, rank.stage,
+                         rank.compute.to_seconds(), rank.exposed_comm.to_seconds(), rank.bubble.to_seconds());
+    }
+  }
   out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB)\n", gb(r.capacity));
   out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "stage", "layers", "params", "grads",
                      "optimizer", "activations", "other", "total", "");

@@ -1,6 +1,7 @@
 // The clustersim command line: one subcommand per job. Exit codes: 0 ok, 2 bad input (the message
-// names file, line, column and key where there is one), 1 internal error, 3 `validate
+// names file, line, column and key where there is one, or the flag), 1 internal error, 3 `validate
 // --calibration` found a target of the calibration issue missed (its report is written anyway).
+// README.md ("Exit codes") and `clustersim validate --help` list the same.
 
 #include <CLI/CLI.hpp>
 
@@ -82,14 +83,20 @@ int main(int argc, char** argv) {
 
   std::string validate_collectives_csv, validate_out;
   CLI::App* validate_cmd = app.add_subcommand("validate", "compare predictions with measurements");
-  validate_cmd->add_option("--collectives", validate_collectives_csv,
-                           "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
-      ->check(CLI::ExistingFile);
+  validate_cmd->footer(
+      "Give one of --runs, --collectives, --calibration.\n"
+      "Exit codes: 0 ok; 1 internal error; 2 bad input (the message names file, line, column or flag);\n"
+      "3 --calibration missed a target of the calibration issue (the report is written anyway).");
+  CLI::Option* collectives_option =
+      validate_cmd->add_option("--collectives", validate_collectives_csv,
+                               "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
+          ->check(CLI::ExistingFile);
   validate_cmd->add_option("--out", validate_out, "write the Markdown report here (default: standard output)");
   ValidateRunsOptions validate_runs_options;
-  validate_cmd->add_option("--runs", validate_runs_options.csv,
-                           "published training-run measurements CSV (docs/validation/published/training_runs.csv)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* runs_option =
+      validate_cmd->add_option("--runs", validate_runs_options.csv,
+                               "published training-run measurements CSV (docs/validation/published/training_runs.csv)")
+          ->check(CLI::ExistingFile);
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
   validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
@@ -105,9 +112,12 @@ int main(int argc, char** argv) {
     cmd->add_option("--nccl-algo", nccl_algos, "NCCL_ALGO a log was run with (default auto)");
     cmd->add_option("--nccl-proto", nccl_protos, "NCCL_PROTO a log was run with (default auto)");
   };
-  validate_cmd->add_option("--calibration", calibration_validation.profile,
-                           "calibration profile (name or path): GEMM and attention leave-one-out, collectives, and "
-                           "with --reference the training steps (docs/validation/calibration.md)");
+  CLI::Option* calibration_option = validate_cmd->add_option(
+      "--calibration", calibration_validation.profile,
+      "calibration profile (name or path): GEMM and attention leave-one-out, collectives, and with --reference the "
+      "training steps (docs/validation/calibration.md); exits 3 when a target is missed");
+  runs_option->excludes(collectives_option)->excludes(calibration_option);
+  collectives_option->excludes(calibration_option);
   validate_cmd->add_option("--reference", calibration_validation.reference,
                            "with --calibration: tools/reference/train_step.py results (JSON lines)")
       ->check(CLI::ExistingFile);
@@ -199,7 +209,8 @@ int main(int argc, char** argv) {
                          "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
       }
       const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
-      write_collective_validation(validation, report);
+      write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
+                                  report);
       if (!validate_out.empty()) {
         std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
                   << " % over " << validation.large_rows << " rows >= 64 MiB\n";

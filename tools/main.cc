@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   CLI::App* help_cmd = app.add_subcommand("help-config", "print every key of a file kind with type, unit, default");
   help_cmd->add_option("kind", help_kind, "scenario | model | gpu | nic | node")
       ->check(CLI::IsMember({"scenario", "model", "gpu", "nic", "node"}));
+  help_cmd->footer("Each kind ends with the names of its shipped presets (scenarios/models/, scenarios/hardware/).");
 
   CollectiveCommandOptions coll;
   std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
@@ -237,6 +238,32 @@ int main(int argc, char** argv) {
       if (help_kind == "gpu") HardwareCatalog::gpu_schema().print(std::cout);
       if (help_kind == "nic") HardwareCatalog::nic_schema().print(std::cout);
       if (help_kind == "node") HardwareCatalog::node_schema().print(std::cout);
+      // The shipped presets a scenario can name: all of them for a scenario, else those of the kind.
+      const HardwareCatalog catalog;
+      const auto list = [](const std::string& title, const std::vector<std::string>& names) {
+        std::cout << "\n" << title << ":\n";
+        std::string line = " ";
+        for (const std::string& name : names) {
+          if (line.size() + name.size() + 2 > 100) {
+            std::cout << line << "\n";
+            line = " ";
+          }
+          line += " " + name;
+        }
+        std::cout << line << "\n";
+      };
+      if (help_kind == "scenario" || help_kind == "model") {
+        list("Model presets (model.preset; scenarios/models/)", model_preset_names());
+      }
+      if (help_kind == "scenario" || help_kind == "node") {
+        list("Node presets (cluster.node; scenarios/hardware/nodes/)", catalog.names("nodes"));
+      }
+      if (help_kind == "scenario" || help_kind == "gpu") {
+        list("GPU presets (a node's gpu; scenarios/hardware/gpus/)", catalog.names("gpus"));
+      }
+      if (help_kind == "scenario" || help_kind == "nic") {
+        list("NIC presets (cluster.fabric.nic; scenarios/hardware/nics/)", catalog.names("nics"));
+      }
       return 0;
     }
     return 0;

@@ -32,13 +32,20 @@ int main(int argc, char** argv) {
   run_cmd->add_option("scenario", run.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
   run_cmd->add_option("--set", run.sets, "override a key: a.b=value (repeatable)");
   run_cmd->add_flag("--json", run.json, "print JSON instead of the summary");
-  run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)");
+  const auto non_empty_path = [](const std::string& value) {
+    return value.empty() ? std::string("empty path; give the path of the file to write") : std::string();
+  };
+  run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)")
+      ->check(non_empty_path);
   run_cmd->add_flag("--reproducible", run.reproducible, "report sim.wall_s as 0 (byte-identical output)");
   std::string layout_from;
   int layout_rank = 1;
-  run_cmd->add_option("--layout-from", layout_from, "take the layout from a `clustersim search --json` result file")
-      ->check(CLI::ExistingFile);
-  run_cmd->add_option("--rank", layout_rank, "which layout of --layout-from (1 = the best)")->capture_default_str();
+  CLI::Option* layout_from_option =
+      run_cmd->add_option("--layout-from", layout_from, "take the layout from a `clustersim search --json` result file")
+          ->check(CLI::ExistingFile);
+  run_cmd->add_option("--rank", layout_rank, "which layout of --layout-from (1 = the best)")
+      ->capture_default_str()
+      ->needs(layout_from_option);
 
   SearchCommandOptions search;
   CLI::App* search_cmd = app.add_subcommand("search", "rank the layouts of a scenario's search space");
@@ -46,9 +53,10 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   search_cmd->add_option("--set", search.sets, "override a key: a.b=value (repeatable), e.g. search.tp=[4,8]");
-  search_cmd->add_option("--top", search.top, "layouts shown (default: search.top)");
+  int search_top = 0;
+  CLI::Option* top_option = search_cmd->add_option("--top", search_top, "layouts shown, >= 1 (default: search.top)");
   search_cmd->add_option("--threads", search.threads, "worker threads per process (default: all cores)");
-  search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file");
+  search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
 
@@ -147,6 +155,17 @@ int main(int argc, char** argv) {
   fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
   add_nccl_log_options(fit_cmd);
 
+  // CLI11 reports an unknown subcommand as an unexpected argument; name the valid ones instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::cerr << "error: unknown command " << argv[1] << "; valid: run, search, collective, calibrate, validate, "
+                << "help-config\n";
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -170,6 +189,7 @@ int main(int argc, char** argv) {
       return run_command(run, std::cout);
     }
     if (search_cmd->parsed()) {
+      if (top_option->count() > 0) search.top = search_top;
       const auto partition = make_search_partition();
       return search_command(search, *partition, std::cout);
     }

@@ -1,5 +1,8 @@
 #include "parallelism/training_simulation.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -92,6 +95,10 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.breakdown.optimizer = seconds(crit.optimizer);
   report.breakdown.other = report.step_time_s - report.breakdown.compute - report.breakdown.exposed_comm -
                            report.breakdown.bubble - report.breakdown.optimizer;
+  // The parts are whole picoseconds, so a genuine remainder is at least 1 ps; anything smaller is
+  // the rounding of the double subtraction above (reports printed "-0.0000 s" and -1.5e-15), and
+  // is set to exactly 0: below half a picosecond, or below 1e-12 of the step time.
+  if (std::abs(report.breakdown.other) < std::max(0.5e-12, 1e-12 * report.step_time_s)) report.breakdown.other = 0;
 
   for (const auto& stage : report.programs.memory) {
     if (stage.memory.total() > report.peak_memory) {

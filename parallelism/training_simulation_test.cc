@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "parallelism/test_clusters.h"
 #include "workloads/test_models.h"
@@ -47,6 +49,24 @@ TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
   EXPECT_EQ(r.microbatches, 32 / 4);
   ASSERT_EQ(r.programs.memory.size(), 2U);
   EXPECT_TRUE(r.fits);
+}
+
+// "other" is the step time less the parts, a difference of sums in seconds: where the parts add up
+// to the step time in whole picoseconds it is exactly +0, never a rounding residue such as
+// -1.5e-15 s (printed "-0.0000 s").
+TEST(TrainingSimulation, FullyAccountedStepHasExactlyZeroOther) {
+  const Cluster cluster(testing::h100_cluster(2));
+  int accounted = 0;
+  for (const Layout& layout : {Layout{.tp = 2, .pp = 2, .dp = 4}, Layout{.tp = 8, .pp = 1, .dp = 2},
+                              Layout{.tp = 1, .pp = 4, .dp = 4}, Layout{.tp = 4, .pp = 4, .dp = 1}}) {
+    const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
+    const RankBreakdown& crit = r.step.ranks[r.step.critical];
+    if (crit.compute + crit.exposed_comm + crit.bubble + crit.optimizer != r.step.step_time) continue;
+    ++accounted;
+    EXPECT_EQ(r.breakdown.other, 0.0) << layout.tp << "/" << layout.pp << "/" << layout.dp;
+    EXPECT_FALSE(std::signbit(r.breakdown.other)) << layout.tp << "/" << layout.pp << "/" << layout.dp;
+  }
+  EXPECT_GT(accounted, 0);
 }
 
 TEST(TrainingSimulation, RecomputationRaisesHfuAboveMfu) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -122,6 +123,24 @@ void validate_scalar(const KeyDef& def, const std::string& text,
 std::string mark_text(const std::string& source, const YAML::Mark& mark) {
   if (mark.is_null()) return source;
   return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
+}
+
+// "file:line" of the "---" that starts `second`, the second document of `text`: the last line
+// beginning with "---" at or before the document's first node (its mark is 0-based; an empty
+// document has none, then the last "---" line of the text counts).
+std::string second_document_where(const std::string& text, const std::string& source, const YAML::Node& second) {
+  const YAML::Mark mark = second.Mark();
+  const int content_line = mark.is_null() || mark.line < 0 ? std::numeric_limits<int>::max() : mark.line;
+  int marker_line = -1;
+  int line = 0;
+  for (size_t start = 0; start < text.size() && line <= content_line; ++line) {
+    if (text.compare(start, 3, "---") == 0) marker_line = line;
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (marker_line < 0) return mark_text(source, mark);
+  return fmt::format("{}:{}", source, marker_line + 1);
 }
 
 }  // namespace
@@ -302,7 +321,14 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
   data->schema = &schema;
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // YAML::Load would read the first document and drop any later one silently.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw InputError(fmt::format("{}: a second YAML document starts here; a file holds one document: remove "
+                                   "this --- line and what follows it, or merge the two",
+                                   second_document_where(text, source_name, documents[1])));
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg));
   }

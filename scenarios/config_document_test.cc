@@ -61,6 +61,22 @@ TEST(ConfigDocument, UnknownKeyNamesLineColumnAndSuggestion) {
   EXPECT_NE(msg.find("did you mean \"seq_len\""), std::string::npos) << msg;
 }
 
+// yaml-cpp's Load reads the first document only; a second one (after ---) is an error naming the
+// file and the line of its ---.
+TEST(ConfigDocument, SecondDocumentIsAnErrorNamingItsLine) {
+  const std::string first = "link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4\n";
+  EXPECT_EQ(error_of(first), "");
+  EXPECT_EQ(error_of("---\n" + first), "");  // an explicit start of the only document
+  const int first_lines = 3;
+  for (const std::string& text : {first + "---\ntraining: {seq_len: 8}\n", "---\n" + first + "---\n",
+                                  first + "--- {training: {seq_len: 8}}\n"}) {
+    const int marker = text.starts_with("---") ? first_lines + 2 : first_lines + 1;
+    const std::string msg = error_of(text);
+    EXPECT_NE(msg.find("s.yaml:" + std::to_string(marker) + ": a second YAML document"), std::string::npos)
+        << text << " -> " << msg;
+  }
+}
+
 TEST(ConfigDocument, BareNumberForDimensionedKeyIsAnError) {
   const std::string msg = error_of("link:\n  bandwidth: 400\n");
   EXPECT_NE(msg.find("s.yaml:2:3"), std::string::npos) << msg;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -110,6 +111,89 @@ TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
   }
   EXPECT_EQ(run("run /nonexistent.yaml").exit_code, 2);
   EXPECT_EQ(run("frobnicate").exit_code, 2);
+}
+
+TEST(Cli, UnknownCommandNamesTheValidOnes) {
+  const Result r = run("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string valid = "run, search, collective, calibrate, validate, help-config";
+  EXPECT_NE(r.output.find("unknown command frobnicate; valid: " + valid), std::string::npos) << r.output;
+  // Every name listed is a command.
+  std::stringstream names(valid);
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    EXPECT_EQ(run(name + " --help").exit_code, 0) << name;
+  }
+}
+
+TEST(Cli, RunFlagsThatCannotWorkExitWith2) {
+  const std::string base = "run " + scenario("gpt3-1.3b-single-h200.yaml");
+  Result r = run(base + " --rank 1");  // without --layout-from
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--layout-from"), std::string::npos) << r.output;
+  r = run(base + " --trace ''");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
+}
+
+// A scenario file with a second YAML document: yaml-cpp would read the first one only.
+TEST(Cli, SecondYamlDocumentExitsWith2AndNamesItsLine) {
+  const std::string first = read(scenario("gpt3-1.3b-single-h200.yaml"));
+  const std::string path = write_temp("two_documents.yaml", first + "---\nname: second\n");
+  const auto marker_line = 1 + std::count(first.begin(), first.end(), '\n');
+  const Result r = run("run " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(path + ":" + std::to_string(marker_line) + ": a second YAML document"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, CollectiveMinimumSizeZeroExitsWith2) {
+  const Result r = run("collective -b 0 -e 1M");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("-b"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
+  const std::string runs = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
+  const std::string collectives = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";
+  Result r = run("validate --runs " + runs + " --collectives " + collectives);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+  r = run("validate --collectives " + collectives + " --calibration h200-2026-11-29");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  // The header of the shipped file, no rows.
+  const std::string header = read(runs).substr(0, read(runs).find('\n') + 1);
+  const std::string empty = write_temp("empty_runs.csv", header);
+  r = run("validate --runs " + empty);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no data rows"), std::string::npos) << r.output;
+  // The exit codes, 3 included, are in the help.
+  r = run("validate --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("Exit codes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 --calibration"), std::string::npos) << r.output;
+}
+
+// help-config names the shipped presets: every file of scenarios/models/ and scenarios/hardware/.
+TEST(Cli, HelpConfigListsTheShippedPresets) {
+  const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios";
+  const Result all = run("help-config");
+  ASSERT_EQ(all.exit_code, 0);
+  for (const char* folder : {"models", "hardware/nodes", "hardware/gpus", "hardware/nics"}) {
+    int presets = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(root / folder)) {
+      if (entry.path().extension() != ".yaml") continue;
+      ++presets;
+      std::string name = " ";  // a listed name follows a space
+      name += entry.path().stem().string();
+      EXPECT_NE(all.output.find(name), std::string::npos) << entry.path();
+    }
+    EXPECT_GT(presets, 0) << folder;
+  }
+  const Result nodes = run("help-config node");
+  ASSERT_EQ(nodes.exit_code, 0);
+  EXPECT_NE(nodes.output.find("Node presets"), std::string::npos) << nodes.output;
+  EXPECT_EQ(nodes.output.find("Model presets"), std::string::npos) << nodes.output;
 }
 
 TEST(Cli, HelpConfigListsEveryKey) {

@@ -138,6 +138,26 @@ TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   EXPECT_NE(r.err.find("search space is empty"), std::string::npos) << r.err;
 }
 
+// --top 0 given explicitly and a --csv path that cannot be written fail before the search runs
+// (no "searched N candidates" line on standard error).
+TEST(SearchCli, BadTopAndCsvFailBeforeTheSearch) {
+  Result r = run("search " + kSmall + " --top 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--top 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("searched"), std::string::npos) << r.err;
+  const std::string folder = temp("csv_folder");
+  std::filesystem::create_directories(folder);
+  for (const std::string& path : {folder, folder + "/missing/all.csv"}) {
+    r = run("search " + kSmall + " --csv " + path);
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.err.find("--csv " + path), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("searched"), std::string::npos) << r.err;
+  }
+  r = run("search " + kSmall + " --csv ''");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  std::filesystem::remove_all(folder);
+}
+
 TEST(SearchCli, AWellFormedSearchThatFindsNothingExitsWith0AndSaysWhy) {
   // ../shared/cases/layouts.md L6: 5,128 GPUs, Turing-NLG 530B, every GPU used.
   const Result r = run("search " + scenario("search/turing-nlg-530b-5128-a100.yaml"));

@@ -31,7 +31,7 @@ class Rows {
     double value = 0;
     const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
     if (ec != std::errc() || end != cell.data() + cell.size() || !std::isfinite(value)) {
-      throw InputError(fmt::format("{}: data row {}: column \"{}\": \"{}\" is not a number", table_.source, row + 1,
+      throw InputError(fmt::format("{}: column \"{}\": \"{}\" is not a number", table_.row_location(row),
                                    column, cell));
     }
     return value;
@@ -41,7 +41,7 @@ class Rows {
     int64_t value = 0;
     const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
     if (ec != std::errc() || end != cell.data() + cell.size()) {
-      throw InputError(fmt::format("{}: data row {}: column \"{}\": \"{}\" is not an integer", table_.source, row + 1,
+      throw InputError(fmt::format("{}: column \"{}\": \"{}\" is not an integer", table_.row_location(row),
                                    column, cell));
     }
     return value;
@@ -49,7 +49,7 @@ class Rows {
   int64_t positive(size_t row, std::string_view column) const {
     const int64_t v = integer(row, column);
     if (v <= 0) {
-      throw InputError(fmt::format("{}: data row {}: column \"{}\": {} must be positive", table_.source, row + 1, column,
+      throw InputError(fmt::format("{}: column \"{}\": {} must be positive", table_.row_location(row), column,
                                    v));
     }
     return v;
@@ -57,8 +57,7 @@ class Rows {
   Duration microseconds(size_t row, std::string_view column) const {
     const double us = number(row, column);
     if (us <= 0) {
-      throw InputError(fmt::format("{}: data row {}: column \"{}\": time {} us must be positive", table_.source,
-                                   row + 1, column, us));
+      throw InputError(fmt::format("{}: column \"{}\": time {} us must be positive", table_.row_location(row), column, us));
     }
     return Duration::microseconds(us);
   }
@@ -152,14 +151,13 @@ std::vector<GemmSample> fit_gemm_samples(const RawTable& gemm) {
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows.text(i, "status") != "ok") continue;
     if (rows.text(i, "layout") != "TN") {
-      throw InputError(fmt::format("{}: data row {}: layout \"{}\" (this fit reads cuBLAS \"TN\" samples)", gemm.source,
-                                   i + 1, rows.text(i, "layout")));
+      throw InputError(fmt::format("{}: layout \"{}\" (this fit reads cuBLAS \"TN\" samples)", gemm.row_location(i), rows.text(i, "layout")));
     }
     DataType dtype;
     try {
       dtype = parse_data_type(rows.text(i, "dtype"));
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: data row {}: dtype: {}", gemm.source, i + 1, e.what()));
+      throw InputError(fmt::format("{}: dtype: {}", gemm.row_location(i), e.what()));
     }
     // cuBLAS TN (M, N, K), column-major D[M, N] = Aᵀ B with A stored K × M and B K × N, is the
     // row-major D'[N, M] = B'[N, K] · A'[M, K]ᵀ: a linear layer over N tokens with M outputs.
@@ -238,7 +236,7 @@ std::map<MemoryAccess, Bandwidth> fit_kernel_bandwidths(const RawTable& framewor
     if (auto kind = kind_of_framework_test(rows.text(i, "test"))) {
       const double gbps = rows.number(i, "bandwidth_gbps");
       if (gbps <= 0) {
-        throw InputError(fmt::format("{}: data row {}: bandwidth_gbps {} must be positive", framework.source, i + 1,
+        throw InputError(fmt::format("{}: bandwidth_gbps {} must be positive", framework.row_location(i),
                                      gbps));
       }
       rates[*kind].push_back(gbps);
@@ -254,13 +252,12 @@ std::vector<AttentionSample> fit_attention_samples(const RawTable& attention) {
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t>, AttentionSample> by_shape;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows.text(i, "causal") != "true") {
-      throw InputError(fmt::format("{}: data row {}: causal \"{}\" (the attention model is causal)", attention.source,
-                                   i + 1, rows.text(i, "causal")));
+      throw InputError(fmt::format("{}: causal \"{}\" (the attention model is causal)", attention.row_location(i), rows.text(i, "causal")));
     }
     const std::string kernel = rows.text(i, "test") == "sdpa_flash" ? "sdpa-flash" : rows.text(i, "test");
     AttentionShape shape{rows.positive(i, "batch"), rows.positive(i, "heads"), rows.positive(i, "kv_heads"),
                          rows.positive(i, "seq"), rows.positive(i, "head_dim"), DataType::kBf16};
-    validate_attention_shape(shape, fmt::format("{}: data row {}", attention.source, i + 1));
+    validate_attention_shape(shape, attention.row_location(i));
     AttentionSample& s = by_shape[{kernel, shape.batch, shape.heads, shape.kv_heads, shape.seq, shape.head_dim}];
     s.kernel = kernel;
     s.shape = shape;
@@ -270,8 +267,7 @@ std::vector<AttentionSample> fit_attention_samples(const RawTable& attention) {
     } else if (direction == "backward") {
       s.backward = rows.microseconds(i, "median_us");
     } else {
-      throw InputError(fmt::format("{}: data row {}: direction \"{}\" (valid: forward, backward)", attention.source,
-                                   i + 1, direction));
+      throw InputError(fmt::format("{}: direction \"{}\" (valid: forward, backward)", attention.row_location(i), direction));
     }
   }
   std::vector<AttentionSample> out;
@@ -320,7 +316,7 @@ std::vector<CollectiveMeasurement> collective_measurements(const RawTable& nccl)
   const Rows rows(nccl);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows.text(i, "status") != "ok") continue;
-    const std::string where = fmt::format("{}: data row {}", nccl.source, i + 1);
+    const std::string where = nccl.row_location(i);
     CollectiveMeasurement m;
     try {
       m.op = parse_collective_op(rows.text(i, "collective"));

@@ -55,6 +55,25 @@ TEST(CalibrateFit, GemmSamplesTakeTheFrameworksOrientationAndMergeRepeats) {
   EXPECT_THROW(fit_gemm_samples(table(gemm_file({"file,x,bf16,64,64,64,TN,ok,-3.0"}))), InputError);
 }
 
+// Errors name the row's line in the file, comment and header lines counted (the file has
+// gemm_file's five comment lines and a header before the rows).
+TEST(CalibrateFit, ErrorsNameTheFileLine) {
+  const std::vector<std::string> rows = {"file,x,bf16,64,64,64,TN,ok,3.0", "file,y,bf16,64,64,64,TN,ok,3.0",
+                                         "file,z,bf16,64,64,64,TN,ok,-3.0"};
+  const std::string text = gemm_file(rows);
+  // The line of the bad row, counted in the text itself.
+  const size_t at = text.find(rows[2]);
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  try {
+    fit_gemm_samples(table(text));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.csv:" + std::to_string(line) + ": column \"median_us\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CalibrateFit, SyntheticAlphaBetaSweepIsRecoveredWithinOnePercent) {
   // all_reduce on 8 ranks with NCCL_ALGO=Ring NCCL_PROTO=Simple: t = 25 µs + S / 150 GB/s.
   const Duration alpha = Duration::microseconds(25);

@@ -2,12 +2,14 @@
 
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/error.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
+#include "tools/calibrate/collective_sizes.h"
 #include "topology/cluster.h"
 
 namespace clustersim {
@@ -35,17 +37,39 @@ bool reduces(CollectiveOp op) {
 
 bool rooted(CollectiveOp op) { return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce; }
 
-// Bytes nccl-tests actually moves for a requested size: whole elements, and for ops whose buffer
-// is split over the ranks, a whole element per rank.
-int64_t rounded_size(int64_t requested, CollectiveOp op, int ranks, int64_t element) {
-  const bool per_rank = op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter ||
-                        op == CollectiveOp::kAllToAll;
-  const int64_t unit = per_rank ? element * ranks : element;
-  return requested / unit * unit;
+// nccl-tests' element counts for a requested size (tools/calibrate/collective_sizes.h, after the
+// *GetCollByteCount functions of nccl-tests src/*.cu). reduce counts like all_reduce: the whole
+// buffer on every rank.
+calibrate::CollectiveCounts counts_of(int64_t requested, CollectiveOp op, int ranks, int64_t element) {
+  calibrate::Collective collective = calibrate::Collective::kAllReduce;
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+    case CollectiveOp::kReduce:
+      collective = calibrate::Collective::kAllReduce;
+      break;
+    case CollectiveOp::kAllGather:
+      collective = calibrate::Collective::kAllGather;
+      break;
+    case CollectiveOp::kReduceScatter:
+      collective = calibrate::Collective::kReduceScatter;
+      break;
+    case CollectiveOp::kBroadcast:
+      collective = calibrate::Collective::kBroadcast;
+      break;
+    case CollectiveOp::kAllToAll:
+      collective = calibrate::Collective::kAllToAll;
+      break;
+    case CollectiveOp::kSendRecv:
+      collective = calibrate::Collective::kSendRecv;
+      break;
+  }
+  return calibrate::collective_counts(collective, requested, element, ranks);
 }
 
 struct Row {
-  int64_t size = 0;
+  int64_t size = 0;   // total bytes, nccl-tests' `size` column
+  int64_t count = 0;  // nccl-tests' `count` column: per rank for all_gather and reduce_scatter,
+                      // per peer for all_to_all, the whole buffer otherwise
   Duration time;
   CollectiveChoice choice;
 };
@@ -72,6 +96,11 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
 std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
   const int64_t first = options.min_bytes.count();
   const int64_t last = options.max_bytes.count();
+  if (first == 0) {
+    // nccl-tests accepts -b 0 but with -f it never leaves size 0, and with -i it times a call
+    // with no data; clustersim simulates no empty collectives.
+    throw InputError("-b/--minbytes 0: the smallest size must be at least 1 B (e.g. -b 8, as nccl-tests' examples)");
+  }
   if (first > last) {
     throw InputError(fmt::format("the minimum size ({} B) is larger than the maximum size ({} B)", first, last));
   }
@@ -110,7 +139,8 @@ Row simulate(const Cluster& cluster, const CollectiveCommandOptions& options, co
   request.protocol = options.protocol;
   Time finished;
   const auto done = [&] { finished = std::max(finished, sim.now()); };
-  Row row{size, Duration::zero(), {}};
+  Row row;
+  row.size = size;
   if (options.op == CollectiveOp::kSendRecv) {
     // sendrecv_perf: every rank sends to the next one at once.
     const auto n = group.size();
@@ -182,11 +212,26 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
   }
   const int64_t element = bytes_per_element(options.dtype);
   std::vector<Row> rows;
+  std::vector<int64_t> skipped;  // requested sizes below one element per rank (per element for
+                                 // whole-buffer ops): nccl-tests would run them with count 0
   for (int64_t requested : sweep_sizes(options)) {
-    const int64_t size = rounded_size(requested, options.op, ranks, element);
-    if (size == 0) continue;
-    rows.push_back(simulate(cluster, options, group, size));
+    const calibrate::CollectiveCounts counts = counts_of(requested, options.op, ranks, element);
+    if (counts.total_bytes == 0) {
+      skipped.push_back(requested);
+      continue;
+    }
+    Row row = simulate(cluster, options, group, counts.total_bytes);
+    row.count = counts.param_count;
+    rows.push_back(row);
   }
+  // Why sizes were skipped: all_gather, reduce_scatter and all_to_all need a whole element per rank
+  // (per peer), the other ops a whole element.
+  const bool splits_buffer = options.op == CollectiveOp::kAllGather || options.op == CollectiveOp::kReduceScatter ||
+                             options.op == CollectiveOp::kAllToAll;
+  const std::string skip_reason =
+      splits_buffer ? fmt::format("below {} ranks x {} B ({} B): less than one {} element per rank", ranks, element,
+                                  ranks * element, nccl_type_name(options.dtype))
+                    : fmt::format("below one {} element ({} B)", nccl_type_name(options.dtype), element);
 
   const double factor = bus_bandwidth_factor(options.op, ranks);
   const auto algbw = [](const Row& row) {
@@ -196,13 +241,16 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
     nlohmann::json results = nlohmann::json::array();
     for (const Row& row : rows) {
       results.push_back({{"size_bytes", row.size},
+                         {"count", row.count},
                          {"time_us", row.time.to_microseconds()},
                          {"algbw_GBps", algbw(row)},
                          {"busbw_GBps", algbw(row) * factor},
                          {"algorithm", name_of(row.choice.algorithm)},
                          {"protocol", name_of(row.choice.protocol)}});
     }
-    out << nlohmann::json{{"results", results}}.dump(2) << "\n";
+    nlohmann::json skipped_json = nlohmann::json::array();
+    for (int64_t size : skipped) skipped_json.push_back({{"size_bytes", size}, {"reason", skip_reason}});
+    out << nlohmann::json{{"results", results}, {"skipped", skipped_json}}.dump(2) << "\n";
     return 0;
   }
   out << fmt::format("# clustersim collective: {} on {} x {} ({} GPUs), {} fabric, {} fidelity\n", name_of(options.op),
@@ -211,13 +259,16 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
                      : options.fabric == FabricType::kFatTree     ? "fat-tree"
                                                                   : "switch",
                      options.fidelity == Fidelity::kFlow ? "flow" : "analytical");
+  if (!skipped.empty()) {
+    out << fmt::format("# skipped {} B: {}\n", fmt::join(skipped, ", "), skip_reason);
+  }
   out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>12}  {:>8}\n", "size", "count",
                      "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol");
   out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}\n", "(B)", "(elements)", "", "", "",
                      "(us)", "(GB/s)", "(GB/s)");
   for (const Row& row : rows) {
     out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:>12}  {:>8}\n", row.size,
-                       row.size / element, nccl_type_name(options.dtype), reduces(options.op) ? "sum" : "none",
+                       row.count, nccl_type_name(options.dtype), reduces(options.op) ? "sum" : "none",
                        rooted(options.op) ? 0 : -1, row.time.to_microseconds(), algbw(row), algbw(row) * factor,
                        name_of(row.choice.algorithm), name_of(row.choice.protocol));
   }

@@ -2,16 +2,21 @@
 
 // `clustersim collective`: a simulated nccl-tests. Builds a cluster of identical preset nodes,
 // runs one collective over all its GPUs for every size of an nccl-tests sweep (-b, -e, -f / -i),
-// and prints nccl-tests' columns — size (B), count (elements), type, redop, root, time (us),
+// and prints nccl-tests' columns — size (B, the total array), count (elements passed to NCCL: per
+// rank for all_gather and reduce_scatter, per peer for all_to_all, the whole buffer otherwise, as
+// nccl-tests src/common.cu prints getCollByteCount's paramcount), type, redop, root, time (us),
 // algbw and busbw (GB/s, nccl-tests' bus-bandwidth factors) — plus the algorithm and protocol the
 // selector chose, so users can diff against their nccl-tests logs. Each size runs alone on an
 // idle cluster (nccl-tests times one collective at a time). With `json` the output is
-// {"results": [{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "protocol"}, ...]}.
+// {"results": [{"size_bytes", "count", "time_us", "algbw_GBps", "busbw_GBps", "algorithm",
+// "protocol"}, ...], "skipped": [{"size_bytes", "reason"}, ...]}.
 //
 // nccl-tests conventions kept: sizes are rounded down to whole elements (and, for all_gather,
 // reduce_scatter and all_to_all, to a multiple of ranks × element size, as nccl-tests'
-// getCollByteCount does); sizes that round to zero are skipped; send_recv makes every rank send
-// `size` bytes to the next rank at once (sendrecv_perf), busbw = algbw.
+// getCollByteCount does; tools/calibrate/collective_sizes.h); send_recv makes every rank send
+// `size` bytes to the next rank at once (sendrecv_perf), busbw = algbw. Unlike nccl-tests, sizes
+// that round to zero are not run (nccl-tests times an empty call): they are listed in a "# skipped"
+// comment line of the text output and in "skipped" of the JSON.
 
 #include <cstdint>
 #include <ostream>
@@ -58,8 +63,8 @@ Bytes parse_nccl_tests_size(std::string_view text);
 FabricType parse_fabric_type(std::string_view text);
 
 // Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError for bad
-// options (unknown preset, nodes < 1, gpus_per_node beyond the node, min > max, a step that does
-// not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
+// options (unknown preset, nodes < 1, gpus_per_node beyond the node, min_bytes 0, min > max, a
+// step that does not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

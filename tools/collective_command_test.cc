@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -93,6 +95,63 @@ TEST(CollectiveCommand, AllGatherSizesFollowNcclTests) {
   for (const auto& row : results) EXPECT_EQ(row.at("size_bytes").get<int64_t>() % 32, 0);
 }
 
+// The sizes below ranks × element are not run, and the output says so: a "skipped" list in JSON,
+// a comment line in the text.
+TEST(CollectiveCommand, SkippedSizesAreReported) {
+  CollectiveCommandOptions options;
+  options.node = "dgx-a100";
+  options.op = CollectiveOp::kAllGather;
+  options.min_bytes = Bytes::of(8);
+  options.max_bytes = Bytes::of(1000);
+  const int ranks = HardwareCatalog().node("dgx-a100").gpus;
+  const int64_t element = bytes_per_element(options.dtype);
+  std::vector<int64_t> expected;
+  for (int64_t size = 8; size < ranks * element; size *= 2) expected.push_back(size);
+  ASSERT_FALSE(expected.empty());
+  const auto skipped = run_json(options).at("skipped");
+  ASSERT_EQ(skipped.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(skipped.at(i).at("size_bytes").get<int64_t>(), expected[i]);
+    EXPECT_NE(skipped.at(i).at("reason").get<std::string>().find("per rank"), std::string::npos);
+  }
+  std::ostringstream text;
+  run_collective_command(options, text);
+  EXPECT_NE(text.str().find(fmt::format("# skipped {} B:", fmt::join(expected, ", "))), std::string::npos)
+      << text.str();
+  // all_reduce at the same sizes skips nothing.
+  options.op = CollectiveOp::kAllReduce;
+  EXPECT_TRUE(run_json(options).at("skipped").empty());
+}
+
+// nccl-tests' count column is the count passed to NCCL (src/common.cu prints paramcount of
+// *GetCollByteCount): per rank for all_gather and reduce_scatter (src/all_gather.cu:
+// paramcount = count/nranks), per peer for all_to_all, the whole buffer otherwise; size stays the
+// total bytes.
+TEST(CollectiveCommand, CountColumnFollowsNcclTests) {
+  const int ranks = HardwareCatalog().node("dgx-a100").gpus;
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                          CollectiveOp::kAllToAll, CollectiveOp::kBroadcast, CollectiveOp::kReduce}) {
+    CollectiveCommandOptions options;
+    options.node = "dgx-a100";
+    options.op = op;
+    options.dtype = DataType::kBf16;
+    options.min_bytes = options.max_bytes = Bytes::mebibytes(1);
+    const int64_t element = bytes_per_element(options.dtype);
+    const bool per_rank =
+        op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllToAll;
+    const int64_t size = options.max_bytes.count();
+    const auto row = run_json(options).at("results").at(0);
+    EXPECT_EQ(row.at("size_bytes").get<int64_t>(), size) << name_of(op);
+    EXPECT_EQ(row.at("count").get<int64_t>(), per_rank ? size / element / ranks : size / element) << name_of(op);
+    // The text line: size, then count.
+    std::ostringstream text;
+    run_collective_command(options, text);
+    EXPECT_NE(text.str().find(fmt::format("{:>12}  {:>12}  ", size, row.at("count").get<int64_t>())),
+              std::string::npos)
+        << text.str();
+  }
+}
+
 // send_recv: every rank sends to the next at once; busbw = algbw.
 TEST(CollectiveCommand, SendRecvRunsEveryRankAtOnce) {
   CollectiveCommandOptions options;
@@ -124,6 +183,14 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   options.min_bytes = Bytes::of(1024);
   options.max_bytes = Bytes::of(8);
   EXPECT_THROW(run_collective_command(options, out), InputError);
+  options = {};
+  options.min_bytes = Bytes::zero();  // -b 0
+  try {
+    run_collective_command(options, out);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("-b"), std::string::npos) << error.what();
+  }
   options = {};
   options.op = CollectiveOp::kAllGather;
   options.algorithm = CollectiveAlgorithm::kTree;

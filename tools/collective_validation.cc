@@ -1,6 +1,7 @@
 #include "tools/collective_validation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -18,14 +19,37 @@ namespace {
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
-double number_or_zero(const std::string& text) {
-  if (text.empty()) return 0;
-  try {
-    return std::stod(text);
-  } catch (const std::exception&) {
-    throw InputError(fmt::format("collectives.csv: \"{}\" is not a number", text));
+// A field of `record` in column `column` of `table`, for messages that name file, line and column.
+struct FieldReader {
+  const CsvTable& table;
+  std::map<std::string, size_t> index;
+
+  const std::string& text(const CsvRecord& record, const std::string& column) const {
+    return record.fields[index.at(column)];
   }
-}
+  [[noreturn]] void bad(const CsvRecord& record, const std::string& column, std::string_view why) const {
+    throw InputError(fmt::format("{}:{}: column {} = \"{}\": {}", table.path(), record.line, column,
+                                 text(record, column), why));
+  }
+  // The number in the field; 0 when it is empty (the source does not state it).
+  double number_or_zero(const CsvRecord& record, const std::string& column) const {
+    const std::string& t = text(record, column);
+    if (t.empty()) return 0;
+    double value = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+    if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value)) bad(record, column, "not a number");
+    return value;
+  }
+  // A count of GPUs or nodes: empty (0) when the source does not state it, else a whole number >= 1.
+  int count_or_zero(const CsvRecord& record, const std::string& column) const {
+    const double value = number_or_zero(record, column);
+    if (text(record, column).empty()) return 0;
+    if (value != std::floor(value) || value < 1 || value > 1e9) {
+      bad(record, column, "expected a whole number >= 1 (empty when the source does not give it)");
+    }
+    return static_cast<int>(value);
+  }
+};
 
 struct Setup {
   std::string node;  // preset
@@ -41,12 +65,46 @@ struct Setup {
 // The nccl-tests size used for rows that give only a large-message plateau.
 constexpr int64_t kPlateauSize = int64_t{8} << 30;
 
+// The collectives the CSV may name: simulated ones (nccl-tests' names; "all_to_all" as the CLI
+// spells it) and the descriptive names of published rows that are listed without simulation
+// (DeepEP's MoE kernels, SC21's per-stage figures).
+struct KnownCollective {
+  std::string_view name;
+  std::optional<CollectiveOp> op;  // empty: listed, not simulated
+};
+constexpr KnownCollective kKnownCollectives[] = {
+    {"all_reduce", CollectiveOp::kAllReduce},
+    {"all_gather", CollectiveOp::kAllGather},
+    {"reduce_scatter", CollectiveOp::kReduceScatter},
+    {"alltoall", CollectiveOp::kAllToAll},
+    {"all_to_all", CollectiveOp::kAllToAll},
+    {"MoE dispatch (FP8) all-to-all", std::nullopt},
+    {"MoE combine (BF16) all-to-all", std::nullopt},
+    {"pipeline p2p (send/recv between stages)", std::nullopt},
+    {"all_reduce (data-parallel)", std::nullopt},
+};
+
+std::string known_collective_names() {
+  std::string simulated, listed;
+  for (const KnownCollective& known : kKnownCollectives) {
+    std::string& list = known.op ? simulated : listed;
+    list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", known.name);
+  }
+  return fmt::format("{} (simulated), or {} (listed, not simulated)", simulated, listed);
+}
+
 std::optional<CollectiveOp> op_of(const std::string& collective) {
-  if (collective == "all_reduce") return CollectiveOp::kAllReduce;
-  if (collective == "all_gather") return CollectiveOp::kAllGather;
-  if (collective == "reduce_scatter") return CollectiveOp::kReduceScatter;
-  if (collective == "alltoall") return CollectiveOp::kAllToAll;
+  for (const KnownCollective& known : kKnownCollectives) {
+    if (known.name == collective) return known.op;
+  }
   return std::nullopt;
+}
+
+bool is_known_collective(const std::string& collective) {
+  for (const KnownCollective& known : kKnownCollectives) {
+    if (known.name == collective) return true;
+  }
+  return false;
 }
 
 // The setup a row describes (SOURCES.md), or the reason it is not simulated.
@@ -191,26 +249,38 @@ std::string size_text(int64_t bytes) {
 
 CollectiveValidation validate_collectives(const std::string& csv_path, const std::string& data_dir) {
   const CsvTable table = CsvTable::read(csv_path, "collectives measurements");
-  std::map<std::string, size_t> column;
-  for (const char* key : {"source", "system", "gpus", "collective", "algorithm", "size_bytes", "time_us", "busbw_GBps",
-                          "bw_definition"}) {
-    column[key] = table.column(key);
+  FieldReader reader{table, {}};
+  for (const char* key : {"source", "system", "gpus", "nodes", "collective", "algorithm", "size_bytes", "time_us",
+                          "busbw_GBps", "bw_definition"}) {
+    reader.index[key] = table.column(key);
+  }
+  if (table.records().empty()) {
+    throw InputError(fmt::format("{}: no data rows, only the header; give at least one measurement", csv_path));
   }
   const HardwareCatalog catalog(data_dir);
   CollectiveValidation validation;
+  validation.csv_path = csv_path;
   std::vector<double> large_errors, all_errors;
   for (const CsvRecord& record : table.records()) {
-    const auto field = [&](const char* key) { return record.fields[column.at(key)]; };
+    const auto field = [&](const char* key) { return reader.text(record, key); };
     CollectiveValidationRow row;
     row.source = field("source");
     row.system = field("system");
     row.collective = field("collective");
+    if (!is_known_collective(row.collective)) {
+      reader.bad(record, "collective", "unknown collective; valid: " + known_collective_names());
+    }
     row.algorithm = field("algorithm");
-    row.gpus = static_cast<int>(number_or_zero(field("gpus")));
-    row.size_bytes = static_cast<int64_t>(number_or_zero(field("size_bytes")));
-    const double time_us = number_or_zero(field("time_us"));
+    row.gpus = reader.count_or_zero(record, "gpus");
+    reader.count_or_zero(record, "nodes");  // checked; the setup comes from the system (SOURCES.md)
+    const double size_bytes = reader.number_or_zero(record, "size_bytes");
+    if (size_bytes < 0 || size_bytes != std::floor(size_bytes)) {
+      reader.bad(record, "size_bytes", "expected a whole number of bytes >= 0 (empty when the source does not give it)");
+    }
+    row.size_bytes = static_cast<int64_t>(size_bytes);
+    const double time_us = reader.number_or_zero(record, "time_us");
     row.measured_is_time = time_us > 0;
-    row.measured = row.measured_is_time ? time_us : number_or_zero(field("busbw_GBps"));
+    row.measured = row.measured_is_time ? time_us : reader.number_or_zero(record, "busbw_GBps");
     std::string reason;
     const auto setup = setup_for(row, field("bw_definition"), &reason);
     if (!setup || row.measured <= 0) {
@@ -241,13 +311,19 @@ CollectiveValidation validate_collectives(const std::string& csv_path, const std
   return validation;
 }
 
-void write_collective_validation(const CollectiveValidation& validation, std::ostream& out) {
-  out << "# Collectives: simulated against published measurements\n\n"
-         "Generated by `clustersim validate --collectives docs/validation/published/collectives.csv --out\n"
-         "docs/validation/collectives.md` (tools/collective_validation.cc) from\n"
-         "`docs/validation/published/collectives.csv`; setups per `docs/validation/published/SOURCES.md`.\n"
-         "Do not edit by hand.\n\n"
-         "Each comparable row is simulated alone on an idle cluster built from the hardware presets\n"
+std::string collective_validation_command(const std::string& csv_path, const std::string& out_path) {
+  std::string command = "clustersim validate --collectives " + csv_path;
+  if (!out_path.empty()) command += " --out " + out_path;
+  return command;
+}
+
+void write_collective_validation(const CollectiveValidation& validation, const std::string& command,
+                                 std::ostream& out) {
+  out << "# Collectives: simulated against published measurements\n\n";
+  out << fmt::format("Generated by `{}` (tools/collective_validation.cc) from `{}`; setups per "
+                     "`docs/validation/published/SOURCES.md`. Do not edit by hand.\n\n",
+                     command, validation.csv_path);
+  out << "Each comparable row is simulated alone on an idle cluster built from the hardware presets\n"
          "(`scenarios/hardware/`), flow fidelity, before any calibration: datasheet bandwidths with the\n"
          "documented transport efficiencies of `collectives/link_efficiency.h` and NCCL's latency model\n"
          "(`collectives/protocol.h`). Where a row names the algorithm NCCL ran (`NCCL_NVLS_ENABLE=0`,\n"

@@ -38,6 +38,7 @@ struct CollectiveValidationRow {
 };
 
 struct CollectiveValidation {
+  std::string csv_path;  // the measurements read
   std::vector<CollectiveValidationRow> rows;
   // Median |error| over compared rows whose size is stated and ≥ 64 MiB (the requirement),
   // and over all compared rows (plateau rows without a stated size simulated at 8 GiB).
@@ -48,10 +49,18 @@ struct CollectiveValidation {
 };
 
 // Reads `csv_path` and simulates every comparable row with the presets under `data_dir`.
-// Throws InputError for an unreadable or malformed CSV.
+// Throws InputError naming file, line, column and what is valid for an unreadable CSV, a CSV
+// without data rows, a missing column, a number that does not parse, gpus or nodes that are not
+// whole numbers >= 1 (empty is allowed: not stated), a negative size, and a collective that is
+// not one of the known names (all_reduce, all_gather, reduce_scatter, alltoall/all_to_all, and the
+// descriptive names of the shipped rows that are listed without simulation).
 CollectiveValidation validate_collectives(const std::string& csv_path, const std::string& data_dir);
 
-// The report as Markdown.
-void write_collective_validation(const CollectiveValidation& validation, std::ostream& out);
+// The command line that writes the report: "clustersim validate --collectives CSV [--out OUT]".
+std::string collective_validation_command(const std::string& csv_path, const std::string& out_path);
+
+// The report as Markdown; its first lines name `command` as the one that generated it.
+void write_collective_validation(const CollectiveValidation& validation, const std::string& command,
+                                 std::ostream& out);
 
 }  // namespace clustersim

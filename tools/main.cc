@@ -1,6 +1,7 @@
 // The clustersim command line: one subcommand per job. Exit codes: 0 ok, 2 bad input (the message
-// names file, line, column and key where there is one), 1 internal error, 3 `validate
+// names file, line, column and key where there is one, or the flag), 1 internal error, 3 `validate
 // --calibration` found a target of the calibration issue missed (its report is written anyway).
+// README.md ("Exit codes") and `clustersim validate --help` list the same.
 
 #include <CLI/CLI.hpp>
 
@@ -31,13 +32,20 @@ int main(int argc, char** argv) {
   run_cmd->add_option("scenario", run.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
   run_cmd->add_option("--set", run.sets, "override a key: a.b=value (repeatable)");
   run_cmd->add_flag("--json", run.json, "print JSON instead of the summary");
-  run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)");
+  const auto non_empty_path = [](const std::string& value) {
+    return value.empty() ? std::string("empty path; give the path of the file to write") : std::string();
+  };
+  run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)")
+      ->check(non_empty_path);
   run_cmd->add_flag("--reproducible", run.reproducible, "report sim.wall_s as 0 (byte-identical output)");
   std::string layout_from;
   int layout_rank = 1;
-  run_cmd->add_option("--layout-from", layout_from, "take the layout from a `clustersim search --json` result file")
-      ->check(CLI::ExistingFile);
-  run_cmd->add_option("--rank", layout_rank, "which layout of --layout-from (1 = the best)")->capture_default_str();
+  CLI::Option* layout_from_option =
+      run_cmd->add_option("--layout-from", layout_from, "take the layout from a `clustersim search --json` result file")
+          ->check(CLI::ExistingFile);
+  run_cmd->add_option("--rank", layout_rank, "which layout of --layout-from (1 = the best)")
+      ->capture_default_str()
+      ->needs(layout_from_option);
 
   SearchCommandOptions search;
   CLI::App* search_cmd = app.add_subcommand("search", "rank the layouts of a scenario's search space");
@@ -45,9 +53,10 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   search_cmd->add_option("--set", search.sets, "override a key: a.b=value (repeatable), e.g. search.tp=[4,8]");
-  search_cmd->add_option("--top", search.top, "layouts shown (default: search.top)");
+  int search_top = 0;
+  CLI::Option* top_option = search_cmd->add_option("--top", search_top, "layouts shown, >= 1 (default: search.top)");
   search_cmd->add_option("--threads", search.threads, "worker threads per process (default: all cores)");
-  search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file");
+  search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
 
@@ -55,6 +64,7 @@ int main(int argc, char** argv) {
   CLI::App* help_cmd = app.add_subcommand("help-config", "print every key of a file kind with type, unit, default");
   help_cmd->add_option("kind", help_kind, "scenario | model | gpu | nic | node")
       ->check(CLI::IsMember({"scenario", "model", "gpu", "nic", "node"}));
+  help_cmd->footer("Each kind ends with the names of its shipped presets (scenarios/models/, scenarios/hardware/).");
 
   CollectiveCommandOptions coll;
   std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
@@ -82,14 +92,20 @@ int main(int argc, char** argv) {
 
   std::string validate_collectives_csv, validate_out;
   CLI::App* validate_cmd = app.add_subcommand("validate", "compare predictions with measurements");
-  validate_cmd->add_option("--collectives", validate_collectives_csv,
-                           "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
-      ->check(CLI::ExistingFile);
+  validate_cmd->footer(
+      "Give one of --runs, --collectives, --calibration.\n"
+      "Exit codes: 0 ok; 1 internal error; 2 bad input (the message names file, line, column or flag);\n"
+      "3 --calibration missed a target of the calibration issue (the report is written anyway).");
+  CLI::Option* collectives_option =
+      validate_cmd->add_option("--collectives", validate_collectives_csv,
+                               "nccl-tests measurements CSV (docs/validation/published/collectives.csv)")
+          ->check(CLI::ExistingFile);
   validate_cmd->add_option("--out", validate_out, "write the Markdown report here (default: standard output)");
   ValidateRunsOptions validate_runs_options;
-  validate_cmd->add_option("--runs", validate_runs_options.csv,
-                           "published training-run measurements CSV (docs/validation/published/training_runs.csv)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* runs_option =
+      validate_cmd->add_option("--runs", validate_runs_options.csv,
+                               "published training-run measurements CSV (docs/validation/published/training_runs.csv)")
+          ->check(CLI::ExistingFile);
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
   validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
@@ -105,9 +121,12 @@ int main(int argc, char** argv) {
     cmd->add_option("--nccl-algo", nccl_algos, "NCCL_ALGO a log was run with (default auto)");
     cmd->add_option("--nccl-proto", nccl_protos, "NCCL_PROTO a log was run with (default auto)");
   };
-  validate_cmd->add_option("--calibration", calibration_validation.profile,
-                           "calibration profile (name or path): GEMM and attention leave-one-out, collectives, and "
-                           "with --reference the training steps (docs/validation/calibration.md)");
+  CLI::Option* calibration_option = validate_cmd->add_option(
+      "--calibration", calibration_validation.profile,
+      "calibration profile (name or path): GEMM and attention leave-one-out, collectives, and with --reference the "
+      "training steps (docs/validation/calibration.md); exits 3 when a target is missed");
+  runs_option->excludes(collectives_option)->excludes(calibration_option);
+  collectives_option->excludes(calibration_option);
   validate_cmd->add_option("--reference", calibration_validation.reference,
                            "with --calibration: tools/reference/train_step.py results (JSON lines)")
       ->check(CLI::ExistingFile);
@@ -136,6 +155,17 @@ int main(int argc, char** argv) {
   fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
   add_nccl_log_options(fit_cmd);
 
+  // CLI11 reports an unknown subcommand as an unexpected argument; name the valid ones instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::cerr << "error: unknown command " << argv[1] << "; valid: run, search, collective, calibrate, validate, "
+                << "help-config\n";
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -159,6 +189,7 @@ int main(int argc, char** argv) {
       return run_command(run, std::cout);
     }
     if (search_cmd->parsed()) {
+      if (top_option->count() > 0) search.top = search_top;
       const auto partition = make_search_partition();
       return search_command(search, *partition, std::cout);
     }
@@ -199,7 +230,8 @@ int main(int argc, char** argv) {
                          "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
       }
       const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
-      write_collective_validation(validation, report);
+      write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
+                                  report);
       if (!validate_out.empty()) {
         std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
                   << " % over " << validation.large_rows << " rows >= 64 MiB\n";
@@ -226,6 +258,32 @@ int main(int argc, char** argv) {
       if (help_kind == "gpu") HardwareCatalog::gpu_schema().print(std::cout);
       if (help_kind == "nic") HardwareCatalog::nic_schema().print(std::cout);
       if (help_kind == "node") HardwareCatalog::node_schema().print(std::cout);
+      // The shipped presets a scenario can name: all of them for a scenario, else those of the kind.
+      const HardwareCatalog catalog;
+      const auto list = [](const std::string& title, const std::vector<std::string>& names) {
+        std::cout << "\n" << title << ":\n";
+        std::string line = " ";
+        for (const std::string& name : names) {
+          if (line.size() + name.size() + 2 > 100) {
+            std::cout << line << "\n";
+            line = " ";
+          }
+          line += " " + name;
+        }
+        std::cout << line << "\n";
+      };
+      if (help_kind == "scenario" || help_kind == "model") {
+        list("Model presets (model.preset; scenarios/models/)", model_preset_names());
+      }
+      if (help_kind == "scenario" || help_kind == "node") {
+        list("Node presets (cluster.node; scenarios/hardware/nodes/)", catalog.names("nodes"));
+      }
+      if (help_kind == "scenario" || help_kind == "gpu") {
+        list("GPU presets (a node's gpu; scenarios/hardware/gpus/)", catalog.names("gpus"));
+      }
+      if (help_kind == "scenario" || help_kind == "nic") {
+        list("NIC presets (cluster.fabric.nic; scenarios/hardware/nics/)", catalog.names("nics"));
+      }
       return 0;
     }
     return 0;

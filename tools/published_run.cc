@@ -336,6 +336,9 @@ std::optional<std::string> node_preset_for(const std::string& gpu_type) {
 std::vector<PublishedConfig> read_published_runs(const std::string& csv_path) {
   const CsvTable table = CsvTable::read(csv_path, kWhat);
   const RowReader rows(table);
+  if (table.records().empty()) {
+    throw InputError(fmt::format("{}: no data rows, only the header; give at least one measurement", csv_path));
+  }
   std::vector<PublishedConfig> configs;
   std::map<std::string, size_t> index_of;
   for (const CsvRecord& r : table.records()) {

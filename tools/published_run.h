@@ -51,7 +51,8 @@ struct PublishedConfig {
 
 // Reads the CSV and groups its rows by config_id, in order of first appearance. Throws InputError
 // naming file, line and column for an unreadable file, a missing column, a field that is not a
-// number where one is expected, or a row without config_id or metric_name.
+// number where one is expected, a row without config_id or metric_name, or a file with a header
+// and no data rows.
 std::vector<PublishedConfig> read_published_runs(const std::string& csv_path);
 
 // The publication a source text names: the text before its first " (" or " '", without a trailing

@@ -247,6 +247,14 @@ TEST(PublishedRun, BadInputNamesFileLineAndColumn) {
   }
   const std::string no_column = write("no_column.csv", "source,model\nsrc,GPT\n");
   EXPECT_THROW(read_published_runs(no_column), InputError);
+  // A header and no rows: nothing to validate.
+  const std::string no_rows = write("no_rows.csv", header);
+  try {
+    read_published_runs(no_rows);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no_rows.csv: no data rows"), std::string::npos) << e.what();
+  }
   // A configuration whose given tp·pp·dp contradicts its GPU count.
   const std::string contradiction = write("contradiction.csv", header +
                                                                    "src,GPT,,12,768,,12,,50257,1024,8,1,8,H100,2,1,8,,,,,"

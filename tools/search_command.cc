@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
@@ -23,6 +24,24 @@
 namespace clustersim {
 
 namespace {
+
+// Throws InputError naming --csv when `path` is a directory, its folder is missing or not
+// writable, or the file exists and is not writable; creates nothing.
+void check_writable_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    throw InputError(fmt::format("--csv {}: is a directory; give a file path, e.g. {}/layouts.csv", path, path));
+  }
+  const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(folder, error)) {
+    throw InputError(fmt::format("--csv {}: the folder {} does not exist", path, folder.string()));
+  }
+  const bool exists = fs::exists(path, error);
+  if (access(exists ? path.c_str() : folder.c_str(), W_OK) != 0) {
+    throw InputError(fmt::format("--csv {}: {} is not writable", path, exists ? "the file" : "its folder"));
+  }
+}
 
 std::string fidelity_name(Fidelity f) { return f == Fidelity::kFlow ? "flow" : "analytical"; }
 
@@ -389,19 +408,29 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                                  options.scenario));
   }
   if (options.threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1 (0 = all cores)", options.threads));
-  if (options.top < 0) throw InputError(fmt::format("--top {}: must be >= 1", options.top));
+  if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
   const Cluster cluster(scenario.cluster);
 
   const ScenarioProfiles profiles =
       load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
 
   SearchProblem problem = search_problem(scenario, cluster);
-  const int top = options.top > 0 ? options.top : problem.space.top;
+  const int top = options.top.value_or(problem.space.top);
   problem.space.top = top;
   problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
   problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;
 
   const bool root = partition.rank() == 0;
+  // The CSV file is checked on every process (a process that failed alone would leave the others
+  // waiting) and opened on rank 0, all before the search, so that a bad path fails at once.
+  std::ofstream csv;
+  if (!options.csv.empty()) {
+    check_writable_file(options.csv);
+    if (root) {
+      csv.open(options.csv);
+      if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));
+    }
+  }
   ProgressBar bar(root && options.progress && isatty(fileno(stderr)) != 0);
   SearchOptions search_options;
   search_options.threads = options.threads;
@@ -419,11 +448,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                            "layouts/s\n",
                            result.candidates.size(), result.evaluated, wall, partition.size(),
                            static_cast<double>(result.evaluated) / std::max(wall, 1e-9));
-  if (!options.csv.empty()) {
-    std::ofstream csv(options.csv);
-    if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));
-    write_search_csv(result, csv);
-  }
+  if (!options.csv.empty()) write_search_csv(result, csv);
   if (options.json) {
     write_search_json(scenario, result, top, out);
   } else {

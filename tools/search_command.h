@@ -12,6 +12,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "parallelism/layout_search.h"
@@ -22,7 +23,7 @@ namespace clustersim {
 struct SearchCommandOptions {
   std::string scenario;           // path of the scenario file (with a search: section)
   std::vector<std::string> sets;  // "a.b=value" overrides, e.g. search.top=5
-  int top = 0;                    // layouts shown (0: the scenario's search.top)
+  std::optional<int> top;         // layouts shown (>= 1; unset: the scenario's search.top)
   int threads = 0;                // worker threads per process (0: all cores)
   std::string csv;                // write every simulated layout here ("" = no file)
   bool json = false;              // JSON instead of the table

@@ -102,6 +102,11 @@ void RawTableWriter::finish(const Metadata& metadata) {
   finished_ = true;
 }
 
+std::string RawTable::row_location(size_t row) const {
+  if (row < row_lines.size()) return source + ":" + std::to_string(row_lines[row]);
+  return source + ": data row " + std::to_string(row + 1);
+}
+
 RawTable read_raw_table(std::istream& in, std::string_view source) {
   RawTable table;
   table.source = std::string(source);
@@ -137,6 +142,7 @@ RawTable read_raw_table(std::istream& in, std::string_view source) {
                        std::to_string(table.columns.size()) + " columns");
     }
     table.rows.push_back(std::move(cells));
+    table.row_lines.push_back(line_number);
   }
   if (in.bad()) throw InputError(table.source + ": read error");
   if (table.columns.empty()) throw InputError(table.source + ": no header line of column names");

@@ -33,7 +33,13 @@ struct RawTable {
   Metadata metadata;  // every `# key: value` line, in file order
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;  // each has columns.size() cells
+  std::vector<int> row_lines;                  // 1-based line of each row in the file (comment and
+                                               // header lines counted); empty if built in memory
   std::string source;                          // file name for messages
+
+  // "source:line" of data row `row` (0-based) for messages; "source: data row N" (1-based) when
+  // row_lines does not have it.
+  std::string row_location(size_t row) const;
 
   // The value of the first metadata line with `key`, or nullptr.
   const std::string* find_metadata(std::string_view key) const;

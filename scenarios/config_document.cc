@@ -163,8 +163,12 @@ class Walker {
   void walk_section(const YAML::Node& node, const std::string& concrete, const std::string& schema_prefix) {
     const Schema& schema = *data_.schema;
     if (!node.IsMap()) {
-      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", mark_text(data_.source, node.Mark()),
-                                   concrete.empty() ? "" : concrete + ": ", kind_of(node)));
+      std::string at = mark_text(data_.source, node.Mark());
+      for (const auto& o : overridden_) {
+        if (concrete == o || concrete.starts_with(o + ".")) at = "--set " + o;  // a --set gave the section a value
+      }
+      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", at, concrete.empty() ? "" : concrete + ": ",
+                                   kind_of(node)));
     }
     std::set<std::string> seen;
     for (const auto& kv : node) {

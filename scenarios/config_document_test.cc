@@ -108,6 +108,9 @@ TEST(ConfigDocument, OverridesReplaceValuesAndAreNamedInErrors) {
   EXPECT_THROW(parse_override("no-equals-sign"), InputError);
   const std::string unknown = error_of("link: {bandwidth: 1 GB/s}\n", {parse_override("training.bogus=1")});
   EXPECT_NE(unknown.find("unknown key \"training.bogus\""), std::string::npos) << unknown;
+  // A --set that gives a section a value is named, not the file's first line.
+  const std::string section = error_of("link: {bandwidth: 1 GB/s}\n", {parse_override("training=4")});
+  EXPECT_NE(section.find("--set training: training: expected a map of keys"), std::string::npos) << section;
 }
 
 TEST(ConfigDocument, MissingKeyWithoutDefaultIsAnError) {

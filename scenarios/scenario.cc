@@ -388,7 +388,16 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
     if (doc.has("cluster.node") || doc.has("cluster.nodes")) {
       throw doc.error_at("cluster.node_groups", "give either cluster.node/nodes or cluster.node_groups, not both");
     }
-    for (const auto& g : groups) add_nodes(g, "node", g.get_int("count"), g.get_int("gpus_per_node"));
+    for (const auto& g : groups) {
+      add_nodes(g, "node", g.get_int("count"), g.get_int("gpus_per_node"));
+      // The step simulation and the search price one GPU model (parallelism/training_simulation.h).
+      if (c.nodes.back().gpu.name != c.nodes.front().gpu.name) {
+        throw g.error_at("node", fmt::format("node \"{}\" has {} GPUs but the first group's nodes have {}; a cluster "
+                                             "is simulated with one GPU model throughout (node groups may differ in "
+                                             "NICs, GPUs used per node and count)",
+                                             c.nodes.back().name, c.nodes.back().gpu.name, c.nodes.front().gpu.name));
+      }
+    }
   } else {
     if (!doc.has("cluster.node")) {
       throw doc.error_at("cluster", "missing key \"cluster.node\" (a node preset such as dgx-h100, or a path); "

@@ -96,6 +96,13 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   r = run("run " + a100 + " --set training.global_batch=4000000000");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("at most 65536"), std::string::npos) << r.output;
+  const std::string mixed = write_temp("mixed.yaml",
+                                       "cluster:\n  node_groups:\n    - {node: dgx-h100}\n    - {node: dgx-a100}\n"
+                                       "model: {preset: llama3-8b}\ntraining: {seq_len: 4096, global_batch: 16}\n"
+                                       "parallelism: {tp: 8}\n");
+  r = run("run " + mixed);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mixed.yaml:4:8: cluster.node_groups[1].node"), std::string::npos) << r.output;
   r = run("run " + a100 + " --set cluster.node=/tmp");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is a directory"), std::string::npos) << r.output;

@@ -99,6 +99,7 @@ TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
     const Result r = run("run " + kSmall + " --json --reproducible --layout-from " + temp("results.json") +
                          " --rank " + std::to_string(rank));
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // the search was of this scenario
     const auto j = nlohmann::json::parse(r.out);
     // The same layout simulated by run at the fidelity run chooses: the same step and memory.
     EXPECT_EQ(j["step_time_s"].get<double>(), top["step_time_s"].get<double>());
@@ -113,6 +114,11 @@ TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
     ASSERT_EQ(by_set.exit_code, 0) << by_set.err;
     EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), top["step_time_s"].get<double>());
   }
+  // Results of a search of another scenario still apply, with a warning that names both.
+  const Result other = run("run " + kSmall + " --json --set name=renamed --layout-from " + temp("results.json"));
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find("warning: --layout-from holds a search of scenario"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("\"renamed\""), std::string::npos) << other.err;
   const Result missing = run("run " + kSmall + " --layout-from " + temp("results.json") + " --rank 99");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--rank 99"), std::string::npos) << missing.err;

@@ -75,6 +75,12 @@ int run_command(const RunOptions& options, std::ostream& out) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
   const Scenario scenario = load_scenario(options.scenario, overrides);
+  if (options.warnings != nullptr && !options.layout_from_scenario.empty() &&
+      options.layout_from_scenario != scenario.name) {
+    *options.warnings << fmt::format("warning: --layout-from holds a search of scenario \"{}\", not of \"{}\"; its "
+                                     "layout was ranked for that scenario's model, cluster and batch\n",
+                                     options.layout_from_scenario, scenario.name);
+  }
   const Cluster cluster(scenario.cluster);
 
   const ScenarioProfiles profiles =

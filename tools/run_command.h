@@ -18,6 +18,10 @@ struct RunOptions {
   bool json = false;              // JSON instead of the summary table
   std::string trace;              // Chrome trace output path ("" = none)
   bool reproducible = false;      // report sim.wall_s as 0 so repeated runs are byte-identical
+  // With --layout-from: the scenario name the search result records; a different name than the
+  // scenario's gets a warning on `warnings` (the layout was ranked for another model or cluster).
+  std::string layout_from_scenario;
+  std::ostream* warnings = nullptr;
 };
 
 // Loads, simulates and reports. Returns the process exit code (0). Throws InputError for bad input

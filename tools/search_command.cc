@@ -291,7 +291,7 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
   return o;
 }
 
-std::vector<std::string> overrides_from_search_json(const std::string& path, int rank) {
+std::vector<std::string> overrides_from_search_json(const std::string& path, int rank, std::string* searched_scenario) {
   std::ifstream file(path);
   if (!file) throw InputError(fmt::format("--layout-from {}: cannot open the file", path));
   nlohmann::json j;
@@ -303,6 +303,9 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   if (!j.is_object() || !j.contains("top") || !j["top"].is_array()) {
     throw InputError(fmt::format("--layout-from {}: not the output of `clustersim search --json` (no \"top\" list)",
                                  path));
+  }
+  if (searched_scenario != nullptr) {
+    *searched_scenario = j.contains("scenario") && j["scenario"].is_string() ? j["scenario"].get<std::string>() : "";
   }
   const auto& top = j["top"];
   if (rank < 1 || static_cast<size_t>(rank) > top.size()) {

@@ -55,7 +55,9 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& candidate, b
 // The overrides of the layout ranked `rank` (1-based) in a `clustersim search --json` file, for
 // `clustersim run SCENARIO --layout-from FILE --rank N`. Throws InputError naming the file when it
 // cannot be read, is not a search result, or has fewer than `rank` layouts.
-std::vector<std::string> overrides_from_search_json(const std::string& path, int rank);
+// `searched_scenario`, when given, receives the "scenario" name the result file records ("" if none).
+std::vector<std::string> overrides_from_search_json(const std::string& path, int rank,
+                                                    std::string* searched_scenario = nullptr);
 
 // The processes of this search: under an MPI launcher (mpirun sets OMPI_COMM_WORLD_SIZE or
 // PMIX_RANK) and in a build with MPI, the MPI world; otherwise one process. Defined by

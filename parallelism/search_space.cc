@@ -221,8 +221,12 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                 for (int64_t mb : micro_batches) {
                   for (Recompute recompute : recomputes) {
                     for (int zero : zeros) {
-                      for (bool sp : sps) {
-                        if (sp && tp == 1) continue;  // not a layout
+                      for (bool searched_sp : sps) {
+                        // Megatron-LM turns sequence parallelism off at tp 1 (megatron/training/arguments.py):
+                        // tp 1 runs without it, once, whatever the sp values searched.
+                        const bool has_sp_off = std::find(sps.begin(), sps.end(), false) != sps.end();
+                        if (searched_sp && tp == 1 && has_sp_off) continue;  // the sp = false variant stands for it
+                        const bool sp = searched_sp && tp > 1;
                         for (const std::string& order : orders) {
                           for (int dp : dps_for(tp, cp, pp, mb, interleaved)) {
                             LayoutCandidate c;

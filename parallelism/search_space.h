@@ -20,6 +20,8 @@
 //   vpp  every v that divides the layers of a stage;
 //   schedule 1f1b and interleaved-1f1b;
 //   cp, ep, etp, micro_batch, recompute, zero, sequence_parallel, order: the scenario's own value.
+// Sequence parallelism needs tp > 1: tp 1 candidates run without it (as Megatron-LM turns it off at
+// tp 1), once, whether or not false is among the sequence_parallel values.
 // With ep or etp lists a mixture-of-experts model's expert layers are re-partitioned per candidate;
 // combinations where ep·etp does not divide tp·cp·dp or ep the experts are rejected by the layout
 // rules (counted under layout_rule), as is tp > 1 without sequence parallelism for such a model.

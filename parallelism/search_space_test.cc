@@ -92,6 +92,19 @@ TEST(SearchSpace, ListsMultiplyAndStructuralNonLayoutsAreLeftOut) {
   EXPECT_EQ(candidates.size(), static_cast<size_t>(3 * 2 * 2 * 3 * (1 + 2)));
 }
 
+// Megatron-LM turns sequence parallelism off at tp 1; the search keeps tp 1 (without it) when only
+// sequence_parallel true is searched, instead of dropping it.
+TEST(SearchSpace, TensorParallelOneRunsWithoutSequenceParallelism) {
+  const SearchContext context{.gpus = 16, .gpus_per_node = 8, .layers = 24, .heads = 16};
+  SearchSpace space;
+  space.tp = {1, 2};
+  space.pp = {1};
+  space.sequence_parallel = {true};
+  const auto candidates = expand_search_space(space, Layout{}, training(32), context);
+  ASSERT_EQ(candidates.size(), 2U);
+  for (const auto& c : candidates) EXPECT_EQ(c.layout.sequence_parallel, c.layout.tp > 1) << c.layout.tp;
+}
+
 TEST(SearchSpace, IdleGpusTakeTheLargestDataParallelSizeForWhichTheBatchWorks) {
   SearchSpace space;
   space.tp = {8};
@@ -132,8 +145,9 @@ TEST(SearchSpace, ExactGpuCountLeavesOnlyPipelineSizesDividingIt) {
 
 TEST(SearchSpace, AnEmptySpaceIsAnInputError) {
   SearchSpace space;
-  space.tp = {1};
-  space.sequence_parallel = {true};  // needs tp > 1: nothing is a layout
+  space.pp = {2};
+  space.vpp = {2};
+  space.schedule = {PipelineSchedule::kOneFOneB};  // vpp 2 needs interleaved-1f1b: nothing is a layout
   const SearchContext context{.gpus = 8, .gpus_per_node = 8, .layers = 8, .heads = 8};
   try {
     expand_search_space(space, Layout{}, training(8), context);

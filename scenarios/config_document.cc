@@ -204,7 +204,8 @@ class Walker {
   std::string location(const std::string& concrete, const std::string& key, const YAML::Mark& mark) const {
     const std::string cpath = join_path(concrete, key);
     for (const auto& o : overridden_) {
-      if (cpath == o || cpath.starts_with(o + ".")) return "--set " + o;
+      // The --set that wrote this value, or one that created this section on its way to a key.
+      if (cpath == o || cpath.starts_with(o + ".") || o.starts_with(cpath + ".")) return "--set " + o;
     }
     return mark_text(data_.source, mark);
   }
@@ -336,7 +337,13 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg));
   }
-  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (root.IsNull()) {
+    if (overrides.empty()) {
+      throw InputError(fmt::format("{}: the file is empty (no YAML keys); `clustersim help-config` lists the keys",
+                                   source_name));
+    }
+    root = YAML::Node(YAML::NodeType::Map);  // every key comes from --set
+  }
   std::set<std::string> overridden;
   for (const auto& o : overrides) {
     if (!root.IsMap()) break;

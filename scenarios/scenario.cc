@@ -359,7 +359,11 @@ void located_by_message(const ConfigDocument& doc, const std::string& path, F&& 
       const std::string at = doc.where(key);
       throw InputError(at.substr(0, at.size() - key.size() - 2) + message);
     }
-    throw doc.error_at(path, message.rfind(path + ".", 0) == 0 ? message.substr(path.size() + 1) : message);
+    std::string rest = message;
+    for (const std::string& lead : {path + ".", path + ": "}) {
+      if (rest.rfind(lead, 0) == 0) rest = rest.substr(lead.size());
+    }
+    throw doc.error_at(path, rest);
   }
 }
 

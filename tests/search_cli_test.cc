@@ -139,7 +139,8 @@ TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   r = run("search " + scenario("llama3-8b-dgx-h100.yaml"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no search: section"), std::string::npos) << r.err;
-  r = run("search " + kSmall + " --set 'search.tp=[1]' --set 'search.sequence_parallel=[true]'");
+  // vpp 2 needs the interleaved schedule: no (vpp, schedule) pair is a layout.
+  r = run("search " + kSmall + " --set 'search.vpp=[2]' --set 'search.schedule=[1f1b]'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("search space is empty"), std::string::npos) << r.err;
 }

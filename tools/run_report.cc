@@ -25,7 +25,9 @@ std::string gb(Bytes b) { return fmt::format("{:.2f}", b.to_gb()); }
 }  // namespace
 
 std::string describe_layout(const Layout& l) {
-  std::string s = fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp);
+  // dp 0: a search candidate whose tp·cp·pp leaves no whole data-parallel size.
+  std::string s = l.dp > 0 ? fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp)
+                           : fmt::format("tp {} · pp {} · no dp fits", l.tp, l.pp);
   if (l.cp > 1) s += fmt::format(" · cp {}", l.cp);
   if (l.ep > 1) s += fmt::format(" · ep {}", l.ep);
   if (l.etp > 1) s += fmt::format(" · etp {}", l.etp);
@@ -49,6 +51,11 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  layout     {} · {} microbatches per pipeline · recompute {}\n", describe_layout(s.layout),
                      r.microbatches, name_of(s.training.recompute));
   out << "\n";
+  if (!r.fits) {
+    out << fmt::format("  WARNING: does not fit: stage {} needs {} GB of the GPU's {} GB; the times below are for a "
+                       "run that could not start (see the memory table)\n",
+                       r.peak_stage, gb(r.peak_memory), gb(r.capacity));
+  }
   out << fmt::format("  step time           {:.4f} s\n", r.step_time_s);
   out << fmt::format("  tokens/s            {:.0f}  ({:.0f} per GPU)\n", r.tokens_per_s, r.tokens_per_s / r.gpus);
   out << fmt::format("  MFU / HFU           {:.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);

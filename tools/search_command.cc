@@ -137,7 +137,8 @@ std::string describe_space(const SearchResult& result) {
   }
   return fmt::format("tp {{{}}} · pp {{{}}} · dp {{{}}} · vpp {{{}}} · micro batch {{{}}} · recompute {{{}}} · zero {{{}}} · "
                      "sp {{{}}} · schedule {{{}}} · order {{{}}}",
-                     value_list(tp), value_list(pp), value_list(dp), value_list(vpp), value_list(mb),
+                     value_list(tp), value_list(pp), dp.empty() ? std::string("none fits") : value_list(dp),
+                     value_list(vpp), value_list(mb),
                      value_list(recompute), value_list(zero), value_list(sp), value_list(schedule), value_list(order));
 }
 
@@ -179,8 +180,13 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                        "re-simulated as `clustersim run` would ({} at flow fidelity, {})\n",
                        r.ranking.size(), flow,
                        s.simulation.representative ? "one rank per stage" : "every rank");
+  } else if (r.evaluated == 0) {
+    out << "  simulation  none (every candidate was rejected before simulation)\n";
   } else {
-    out << "  simulation  analytical fidelity with one rank per stage (the scenario's setting)\n";
+    out << fmt::format("  simulation  analytical fidelity with one rank per stage ({})\n",
+                       resolve_fidelity(s.simulation, cluster.gpu_count()) == Fidelity::kAnalytical
+                           ? "the scenario's fidelity for this cluster"
+                           : "no layout was re-simulated");
   }
   out << "\n";
 
@@ -234,13 +240,20 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
     }
     out << fmt::format("{}.\n", fmt::join(why, "; "));
     if (!space.allow_idle_gpus) {
-      out << fmt::format("  hint: every layout must use all {} GPUs (tp·cp·pp·dp = {}), which only the pp values "
-                         "{{{}}} allow; search.allow_idle_gpus: true lets layouts leave GPUs idle\n",
-                         cluster.gpu_count(), cluster.gpu_count(), [&] {
-                           std::set<int> pp;
-                           for (const auto& c : r.candidates) pp.insert(c.layout.pp);
-                           return value_list(pp);
-                         }());
+      // The tp·cp·pp products searched, and those that leave a whole data-parallel size.
+      std::set<int> products, dividing;
+      for (const auto& c : r.candidates) {
+        const int product = c.layout.tp * c.layout.cp * c.layout.pp;
+        products.insert(product);
+        if (cluster.gpu_count() % product == 0) dividing.insert(product);
+      }
+      out << fmt::format("  hint: every layout must use all {} GPUs (tp·cp·pp·dp = {}); {}search.allow_idle_gpus: "
+                         "true lets layouts leave GPUs idle\n",
+                         cluster.gpu_count(), cluster.gpu_count(),
+                         dividing.empty() ? fmt::format("none of the searched tp·cp·pp products {{{}}} divides {}: "
+                                                        "search tp, cp and pp values whose product does, or ",
+                                                        value_list(products), cluster.gpu_count())
+                                          : std::string());
     }
     return;
   }

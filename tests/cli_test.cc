@@ -160,6 +160,31 @@ TEST(Cli, CollectiveMinimumSizeZeroExitsWith2) {
   EXPECT_NE(r.output.find("-b"), std::string::npos) << r.output;
 }
 
+// --nodes has the range of a scenario's cluster.nodes, and fails before building anything.
+TEST(Cli, CollectiveNodesBeyondTheScenarioLimitExitWith2) {
+  const Result r = run("collective --nodes 100000");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--nodes 100000 is out of range; valid: 1..16384"), std::string::npos) << r.output;
+}
+
+// --fabric takes cluster.fabric.type's names; the fabric flags are in the help.
+TEST(Cli, CollectiveFabricTakesTheScenarioNames) {
+  Result r = run("collective --fabric single-switch --nodes 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("single-switch fabric"), std::string::npos) << r.output;
+  r = run("collective --fabric torus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("valid: rail-optimized, fat-tree, single-switch"), std::string::npos) << r.output;
+  r = run("collective --oversubscription 0.5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--oversubscription"), std::string::npos) << r.output;
+  r = run("collective --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"rail-optimized | fat-tree | single-switch", "--oversubscription", "--leaf-ports"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+}
+
 TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   const std::string runs = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
   const std::string collectives = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";

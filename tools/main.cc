@@ -68,13 +68,21 @@ int main(int argc, char** argv) {
 
   CollectiveCommandOptions coll;
   std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
-  std::string coll_fabric = "rail", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
+  std::string coll_fabric = "rail-optimized", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
   CLI::App* coll_cmd = app.add_subcommand("collective", "simulated nccl-tests: one collective over all GPUs per size");
   coll_cmd->add_option("--node", coll.node, "node preset or node YAML path")->capture_default_str();
-  coll_cmd->add_option("--nodes", coll.nodes, "number of nodes")->capture_default_str();
-  coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node (0 = all)");
+  coll_cmd->add_option("--nodes", coll.nodes, fmt::format("number of nodes, 1..{}", kMaxClusterNodes))
+      ->capture_default_str();
+  coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node, up to the node's GPUs (0 = all)");
   coll_cmd->add_option("--nic", coll.nic, "NIC preset replacing the node's");
-  coll_cmd->add_option("--fabric", coll_fabric, "rail | fat-tree | switch")->capture_default_str();
+  coll_cmd->add_option("--fabric", coll_fabric,
+                       "rail-optimized | fat-tree | single-switch (as cluster.fabric.type; rail and switch also work)")
+      ->capture_default_str();
+  coll_cmd->add_option("--oversubscription", coll.oversubscription,
+                       fmt::format("leaf switch downlink / uplink bandwidth, 1..{}", kMaxOversubscription))
+      ->capture_default_str();
+  coll_cmd->add_option("--leaf-ports", coll.leaf_ports, "downlink ports (NICs) of one leaf switch, >= 1")
+      ->capture_default_str();
   coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
       ->capture_default_str();
   coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")

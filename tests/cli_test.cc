@@ -185,6 +185,29 @@ TEST(Cli, CollectiveFabricTakesTheScenarioNames) {
   }
 }
 
+// The data types the help lists are exactly those -d accepts: each one runs, and the error for a
+// bad one lists the same names.
+TEST(Cli, CollectiveHelpListsTheAcceptedDataTypes) {
+  const Result help = run("collective --help");
+  const std::string marker = "-d,--datatype";
+  const size_t line_start = help.output.find(marker);
+  ASSERT_NE(line_start, std::string::npos) << help.output;
+  const std::string line = help.output.substr(line_start, help.output.find('\n', line_start) - line_start);
+  const Result bad = run("collective -d int8");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  const size_t valid = bad.output.find("valid: ");
+  ASSERT_NE(valid, std::string::npos) << bad.output;
+  std::stringstream names(bad.output.substr(valid + 7, bad.output.find(')', valid) - valid - 7));
+  int listed = 0;
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    EXPECT_NE(line.find(name), std::string::npos) << name << " missing from: " << line;
+    EXPECT_EQ(run("collective -d " + name).exit_code, 0) << name;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 1 + std::count(line.begin(), line.end(), '|')) << line;
+}
+
 TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   const std::string runs = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
   const std::string collectives = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";

@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--algo", coll_algo, "auto | ring | tree | nvls | hierarchical | pairwise")
       ->capture_default_str();
   coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
-  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
+  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | tf32 | bf16 | fp16 | fp8 (tf32 moves as float)")
+      ->capture_default_str();
   coll_cmd->add_option("--fidelity", coll_fidelity, "flow | analytical")->capture_default_str();
   coll_cmd->add_flag("--json", coll.json, "print JSON");
 
@@ -206,7 +207,11 @@ int main(int argc, char** argv) {
       coll.op = parse_collective_op(coll_op);
       coll.algorithm = parse_collective_algorithm(coll_algo);
       coll.protocol = parse_protocol(coll_proto);
-      coll.dtype = parse_data_type(coll_dtype);
+      try {
+        coll.dtype = parse_data_type(coll_dtype);
+      } catch (const InputError& e) {
+        throw InputError(std::string("-d/--datatype: ") + e.what());
+      }
       coll.fabric = parse_fabric_type(coll_fabric);
       coll.min_bytes = parse_nccl_tests_size(coll_min);
       coll.max_bytes = parse_nccl_tests_size(coll_max);

@@ -216,6 +216,13 @@ TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
   r = run("validate --collectives " + collectives + " --calibration h200-2026-11-29");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // --json is for --runs only; the other kinds write Markdown.
+  r = run("validate --collectives " + collectives + " --json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
+  r = run("validate --calibration h200-2026-11-29 --json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
   // The header of the shipped file, no rows.
   const std::string header = read(runs).substr(0, read(runs).find('\n') + 1);
   const std::string empty = write_temp("empty_runs.csv", header);

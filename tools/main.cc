@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
-  validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
+  CLI::Option* validate_json_option =
+      validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs only: print JSON on standard output");
   CalibrationValidationOptions calibration_validation;
   std::vector<std::string> nccl_logs, nccl_ops, nccl_algos, nccl_protos;
   std::vector<int> nccl_ranks, nccl_nodes;
@@ -223,6 +224,11 @@ int main(int argc, char** argv) {
       return run_collective_command(coll, std::cout);
     }
     if (validate_cmd->parsed()) {
+      // --collectives and --calibration write Markdown only.
+      if (validate_json_option->count() > 0 && validate_runs_options.csv.empty()) {
+        throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
+                         "report (--out)");
+      }
       if (!calibration_validation.profile.empty()) {
         calibration_validation.out = validate_out;
         calibration_validation.nccl_logs =

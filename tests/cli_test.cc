@@ -51,6 +51,8 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("MFU"), std::string::npos);
   EXPECT_NE(r.output.find("FLOP convention"), std::string::npos);
+  // One GPU on one node, in the singular.
+  EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
 TEST(Cli, SameInputGivesByteIdenticalJsonAndTrace) {

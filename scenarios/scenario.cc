@@ -51,7 +51,6 @@ constexpr int64_t kMaxLayers = 10'000;
 constexpr int64_t kMaxHidden = 1 << 20;
 constexpr int64_t kMaxHeads = 1 << 16;
 constexpr int64_t kMaxVocab = 1 << 26;
-constexpr int64_t kMaxNodes = 16'384;
 
 void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(key(prefix + "name", ValueType::kString, "model name shown in reports"));
@@ -154,13 +153,11 @@ Schema build_scenario_schema() {
 
   s.section("cluster", "the GPUs and the networks between them");
   s.key(key("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
-  // 16,384 nodes (131,072 GPUs of 8-GPU nodes): a step of that size simulates in about 3 s on one
-  // core; beyond it building the cluster graph grows faster than linearly (100,000 nodes: ~100 s).
-  s.key(integer("cluster.nodes", "number of nodes", "1", 1, kMaxNodes));
+  s.key(integer("cluster.nodes", "number of nodes", "1", 1, kMaxClusterNodes));
   s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0));
   s.section_list("cluster.node_groups", "heterogeneous clusters: groups of identical nodes, in order");
   s.key(key("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
-  s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxNodes));
+  s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxClusterNodes));
   s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0));
   s.section("cluster.fabric", "the inter-node network");
   s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
@@ -169,8 +166,10 @@ Schema build_scenario_schema() {
   s.key(key("cluster.fabric.switch_latency", ValueType::kDuration,
             "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ 300 ns)",
             "300 ns"));
-  s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", "32", 1));
-  s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth", "1", 1, 64));
+  s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", fmt::format("{}", kDefaultLeafPorts),
+                1));
+  s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
+             fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription));
 
   s.section("model", "the transformer");
   s.key(key("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));

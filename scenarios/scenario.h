@@ -28,6 +28,19 @@
 
 namespace clustersim {
 
+// Bounds and defaults of cluster keys of scenario_schema(), shared with `clustersim collective`,
+// which builds a cluster from flags instead of a scenario file.
+//
+// cluster.nodes and cluster.node_groups[].count: at most 16,384 nodes (131,072 GPUs of 8-GPU
+// nodes), where a training step simulates in about 3 s on one core; beyond it building the cluster
+// graph grows faster than linearly (100,000 nodes: ~100 s).
+inline constexpr int kMaxClusterNodes = 16'384;
+// cluster.fabric.leaf_ports: downlink ports of one leaf switch.
+inline constexpr int kDefaultLeafPorts = 32;
+// cluster.fabric.oversubscription: fat-tree leaf downlink / uplink bandwidth, in [1, 64].
+inline constexpr double kDefaultOversubscription = 1.0;
+inline constexpr double kMaxOversubscription = 64.0;
+
 enum class FidelityChoice { kAuto, kFlow, kAnalytical };
 
 struct SimulationSettings {

@@ -51,6 +51,8 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("MFU"), std::string::npos);
   EXPECT_NE(r.output.find("FLOP convention"), std::string::npos);
+  // One GPU on one node, in the singular.
+  EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
 TEST(Cli, SameInputGivesByteIdenticalJsonAndTrace) {
@@ -160,6 +162,54 @@ TEST(Cli, CollectiveMinimumSizeZeroExitsWith2) {
   EXPECT_NE(r.output.find("-b"), std::string::npos) << r.output;
 }
 
+// --nodes has the range of a scenario's cluster.nodes, and fails before building anything.
+TEST(Cli, CollectiveNodesBeyondTheScenarioLimitExitWith2) {
+  const Result r = run("collective --nodes 100000");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--nodes 100000 is out of range; valid: 1..16384"), std::string::npos) << r.output;
+}
+
+// --fabric takes cluster.fabric.type's names; the fabric flags are in the help.
+TEST(Cli, CollectiveFabricTakesTheScenarioNames) {
+  Result r = run("collective --fabric single-switch --nodes 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("single-switch fabric"), std::string::npos) << r.output;
+  r = run("collective --fabric torus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("valid: rail-optimized, fat-tree, single-switch"), std::string::npos) << r.output;
+  r = run("collective --oversubscription 0.5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--oversubscription"), std::string::npos) << r.output;
+  r = run("collective --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"rail-optimized | fat-tree | single-switch", "--oversubscription", "--leaf-ports"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+}
+
+// The data types the help lists are exactly those -d accepts: each one runs, and the error for a
+// bad one lists the same names.
+TEST(Cli, CollectiveHelpListsTheAcceptedDataTypes) {
+  const Result help = run("collective --help");
+  const std::string marker = "-d,--datatype";
+  const size_t line_start = help.output.find(marker);
+  ASSERT_NE(line_start, std::string::npos) << help.output;
+  const std::string line = help.output.substr(line_start, help.output.find('\n', line_start) - line_start);
+  const Result bad = run("collective -d int8");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  const size_t valid = bad.output.find("valid: ");
+  ASSERT_NE(valid, std::string::npos) << bad.output;
+  std::stringstream names(bad.output.substr(valid + 7, bad.output.find(')', valid) - valid - 7));
+  int listed = 0;
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    EXPECT_NE(line.find(name), std::string::npos) << name << " missing from: " << line;
+    EXPECT_EQ(run("collective -d " + name).exit_code, 0) << name;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 1 + std::count(line.begin(), line.end(), '|')) << line;
+}
+
 TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   const std::string runs = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
   const std::string collectives = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";
@@ -168,6 +218,13 @@ TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
   r = run("validate --collectives " + collectives + " --calibration h200-2026-11-29");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // --json is for --runs only; the other kinds write Markdown.
+  r = run("validate --collectives " + collectives + " --json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
+  r = run("validate --calibration h200-2026-11-29 --json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
   // The header of the shipped file, no rows.
   const std::string header = read(runs).substr(0, read(runs).find('\n') + 1);
   const std::string empty = write_temp("empty_runs.csv", header);

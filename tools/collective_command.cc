@@ -75,7 +75,19 @@ struct Row {
 };
 
 Cluster build_cluster(const CollectiveCommandOptions& options) {
-  if (options.nodes < 1) throw InputError(fmt::format("--nodes must be at least 1 (got {})", options.nodes));
+  if (options.nodes < 1 || options.nodes > kMaxClusterNodes) {
+    throw InputError(fmt::format("--nodes {} is out of range; valid: 1..{} (as cluster.nodes of a scenario)",
+                                 options.nodes, kMaxClusterNodes));
+  }
+  if (options.leaf_ports < 1) {
+    throw InputError(fmt::format("--leaf-ports {} is out of range; valid: 1 or more downlink ports per leaf switch",
+                                 options.leaf_ports));
+  }
+  if (!(options.oversubscription >= 1.0 && options.oversubscription <= kMaxOversubscription)) {
+    throw InputError(fmt::format("--oversubscription {} is out of range; valid: 1..{} (leaf downlink / uplink "
+                                 "bandwidth, as cluster.fabric.oversubscription)",
+                                 options.oversubscription, kMaxOversubscription));
+  }
   const HardwareCatalog catalog(options.data_dir.empty() ? default_data_dir() : options.data_dir);
   NodeSpec node = catalog.node(options.node);
   if (!options.nic.empty()) node.nic = catalog.nic(options.nic);
@@ -196,10 +208,10 @@ Bytes parse_nccl_tests_size(std::string_view text) {
 }
 
 FabricType parse_fabric_type(std::string_view text) {
-  if (text == "rail") return FabricType::kRailOptimized;
+  if (text == "rail-optimized" || text == "rail") return FabricType::kRailOptimized;
   if (text == "fat-tree") return FabricType::kFatTree;
-  if (text == "switch") return FabricType::kSingleSwitch;
-  throw InputError(fmt::format("unknown fabric \"{}\"; valid: rail, fat-tree, switch", text));
+  if (text == "single-switch" || text == "switch") return FabricType::kSingleSwitch;
+  throw InputError(fmt::format("--fabric \"{}\" is unknown; valid: rail-optimized, fat-tree, single-switch", text));
 }
 
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
@@ -255,9 +267,9 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
   }
   out << fmt::format("# clustersim collective: {} on {} x {} ({} GPUs), {} fabric, {} fidelity\n", name_of(options.op),
                      options.nodes, options.node, ranks,
-                     options.fabric == FabricType::kRailOptimized ? "rail"
+                     options.fabric == FabricType::kRailOptimized ? "rail-optimized"
                      : options.fabric == FabricType::kFatTree     ? "fat-tree"
-                                                                  : "switch",
+                                                                  : "single-switch",
                      options.fidelity == Fidelity::kFlow ? "flow" : "analytical");
   if (!skipped.empty()) {
     out << fmt::format("# skipped {} B: {}\n", fmt::join(skipped, ", "), skip_reason);

@@ -27,6 +27,7 @@
 #include "collectives/collective_runner.h"
 #include "core/data_type.h"
 #include "core/units.h"
+#include "scenarios/scenario.h"
 #include "topology/specs.h"
 
 namespace clustersim {
@@ -34,14 +35,16 @@ namespace clustersim {
 struct CollectiveCommandOptions {
   std::string node = "dgx-h100";  // node preset (scenarios/hardware/nodes) or a YAML path
   std::string nic;                // NIC preset replacing the node's; empty: the node's own
-  int nodes = 1;                  // nodes in the cluster (all identical)
+  int nodes = 1;                  // nodes in the cluster (all identical), 1..kMaxClusterNodes
   int gpus_per_node = 0;          // GPUs used per node; 0: all of the node's GPUs
-  FabricType fabric = FabricType::kRailOptimized;
+  FabricType fabric = FabricType::kRailOptimized;  // cluster.fabric.type's default
   // Fabric switch latency per traversal. Default: an estimate for InfiniBand NDR switches, whose
   // published port-to-port figures range from about 150 to 330 ns; calibrate.
   Duration switch_latency = Duration::nanoseconds(300);
-  int leaf_ports = 64;            // NVIDIA Quantum-2 QM9700: 64 NDR ports
-  double oversubscription = 1.0;  // fat-tree only
+  // Downlink ports of one leaf switch (NICs it holds), >= 1; the default of cluster.fabric.leaf_ports.
+  int leaf_ports = kDefaultLeafPorts;
+  // Fat-tree leaf downlink / uplink bandwidth, 1..kMaxOversubscription; cluster.fabric.oversubscription.
+  double oversubscription = kDefaultOversubscription;
   CollectiveOp op = CollectiveOp::kAllReduce;
   Bytes min_bytes = Bytes::of(8);  // nccl-tests -b
   Bytes max_bytes = Bytes::of(8);  // nccl-tests -e
@@ -59,12 +62,15 @@ struct CollectiveCommandOptions {
 // (nccl-tests parsesize: "-e 8G" is 8 GiB). Throws InputError naming the text.
 Bytes parse_nccl_tests_size(std::string_view text);
 
-// "rail", "fat-tree" or "switch". Throws InputError naming the text and the valid names.
+// The names of cluster.fabric.type: "rail-optimized", "fat-tree" or "single-switch"; "rail" and
+// "switch" are accepted as older aliases. Throws InputError naming the text and the valid names.
 FabricType parse_fabric_type(std::string_view text);
 
-// Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError for bad
-// options (unknown preset, nodes < 1, gpus_per_node beyond the node, min_bytes 0, min > max, a
-// step that does not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
+// Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError naming the
+// flag and the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes,
+// gpus_per_node beyond the node, leaf_ports < 1, oversubscription outside 1..kMaxOversubscription,
+// min_bytes 0, min > max, a step that does not grow) and for an algorithm or protocol the op
+// cannot use; the CLI maps it to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

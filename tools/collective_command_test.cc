@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -29,8 +30,67 @@ TEST(CollectiveCommand, NcclTestsSizes) {
   for (const char* bad : {"", "8X", "G", "-8", "8 G", "1.5G"}) {
     EXPECT_THROW(parse_nccl_tests_size(bad), InputError) << bad;
   }
+}
+
+// The names of cluster.fabric.type, and the older aliases.
+TEST(CollectiveCommand, FabricNamesAreTheScenarioNames) {
+  EXPECT_EQ(parse_fabric_type("rail-optimized"), FabricType::kRailOptimized);
   EXPECT_EQ(parse_fabric_type("fat-tree"), FabricType::kFatTree);
-  EXPECT_THROW(parse_fabric_type("torus"), InputError);
+  EXPECT_EQ(parse_fabric_type("single-switch"), FabricType::kSingleSwitch);
+  EXPECT_EQ(parse_fabric_type("rail"), FabricType::kRailOptimized);
+  EXPECT_EQ(parse_fabric_type("switch"), FabricType::kSingleSwitch);
+  try {
+    parse_fabric_type("torus");
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("--fabric"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("rail-optimized, fat-tree, single-switch"), std::string::npos)
+        << error.what();
+  }
+}
+
+// The fabric defaults are those of the scenario schema's cluster.fabric keys.
+TEST(CollectiveCommand, FabricDefaultsAreTheScenarioDefaults) {
+  const CollectiveCommandOptions options;
+  const Schema& schema = scenario_schema();
+  EXPECT_EQ(std::to_string(options.leaf_ports), schema.find("cluster.fabric.leaf_ports")->default_text);
+  EXPECT_EQ(fmt::format("{}", options.oversubscription), schema.find("cluster.fabric.oversubscription")->default_text);
+  EXPECT_EQ(options.fabric, FabricType::kRailOptimized);
+  EXPECT_EQ(schema.find("cluster.fabric.type")->default_text, "rail-optimized");
+}
+
+// An oversubscribed fat-tree: 8 dgx-h100 nodes (8 NICs each), 16 ports per leaf, so 2 nodes per leaf.
+// The all_reduce ring leaves each leaf once per channel; group_layout_builder.h leaves it
+// min(1, g / r) of a NIC, g = 2 nodes per leaf: 1/2 at r = 4, 1 at r = 1. At 1 GiB the bandwidth
+// term dominates, so the busbw nearly halves (the latency term is unchanged).
+TEST(CollectiveCommand, OversubscribedFatTreeLowersBusBandwidth) {
+  const int nodes = 8;
+  const int leaf_ports = 16;
+  const int nics_per_node = HardwareCatalog(default_data_dir()).node("dgx-h100").nics;
+  const int nodes_per_leaf = leaf_ports / nics_per_node;
+  ASSERT_EQ(nodes_per_leaf, 2);
+  const double oversubscription = 4.0;
+  const double share = std::min(1.0, nodes_per_leaf / oversubscription);
+  auto busbw = [&](double r, Fidelity fidelity, Bytes size) {
+    CollectiveCommandOptions options;
+    options.node = "dgx-h100";
+    options.nodes = nodes;
+    options.fabric = FabricType::kFatTree;
+    options.leaf_ports = leaf_ports;
+    options.oversubscription = r;
+    options.algorithm = CollectiveAlgorithm::kRing;
+    options.protocol = Protocol::kSimple;
+    options.fidelity = fidelity;
+    options.min_bytes = options.max_bytes = size;
+    return run_json(options).at("results").at(0).at("busbw_GBps").get<double>();
+  };
+  const double full = busbw(1.0, Fidelity::kAnalytical, Bytes::gibibytes(1));
+  const double oversubscribed = busbw(oversubscription, Fidelity::kAnalytical, Bytes::gibibytes(1));
+  EXPECT_GE(oversubscribed, share * full);
+  EXPECT_LT(oversubscribed, share * full / 0.9);  // the latency term: under 10 % of the time at 1 GiB
+  // The flow fidelity prices each uplink with static ECMP: slower too.
+  EXPECT_LT(busbw(oversubscription, Fidelity::kFlow, Bytes::mebibytes(64)),
+            busbw(1.0, Fidelity::kFlow, Bytes::mebibytes(64)));
 }
 
 // -b 8 -e 8G -f 2 gives 31 sizes; each line's busbw is algbw × 2(n−1)/n.
@@ -179,6 +239,29 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   options = {};
   options.nodes = 0;
   EXPECT_THROW(run_collective_command(options, out), InputError);
+  // The flags' ranges: those of cluster.nodes, cluster.fabric.leaf_ports and .oversubscription.
+  const auto expect_named = [&](const CollectiveCommandOptions& bad, const std::string& flag,
+                                const std::string& range) {
+    try {
+      run_collective_command(bad, out);
+      ADD_FAILURE() << "expected InputError for " << flag;
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find(range), std::string::npos) << error.what();
+    }
+  };
+  options = {};
+  options.nodes = kMaxClusterNodes + 1;
+  expect_named(options, "--nodes", fmt::format("1..{}", kMaxClusterNodes));
+  options = {};
+  options.leaf_ports = 0;
+  expect_named(options, "--leaf-ports", "1 or more");
+  options = {};
+  options.oversubscription = 0.5;
+  expect_named(options, "--oversubscription", fmt::format("1..{}", kMaxOversubscription));
+  options = {};
+  options.gpus_per_node = 9;
+  expect_named(options, "--gpus-per-node", "1..8");
   options = {};
   options.min_bytes = Bytes::of(1024);
   options.max_bytes = Bytes::of(8);

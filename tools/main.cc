@@ -68,13 +68,21 @@ int main(int argc, char** argv) {
 
   CollectiveCommandOptions coll;
   std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
-  std::string coll_fabric = "rail", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
+  std::string coll_fabric = "rail-optimized", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
   CLI::App* coll_cmd = app.add_subcommand("collective", "simulated nccl-tests: one collective over all GPUs per size");
   coll_cmd->add_option("--node", coll.node, "node preset or node YAML path")->capture_default_str();
-  coll_cmd->add_option("--nodes", coll.nodes, "number of nodes")->capture_default_str();
-  coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node (0 = all)");
+  coll_cmd->add_option("--nodes", coll.nodes, fmt::format("number of nodes, 1..{}", kMaxClusterNodes))
+      ->capture_default_str();
+  coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node, up to the node's GPUs (0 = all)");
   coll_cmd->add_option("--nic", coll.nic, "NIC preset replacing the node's");
-  coll_cmd->add_option("--fabric", coll_fabric, "rail | fat-tree | switch")->capture_default_str();
+  coll_cmd->add_option("--fabric", coll_fabric,
+                       "rail-optimized | fat-tree | single-switch (as cluster.fabric.type; rail and switch also work)")
+      ->capture_default_str();
+  coll_cmd->add_option("--oversubscription", coll.oversubscription,
+                       fmt::format("leaf switch downlink / uplink bandwidth, 1..{}", kMaxOversubscription))
+      ->capture_default_str();
+  coll_cmd->add_option("--leaf-ports", coll.leaf_ports, "downlink ports (NICs) of one leaf switch, >= 1")
+      ->capture_default_str();
   coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
       ->capture_default_str();
   coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
@@ -86,7 +94,8 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--algo", coll_algo, "auto | ring | tree | nvls | hierarchical | pairwise")
       ->capture_default_str();
   coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
-  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
+  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | tf32 | bf16 | fp16 | fp8 (tf32 moves as float)")
+      ->capture_default_str();
   coll_cmd->add_option("--fidelity", coll_fidelity, "flow | analytical")->capture_default_str();
   coll_cmd->add_flag("--json", coll.json, "print JSON");
 
@@ -108,7 +117,8 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
-  validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs: print JSON on standard output");
+  CLI::Option* validate_json_option =
+      validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs only: print JSON on standard output");
   CalibrationValidationOptions calibration_validation;
   std::vector<std::string> nccl_logs, nccl_ops, nccl_algos, nccl_protos;
   std::vector<int> nccl_ranks, nccl_nodes;
@@ -198,7 +208,11 @@ int main(int argc, char** argv) {
       coll.op = parse_collective_op(coll_op);
       coll.algorithm = parse_collective_algorithm(coll_algo);
       coll.protocol = parse_protocol(coll_proto);
-      coll.dtype = parse_data_type(coll_dtype);
+      try {
+        coll.dtype = parse_data_type(coll_dtype);
+      } catch (const InputError& e) {
+        throw InputError(std::string("-d/--datatype: ") + e.what());
+      }
       coll.fabric = parse_fabric_type(coll_fabric);
       coll.min_bytes = parse_nccl_tests_size(coll_min);
       coll.max_bytes = parse_nccl_tests_size(coll_max);
@@ -210,6 +224,11 @@ int main(int argc, char** argv) {
       return run_collective_command(coll, std::cout);
     }
     if (validate_cmd->parsed()) {
+      // --collectives and --calibration write Markdown only.
+      if (validate_json_option->count() > 0 && validate_runs_options.csv.empty()) {
+        throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
+                         "report (--out)");
+      }
       if (!calibration_validation.profile.empty()) {
         calibration_validation.out = validate_out;
         calibration_validation.nccl_logs =

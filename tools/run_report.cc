@@ -43,8 +43,10 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   const Scenario& s = *c.scenario;
   const GpuSpec& gpu = c.cluster->node_spec(0).gpu;
   out << fmt::format("{}\n", s.name);
-  out << fmt::format("  cluster    {} GPUs ({} nodes of {}), {}\n", c.cluster->gpu_count(), c.cluster->node_count(),
-                     s.cluster.nodes.front().name, gpu.name);
+  const int gpus = c.cluster->gpu_count();
+  const int nodes = c.cluster->node_count();
+  out << fmt::format("  cluster    {} {} ({} {} of {}), {}\n", gpus, gpus == 1 ? "GPU" : "GPUs", nodes,
+                     nodes == 1 ? "node" : "nodes", s.cluster.nodes.front().name, gpu.name);
   out << fmt::format("  model      {} · {} layers · h {} · seq {} · global batch {} · micro batch {}\n", s.model.name,
                      s.model.layers, s.model.hidden, s.training.seq_len, s.training.global_batch,
                      s.training.micro_batch);

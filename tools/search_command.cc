@@ -158,8 +158,10 @@ std::vector<std::string> overrides_for(const Scenario& scenario, const LayoutCan
 void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top, std::ostream& out) {
   const SearchSpace& space = *s.search;
   out << fmt::format("{}\n", s.name);
-  out << fmt::format("  cluster     {} GPUs ({} nodes of {}), {}\n", cluster.gpu_count(), cluster.node_count(),
-                     s.cluster.nodes.front().name, cluster.node_spec(0).gpu.name);
+  const int gpus = cluster.gpu_count();
+  const int nodes = cluster.node_count();
+  out << fmt::format("  cluster     {} {} ({} {} of {}), {}\n", gpus, gpus == 1 ? "GPU" : "GPUs", nodes,
+                     nodes == 1 ? "node" : "nodes", s.cluster.nodes.front().name, cluster.node_spec(0).gpu.name);
   out << fmt::format("  model       {} · {} layers · h {} · {} heads · seq {} · global batch {}{}\n", s.model.name,
                      s.model.layers, s.model.hidden, s.model.heads, s.training.seq_len, s.training.global_batch,
                      space.global_batch == GlobalBatchRule::kMaximum ? " at most" : "");

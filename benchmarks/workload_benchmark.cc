@@ -3,6 +3,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "workloads/test_models.h"
 #include "workloads/transformer.h"
 
 namespace clustersim {
@@ -11,18 +12,7 @@ namespace {
 // Llama-3-70B (80 layers, h 8192, 64 heads, 8 KV heads, ffn 28672, vocabulary 128256), sequence
 // 8192, tp 8 with sequence parallelism: all op lists of one rank.
 void BM_BuildTransformer(benchmark::State& state) {
-  ModelSpec m;
-  m.name = "llama3-70b";
-  m.layers = 80;
-  m.hidden = 8192;
-  m.ffn_hidden = 28672;
-  m.heads = 64;
-  m.kv_heads = 8;
-  m.vocab = 128256;
-  m.mlp = MlpKind::kSwiglu;
-  m.norm = NormKind::kRmsNorm;
-  m.position_embedding = PositionEmbedding::kRope;
-  m.linear_bias = false;
+  const ModelSpec m = testing::llama3_70b();
   TrainingSpec t;
   t.seq_len = 8192;
   t.global_batch = 64;

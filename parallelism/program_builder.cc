@@ -15,15 +15,6 @@ namespace clustersim {
 
 namespace {
 
-WorkKind work_of(Pass pass) {
-  switch (pass) {
-    case Pass::kForward: return WorkKind::kForward;
-    case Pass::kBackward: return WorkKind::kBackward;
-    case Pass::kRecompute: return WorkKind::kRecompute;
-  }
-  return WorkKind::kForward;
-}
-
 void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind work, Duration duration, double flops,
                   bool merge) {
   if (merge && !out.empty() && out.back().kind == ProgramOp::Kind::kCompute && out.back().work == work) {

@@ -17,11 +17,22 @@
 #include "collectives/collective.h"
 #include "core/units.h"
 #include "parallelism/rank_grid.h"
+#include "workloads/op.h"
 
 namespace clustersim {
 
 // What a compute op counts as in the time breakdown and in HFU.
 enum class WorkKind { kForward, kBackward, kRecompute, kOptimizer };
+
+// The work kind of an op of the given pass (the optimizer step has no pass of its own).
+constexpr WorkKind work_of(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return WorkKind::kForward;
+    case Pass::kBackward: return WorkKind::kBackward;
+    case Pass::kRecompute: return WorkKind::kRecompute;
+  }
+  return WorkKind::kForward;
+}
 
 struct ProgramOp {
   enum class Kind {

@@ -13,15 +13,6 @@ namespace clustersim {
 
 namespace {
 
-WorkKind work_of(Pass pass) {
-  switch (pass) {
-    case Pass::kForward: return WorkKind::kForward;
-    case Pass::kBackward: return WorkKind::kBackward;
-    case Pass::kRecompute: return WorkKind::kRecompute;
-  }
-  return WorkKind::kForward;
-}
-
 // The layer name of a GEMM op ("qkv" of "qkv.dgrad") and its suffix ("dgrad", or empty).
 std::string_view layer_of(std::string_view name) { return name.substr(0, name.find('.')); }
 std::string_view suffix_of(std::string_view name) {

@@ -11,6 +11,7 @@
 #include "parallelism/layout_search.h"
 #include "scenarios/scenario.h"
 #include "tools/published_run.h"
+#include "tests/search_scenario_files.h"
 #include "tools/search_sc21_report.h"
 
 namespace clustersim {
@@ -18,14 +19,7 @@ namespace {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
-std::vector<std::string> search_scenarios() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(kSource + "/scenarios/search")) {
-    if (e.path().extension() == ".yaml") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testing::search_scenarios;
 
 TEST(SearchScenarios, EveryShippedSearchScenarioLoadsAndExpands) {
   const auto paths = search_scenarios();

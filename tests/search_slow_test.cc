@@ -12,6 +12,7 @@
 
 #include "parallelism/layout_search.h"
 #include "scenarios/scenario.h"
+#include "tests/search_scenario_files.h"
 #include "tools/search_sc21_report.h"
 
 namespace clustersim {
@@ -19,14 +20,7 @@ namespace {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
-std::vector<std::string> search_scenarios() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(kSource + "/scenarios/search")) {
-    if (e.path().extension() == ".yaml") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testing::search_scenarios;
 
 // Every shipped search runs to the end with the scenario's own settings.
 TEST(SearchScenariosSlow, EveryShippedSearchRuns) {

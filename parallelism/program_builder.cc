@@ -442,18 +442,27 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const ParameterCounts& params = transformer.parameters();
   if (training.framework == Framework::kPytorchEager) {
-    // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h).
-    if (p != 1 || layout.dp != 1 || layout.zero_stage != 0 || m != 1) {
-      throw InputError(fmt::format("training.framework pytorch-eager models one GPU running one micro-batch per step "
-                                   "(pp 1, dp 1, zero 0, global_batch = micro_batch; got pp {}, dp {}, zero {}, {} "
-                                   "micro-batches); use training.framework: megatron for parallel layouts",
-                                   p, layout.dp, layout.zero_stage, m));
+    // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h);
+    // with dp > 1, torch.nn.parallel.DistributedDataParallel around it.
+    if (p != 1 || layout.tp != 1 || layout.cp != 1 || layout.zero_stage != 0 || m != 1) {
+      throw InputError(fmt::format("training.framework pytorch-eager models PyTorch steps of one micro-batch per GPU, "
+                                   "alone or under DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, global_batch = "
+                                   "micro_batch · dp; got tp {}, pp {}, cp {}, zero {}, {} micro-batches); use "
+                                   "training.framework: megatron for other layouts",
+                                   layout.tp, p, layout.cp, layout.zero_stage, m));
     }
     StageMemory mem;
     mem.layers = layers;
     mem.parameters = params.total();
     mem.inflight_microbatches = 1;
     mem.memory = pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters).peak;
+    if (layout.dp > 1) {
+      // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
+      // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the
+      // whole step (torch/nn/parallel/distributed.py). Measured on two H200s: +4.91 GiB for
+      // gpt-1.3b's 1.32 B fp32 gradients (tools/calibrate/data/h200x2-2026-11-29/reference-x2.jsonl).
+      mem.memory.comm_buffers = Bytes::of(checked_mul(mem.parameters, training.precision.grad_bytes(), "DDP bucket bytes"));
+    }
     return {mem};
   }
   const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "core/error.h"
 #include "parallelism/program_builder.h"
 #include "parallelism/test_clusters.h"
 #include "parallelism/training_simulation.h"
@@ -92,6 +95,52 @@ TEST(StageMemory, IsTheMemoryTheProgramBuilderReports) {
       EXPECT_EQ(alone[s].inflight_microbatches, programs.memory[s].inflight_microbatches);
     }
   }
+}
+
+}  // namespace
+}  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+// training.framework pytorch-eager: one micro-batch per GPU, alone or under DistributedDataParallel.
+// With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient); tensor,
+// pipeline and context parallelism, ZeRO and several micro-batches per step are refused.
+TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused) {
+  TrainingSpec t = testing::training(1024, 2, Recompute::kNone, AttentionKernel::kFlash);
+  t.framework = Framework::kPytorchEager;
+  t.precision = PrecisionPolicy::pure_fp32();
+  t.hidden_dropout = 0;
+  t.attention_dropout = 0;
+  t.global_batch = 2;
+  const Transformer transformer(small_gpt(), t, ShardSpec{1, false, 1});
+  Layout one{.dp = 1};
+  const std::vector<StageMemory> alone = stage_memory(transformer, one);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].memory.comm_buffers, Bytes::zero());
+
+  TrainingSpec t2 = t;
+  t2.global_batch = 4;  // two ranks of one micro-batch each
+  const Transformer two(small_gpt(), t2, ShardSpec{1, false, 1});
+  Layout ddp;
+  ddp.dp = 2;
+  const std::vector<StageMemory> data_parallel = stage_memory(two, ddp);
+  ASSERT_EQ(data_parallel.size(), 1u);
+  EXPECT_EQ(data_parallel[0].memory.comm_buffers, Bytes::of(4 * alone[0].parameters));
+  EXPECT_EQ(data_parallel[0].memory.total(), alone[0].memory.total() + Bytes::of(4 * alone[0].parameters));
+
+  for (auto [tp, pp, zero] : {std::tuple{2, 1, 0}, std::tuple{1, 2, 0}, std::tuple{1, 1, 1}}) {
+    Layout other;
+    other.tp = tp;
+    other.pp = pp;
+    other.dp = 1;
+    other.zero_stage = zero;
+    EXPECT_THROW(stage_memory(transformer, other), InputError) << tp << " " << pp << " " << zero;
+  }
+  TrainingSpec accumulate = t;
+  accumulate.global_batch = 4;  // two micro-batches on one GPU
+  EXPECT_THROW(stage_memory(Transformer(small_gpt(), accumulate, ShardSpec{1, false, 1}), one),
+               InputError);
 }
 
 }  // namespace

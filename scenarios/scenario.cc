@@ -191,7 +191,7 @@ Schema build_scenario_schema() {
   s.key(choice("training.optimizer", "optimizer", "adam", {"adam", "sgd"}));
   s.key(choice("training.framework",
                "whose kernels run the step: megatron (fused kernels) or pytorch-eager (PyTorch modules under "
-               "autocast over fp32 parameters, as tools/reference/train_step.py; one GPU)",
+               "autocast over fp32 parameters, as tools/reference/train_step.py; one GPU or DistributedDataParallel)",
                "megatron", {"megatron", "pytorch-eager"}));
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",

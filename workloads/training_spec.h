@@ -25,7 +25,8 @@ enum class AttentionKernel { kFlash, kNaive };
 //                  fused layer norm, fused cross-entropy), 16-bit working weights, cuDNN attention.
 //   pytorch-eager  plain PyTorch modules run eagerly under torch.autocast (bf16) over fp32
 //                  parameters, as tools/reference/train_step.py: one kernel per ATen op, autocast's
-//                  per-forward weight casts, fp32 normalisation, SDPA flash attention, fused AdamW.
+//                  per-forward weight casts, fp32 normalisation, SDPA flash attention, fused AdamW;
+//                  one micro-batch per GPU, alone or under DistributedDataParallel (dp > 1).
 enum class Framework { kMegatron, kPytorchEager };
 
 std::string_view name_of(Recompute recompute);        // "none", "selective", "full"

@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
       "training steps (docs/validation/calibration.md); exits 3 when a target is missed");
   runs_option->excludes(collectives_option)->excludes(calibration_option);
   collectives_option->excludes(calibration_option);
-  validate_cmd->add_option("--reference", calibration_validation.reference,
-                           "with --calibration: tools/reference/train_step.py results (JSON lines)")
+  validate_cmd->add_option("--reference", calibration_validation.references,
+                           "with --calibration: tools/reference/train_step.py results (JSON lines; repeatable)")
       ->check(CLI::ExistingFile);
   validate_cmd->add_option("--nccl-raw", calibration_validation.nccl_raw,
                            "with --calibration: clustersim-calibrate nccl.csv files to fit and check (repeatable)")

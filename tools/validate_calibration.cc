@@ -93,12 +93,21 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
                                         const std::optional<CollectiveProfile>& collectives) {
   TrainingValidationRow row;
   row.name = measured.at("name").get<std::string>();
+  row.ranks = measured.value("world_size", 1);
+  if (row.ranks > 1) row.name += fmt::format(" {}×{}", measured.at("config").value("parallel", "?"), row.ranks);
   row.scenario = scenario_path;
-  row.step_ms = measured.at("step_time_ms").get<double>();
+  // The slowest rank sets a parallel step's pace; memory is the largest rank's.
+  row.step_ms = measured.contains("step_time_ms_max_rank") ? measured.at("step_time_ms_max_rank").get<double>()
+                                                           : measured.at("step_time_ms").get<double>();
   row.forward_ms = measured.at("forward_ms").get<double>();
   row.backward_ms = measured.at("backward_ms").get<double>();
   row.optimizer_ms = measured.at("optimizer_ms").get<double>();
   row.peak_bytes = measured.at("peak_allocated_bytes").get<int64_t>();
+  if (measured.contains("peak_allocated_bytes_per_rank")) {
+    for (const auto& b : measured.at("peak_allocated_bytes_per_rank")) {
+      if (b.is_number()) row.peak_bytes = std::max(row.peak_bytes, b.get<int64_t>());
+    }
+  }
   const Scenario s = load_scenario(scenario_path);
   const Cluster cluster(s.cluster);
   TrainingSimulationOptions sim;
@@ -129,6 +138,15 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
   row.step_error = row.predicted_step_ms / row.step_ms - 1;
   row.memory_error = static_cast<double>(row.predicted_peak_bytes) / static_cast<double>(row.peak_bytes) - 1;
   return row;
+}
+
+// Why a torchrun reference row has no scenario (scenarios/reference/h200x<ranks>-<name>-<variant>.yaml).
+std::string not_simulated_reason(const std::string& variant, const std::string& scenario) {
+  if (variant == "tp") {
+    return "train_step.py's tensor parallelism replicates the embedding and the LM head on every rank, which "
+           "clustersim's tensor parallelism (Megatron-LM's) splits over the vocabulary";
+  }
+  return fmt::format("no scenario {}", scenario);
 }
 
 }  // namespace
@@ -201,9 +219,9 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
 
   // (d) training steps.
   std::set<std::tuple<int, int64_t, int64_t, int64_t>> step_shapes;  // (dtype, m, n, k) of their GEMMs
-  if (!options.reference.empty()) {
-    std::ifstream in(options.reference);
-    if (!in) throw InputError(fmt::format("--reference {}: cannot read the file", options.reference));
+  for (const std::string& reference : options.references) {
+    std::ifstream in(reference);
+    if (!in) throw InputError(fmt::format("--reference {}: cannot read the file", reference));
     const std::string dir =
         options.scenario_dir.empty() ? (std::filesystem::path(default_data_dir()) / "reference").string()
                                      : options.scenario_dir;
@@ -218,21 +236,32 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
       try {
         measured = nlohmann::json::parse(line);
       } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(fmt::format("{}:{}: not a JSON line: {}", options.reference, number, e.what()));
+        throw InputError(fmt::format("{}:{}: not a JSON line: {}", reference, number, e.what()));
       }
       if (!measured.is_object() || !measured.contains("name")) {
-        throw InputError(fmt::format("{}:{}: expected a train_step.py result with \"name\"", options.reference, number));
+        throw InputError(fmt::format("{}:{}: expected a train_step.py result with \"name\"", reference, number));
       }
       if (measured.contains("error")) continue;  // a configuration that did not run (out of memory)
       for (const char* key : {"step_time_ms", "forward_ms", "backward_ms", "optimizer_ms", "peak_allocated_bytes"}) {
         if (!measured.contains(key) || !measured.at(key).is_number()) {
-          throw InputError(fmt::format("{}:{}: missing number \"{}\"", options.reference, number, key));
+          throw InputError(fmt::format("{}:{}: missing number \"{}\"", reference, number, key));
         }
       }
-      const std::string scenario = (std::filesystem::path(dir) / fmt::format("h200-{}.yaml", measured.at("name").get<std::string>())).string();
+      const std::string name = measured.at("name").get<std::string>();
+      const int ranks = measured.value("world_size", 1);
+      const std::string variant =
+          measured.contains("config") && measured.at("config").is_object() ? measured.at("config").value("parallel", "none") : "none";
+      const std::string scenario =
+          (std::filesystem::path(dir) /
+           (ranks > 1 ? fmt::format("h200x{}-{}-{}.yaml", ranks, name, variant) : fmt::format("h200-{}.yaml", name)))
+              .string();
       if (!std::filesystem::exists(scenario)) {
-        throw InputError(fmt::format("{}:{}: configuration \"{}\" has no scenario {}", options.reference, number,
-                                     measured.at("name").get<std::string>(), scenario));
+        if (ranks == 1) {
+          throw InputError(fmt::format("{}:{}: configuration \"{}\" has no scenario {}", reference, number, name, scenario));
+        }
+        v.training_not_simulated.emplace_back(fmt::format("{} {}×{}", name, variant, ranks),
+                                              not_simulated_reason(variant, scenario));
+        continue;
       }
       v.training.push_back(predict_reference(measured, scenario, v.profile, collectives));
       if (v.training.back().within()) ++v.training_within;
@@ -261,7 +290,7 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
   const MachineDescription& m = p.machine;
   out << "# Calibration: predicted against measured\n\n";
   std::string command = fmt::format("clustersim validate --calibration {}", o.profile);
-  if (!o.reference.empty()) command += " --reference " + o.reference;
+  for (const std::string& r : o.references) command += " --reference " + r;
   for (const std::string& n : o.nccl_raw) command += " --nccl-raw " + n;
   for (const NcclTestsLogInput& l : o.nccl_logs) {
     command += fmt::format(" --nccl-tests-log {} --ranks {} --nodes {}", l.path, l.ranks, l.nodes);
@@ -304,19 +333,23 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
 
   if (!v.training.empty()) {
     out << "\n## Training steps\n\n";
-    out << "Each configuration of the reference file (tools/reference/train_step.py on the same kind of GPU) "
-           "simulated from its scenario (`scenarios/reference/h200-<name>.yaml`, `training.framework: "
-           "pytorch-eager`) with this profile. Times in ms (measured: median of the timed steps, the period from "
-           "one step's start to the next); memory: `torch.cuda.max_memory_allocated` against the predicted peak "
-           "without the runtime overhead, GiB. Error = predicted / measured − 1.\n\n";
+    out << "Each configuration of the reference files (tools/reference/train_step.py on the same kind of GPU) "
+           "simulated from its scenario (`scenarios/reference/h200-<name>.yaml`, or `h200x<ranks>-<name>-<variant>.yaml` "
+           "for a torchrun variant on several GPUs; `training.framework: pytorch-eager`) with this profile. Times in ms "
+           "(measured: median of the timed steps, the period from one step's start to the next, the slowest rank's); "
+           "memory: `torch.cuda.max_memory_allocated` (the largest rank's) against the predicted peak without the "
+           "runtime overhead, GiB. Error = predicted / measured − 1. The predicted forward and backward columns are "
+           "the one-GPU compute sums; a torchrun row's measured backward also holds the communication the step "
+           "waits for, so only its step time is compared (—).\n\n";
     out << "| configuration | params | step measured | step predicted | error | fwd meas. / pred. | bwd meas. / "
            "pred. | opt meas. / pred. | peak measured | peak predicted | error | peak moment | within 10 % |\n";
     out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const TrainingValidationRow& r : v.training) {
-      out << fmt::format("| {} | {:.2f} B | {:.1f} | {:.1f} | {} | {:.1f} / {:.1f} | {:.1f} / {:.1f} | {:.1f} / {:.1f} | "
+      const auto phase = [&](double predicted) { return r.ranks > 1 ? std::string("—") : fmt::format("{:.1f}", predicted); };
+      out << fmt::format("| {} | {:.2f} B | {:.1f} | {:.1f} | {} | {:.1f} / {} | {:.1f} / {} | {:.1f} / {:.1f} | "
                          "{:.2f} | {:.2f} | {} | {} | {} |\n",
                          r.name, static_cast<double>(r.parameters) * 1e-9, r.step_ms, r.predicted_step_ms, percent(r.step_error),
-                         r.forward_ms, r.predicted_forward_ms, r.backward_ms, r.predicted_backward_ms, r.optimizer_ms,
+                         r.forward_ms, phase(r.predicted_forward_ms), r.backward_ms, phase(r.predicted_backward_ms), r.optimizer_ms,
                          r.predicted_optimizer_ms, static_cast<double>(r.peak_bytes) / 1073741824.0,
                          static_cast<double>(r.predicted_peak_bytes) / 1073741824.0, percent(r.memory_error),
                          r.peak_moment, r.within() ? "yes" : "**no**");
@@ -331,6 +364,10 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
     out << fmt::format("\nStep time |error|: median {:.1f} %, max {:.1f} %. Peak memory |error|: median {:.1f} %, max "
                        "{:.1f} %.\n",
                        100 * sm, 100 * sx, 100 * mm, 100 * mx);
+    if (!v.training_not_simulated.empty()) {
+      out << "\nMeasured but not simulated:\n\n";
+      for (const auto& [name, reason] : v.training_not_simulated) out << fmt::format("- {}: {}.\n", name, reason);
+    }
   }
 
   out << "\n## GEMM leave-one-out\n\n";

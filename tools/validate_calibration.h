@@ -11,10 +11,13 @@
 //   (b) attention: each SDPA flash sample left out likewise (forward and backward);
 //   (c) collectives: every nccl-tests-style sweep given, fitted (the piecewise α–β fit of all its
 //       points) and left out (each point predicted by the fit of the others);
-//   (d) training steps: every configuration of the reference file (tools/reference/train_step.py
-//       output) simulated from its scenario scenarios/reference/h200-<name>.yaml with the profile,
-//       against the measured step time (and its forward / backward / optimizer split) and peak
-//       allocated memory; target (issue 4): within 10 % on both for at least six configurations.
+//   (d) training steps: every configuration of the reference files (tools/reference/train_step.py
+//       output) simulated from its scenario with the profile — scenarios/reference/h200-<name>.yaml
+//       for one GPU, h200x<ranks>-<name>-<variant>.yaml for a torchrun variant (ddp, tp, pp) on
+//       <ranks> GPUs — against the measured step time (the slowest rank's; and the one-GPU rows'
+//       forward / backward / optimizer split) and peak allocated memory (the largest rank's);
+//       target (issue 4): within 10 % on both for at least six configurations. A torchrun row
+//       without a scenario is listed as not simulated, with the reason.
 
 #include <optional>
 #include <ostream>
@@ -29,7 +32,7 @@ namespace clustersim {
 
 struct CalibrationValidationOptions {
   std::string profile;                  // profile name or path (resolve_profile_path)
-  std::string reference;                // reference.jsonl ("" = no training-step section)
+  std::vector<std::string> references;  // reference.jsonl files (none = no training-step section)
   std::string scenario_dir;             // "" = <data dir>/reference
   std::vector<std::string> nccl_raw;    // raw nccl.csv files
   std::vector<NcclTestsLogInput> nccl_logs;
@@ -75,7 +78,8 @@ struct CollectiveFitCheck {
 };
 
 struct TrainingValidationRow {
-  std::string name;
+  std::string name;        // configuration, with the variant and rank count of a torchrun row ("gpt-1.3b ddp×2")
+  int ranks = 1;           // GPUs of the run
   std::string scenario;
   int64_t parameters = 0;
   // Measured (reference.jsonl), milliseconds and bytes.
@@ -104,6 +108,8 @@ struct CalibrationValidation {
   std::vector<CollectiveFitCheck> collectives;
   std::vector<TrainingValidationRow> training;
   int training_within = 0;
+  // torchrun reference rows that clustersim cannot express: (configuration, reason).
+  std::vector<std::pair<std::string, std::string>> training_not_simulated;
 
   // The issue's GEMM target over every sample, and over the training steps' GEMMs (every sample
   // when there are no training steps).
@@ -112,8 +118,8 @@ struct CalibrationValidation {
   bool training_meets_target() const;
 };
 
-// Runs every check. Throws InputError for unreadable input, a reference line without a matching
-// scenario, or a reference line that is not the train_step.py JSON.
+// Runs every check. Throws InputError for unreadable input, a one-GPU reference line without a
+// matching scenario, or a reference line that is not the train_step.py JSON.
 CalibrationValidation validate_calibration(const CalibrationValidationOptions& options);
 
 // The Markdown report.

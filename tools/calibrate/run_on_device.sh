@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Calibration run on a GPU machine, from the repository root:
 #
-#   tools/calibrate/run_on_device.sh [smoke|full|calibrate|reference]
+#   tools/calibrate/run_on_device.sh [smoke|full|calibrate|reference|parallel]
 #
 # 1. records the GPU (nvidia-smi, topology);
 # 2. builds clustersim-calibrate there with CMake + nvcc from tools/calibrate alone (it needs only
@@ -17,15 +17,20 @@
 #            variants (about 4 minutes on one H200).
 # full:      the whole calibration, then 3 warm-up + 5 timed reference steps.
 # calibrate: the whole calibration only;  reference: the reference steps only (full counts).
+# parallel:  with 2 or more GPUs, the parallel variants only: a --verify check of each on the GPUs
+#            (a tiny model), then the timed ddp, tp and pp steps (REFERENCE_ONLY names the
+#            configurations, default gpt-1.3b,llama-1b-gqa).
 # Where one command may run at most 10 minutes, run `calibrate` and `reference` as two commands.
 # Each stage has a time limit and the script goes on after a failure; the exit code is the number of
 # failed stages.
 set -u
 mode=${1:-full}
-case "$mode" in smoke|full|calibrate|reference) ;; *) echo "usage: $0 [smoke|full|calibrate|reference]" >&2; exit 2 ;; esac
-do_calibrate=1; do_reference=1
+case "$mode" in smoke|full|calibrate|reference|parallel) ;;
+  *) echo "usage: $0 [smoke|full|calibrate|reference|parallel]" >&2; exit 2 ;; esac
+do_calibrate=1; do_reference=1; do_single=1
 [ "$mode" = calibrate ] && do_reference=0
 [ "$mode" = reference ] && do_calibrate=0
+[ "$mode" = parallel ] && { do_calibrate=0; do_single=0; }
 out=${OUT:-$PWD/calibration-out}
 mkdir -p "$out"
 log=$out/run.log
@@ -101,15 +106,25 @@ fi
 # ---- reference training steps ----
 ref=tools/reference/train_step.py
 if [ "$mode" = smoke ]; then steps=(--warmup 1 --steps 2); else steps=(--warmup 3 --steps 5); fi
-[ "$do_reference" = 1 ] && run_stage reference "$t_reference" python3 "$ref" --configs tools/reference/configs.json "${steps[@]}" --out "$out/reference.jsonl"
+[ "$do_reference" = 1 ] && [ "$do_single" = 1 ] && run_stage reference "$t_reference" python3 "$ref" --configs tools/reference/configs.json "${steps[@]}" --out "$out/reference.jsonl"
 if [ "$do_reference" = 0 ]; then
   :
 elif [ "$gpus" -ge 2 ]; then
+  if [ "$mode" = parallel ]; then
+    # The parallel code paths on the GPUs against the one-GPU model; a hang prints its stacks.
+    tiny=(--name tiny --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn-hidden 128 --vocab 512 --seq-len 32
+          --micro-batch 2 --mlp swiglu --norm rmsnorm --positions rope --bias false --tie-embeddings true)
+    for variant in ddp tp pp; do
+      run_stage "gpu-verify-$variant" 90 env CLUSTERSIM_REFERENCE_WATCHDOG_S=60 python3 -m torch.distributed.run --standalone \
+        --nproc_per_node "$gpus" "$ref" "${tiny[@]}" --verify --parallel "$variant" \
+        --microbatches $([ "$variant" = pp ] && echo "$gpus" || echo 1) --warmup 1 --steps 1
+    done
+  fi
   for variant in ddp tp pp; do
     extra=()
     [ "$variant" = pp ] && extra=(--microbatches $((2 * gpus)))
     run_stage "reference-$variant" "$t_variant" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" "$ref" \
-      --configs tools/reference/configs.json --only gpt-1.3b,llama-1b-gqa --parallel "$variant" "${extra[@]}" \
+      --configs tools/reference/configs.json --only "${REFERENCE_ONLY:-gpt-1.3b,llama-1b-gqa}" --parallel "$variant" "${extra[@]}" \
       "${steps[@]}" --out "$out/reference.jsonl"
   done
 elif [ "$mode" = smoke ]; then

@@ -21,7 +21,7 @@ Parallel variants under torchrun (one process per GPU):
         vocabulary; this simplification costs memory, see README.md)
   pp    pipeline parallel, GPipe schedule (Huang et al. 2019): layers split into contiguous
         stages, all forward micro-batches then all backward ones, activations and their
-        gradients passed with torch.distributed send/recv
+        gradients passed with batched torch.distributed isend/irecv (see p2p() for a known hang)
 
 Usage:
   python3 train_step.py --configs configs.json [--only NAME,...] [--steps N] [--warmup N]
@@ -704,6 +704,26 @@ def run_config(cfg: ModelConfig, rt: Runtime, steps: int, warmup: int, DecoderSt
     return result
 
 
+def p2p(rt: Runtime, send=None, recv=None) -> None:
+    """One transfer between neighbouring pipeline stages, `send` or `recv` = (tensor, peer rank),
+    issued as a batched operation (torch.distributed.batch_isend_irecv, as Megatron-LM's
+    p2p_communication does) and waited for.
+
+    Known problem: on two H200s under PyTorch 2.11 (NCCL 2.28), GPipe steps of the gpt-1.3b
+    configuration with 2 or 4 micro-batches never finish, while a small model (4 layers, hidden
+    256) passes --verify and its timed steps with 2; plain send/recv, lazy NCCL initialisation and
+    two-rank broadcasts instead of send/recv hung the same way (tools/calibrate/data/h200x2-2026-11-29/README.md).
+    No pipeline-parallel step time has been measured."""
+    dist = rt.torch.distributed
+    ops = []
+    if send is not None:
+        ops.append(dist.P2POp(dist.isend, send[0], send[1]))
+    if recv is not None:
+        ops.append(dist.P2POp(dist.irecv, recv[0], recv[1]))
+    for request in dist.batch_isend_irecv(ops):
+        request.wait()
+
+
 def pipeline_step(cfg: ModelConfig, rt: Runtime, stage, tokens, timer, dtype=None, use_autocast=True):
     """One GPipe step: every micro-batch forward through this stage, then every one backward.
     tokens [microbatches, micro_batch, seq_len + 1]; activations travel in `dtype` (default bf16).
@@ -722,12 +742,12 @@ def pipeline_step(cfg: ModelConfig, rt: Runtime, stage, tokens, timer, dtype=Non
             x = tokens[mb, :, :-1]
         else:
             x = torch.empty(shape, dtype=dtype, device=rt.device)
-            dist.recv(x, src=prev_rank)
+            p2p(rt, recv=(x, prev_rank))
             x.requires_grad_()
         with rt.autocast() if use_autocast else contextlib.nullcontext():
             out = stage(x, tokens[mb, :, 1:] if next_rank is None else None)
         if next_rank is not None:
-            dist.send(out.detach().to(dtype).contiguous(), dst=next_rank)
+            p2p(rt, send=(out.detach().to(dtype).contiguous(), next_rank))
         else:
             total_loss = out.detach() if total_loss is None else total_loss + out.detach()
         saved.append((x, out))
@@ -738,10 +758,10 @@ def pipeline_step(cfg: ModelConfig, rt: Runtime, stage, tokens, timer, dtype=Non
             (out / cfg.microbatches).backward()
         else:
             grad = torch.empty(shape, dtype=out.dtype, device=rt.device)
-            dist.recv(grad, src=next_rank)
+            p2p(rt, recv=(grad, next_rank))
             out.backward(grad)
         if prev_rank is not None:
-            dist.send(x.grad.contiguous(), dst=prev_rank)
+            p2p(rt, send=(x.grad.contiguous(), prev_rank))
     if stage.tied_group is not None:
         weight = stage.embed.weight if stage.is_first else stage.head.weight
         dist.all_reduce(weight.grad, group=stage.tied_group)
@@ -904,6 +924,12 @@ def load_configs(args) -> List[ModelConfig]:
 
 
 def main(argv) -> int:
+    # CLUSTERSIM_REFERENCE_WATCHDOG_S=N: print every thread's Python stack and exit after N seconds
+    # (where a hung collective waits), instead of being killed silently by a time limit.
+    watchdog = os.environ.get("CLUSTERSIM_REFERENCE_WATCHDOG_S")
+    if watchdog:
+        import faulthandler
+        faulthandler.dump_traceback_later(float(watchdog), exit=True)
     try:
         args = parse_args(argv)
         if args.steps < 1 or args.warmup < 1:

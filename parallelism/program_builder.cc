@@ -328,6 +328,34 @@ StageParameters stage_parameters(const Transformer& transformer, const Layout& l
   return transformer.parameters().stage(dense, moe, stage == 0, stage == layout.pp - 1, layout.pp > 1);
 }
 
+// torch.nn.parallel.DistributedDataParallel's copies with its default gradient_as_bucket_view=False
+// (torch/csrc/distributed/c10d/reducer.cpp): as each gradient is ready, mark_variable_ready_dense
+// writes it into its bucket divided by the world size (at::mul_out: the gradient read, the bucket
+// written); once every bucket is reduced, finalize_backward copies each bucket back into the
+// parameters' .grad (read and written again). Each pass moves 2 × the gradient bytes on the compute
+// stream; the first follows every kGradientsReady marker of the backward passes, the second runs
+// after the reductions (StageProgram::after_reductions).
+void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, const PrecisionPolicy& precision) {
+  int64_t elements = 0;
+  for (ChunkProgram& chunk : stage.chunks) {
+    std::vector<ProgramOp> ops;
+    ops.reserve(chunk.backward.ops.size() * 2);
+    for (ProgramOp& op : chunk.backward.ops) {
+      const bool ready = op.kind == ProgramOp::Kind::kGradientsReady && op.elements > 0;
+      const int64_t n = ready ? op.elements : 0;
+      ops.push_back(std::move(op));
+      if (n == 0) continue;
+      elements += n;
+      const Bytes moved = Bytes::of(checked_mul(2 * precision.grad_bytes(), n, "DDP bucket bytes"));
+      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward,
+                                       cost.memory_bound_time(moved, MemoryAccess::kElementwise)));
+    }
+    chunk.backward.ops = std::move(ops);
+  }
+  const Bytes back = Bytes::of(checked_mul(2 * precision.grad_bytes(), elements, "DDP bucket bytes"));
+  stage.after_reductions = cost.memory_bound_time(back, MemoryAccess::kElementwise);
+}
+
 }  // namespace
 
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
@@ -421,6 +449,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
                                      (stage_params.expert + expert_shards - 1) / expert_shards
                                : stage_params.total();
     stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, training), cost);
+    if (training.framework == Framework::kPytorchEager && layout.dp > 1) add_ddp_bucket_copies(stage, cost, precision);
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
       stage.data_param_gather = Bytes::of(stage_params.dense) * precision.param_bytes();
       stage.expert_param_gather = Bytes::of(stage_params.expert) * precision.param_bytes();

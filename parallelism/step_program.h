@@ -118,6 +118,9 @@ struct StageProgram {
   std::vector<ChunkProgram> chunks;  // v chunks; chunk c is virtual stage c·pp + stage
   GradientReduction gradients;
   Duration optimizer;                // optimizer step compute time on this rank
+  // Compute that waits for every gradient reduction and runs before the optimizer step: PyTorch
+  // DDP copying the reduced buckets back into the parameters' .grad (framework pytorch-eager).
+  Duration after_reductions;
   // ZeRO >= 1 / distributed optimizer: all-gather of the updated parameters on the data-parallel
   // group after the optimizer (bytes = gathered output per rank); zero = none.
   Bytes data_param_gather;

@@ -104,7 +104,8 @@ namespace clustersim {
 namespace {
 
 // training.framework pytorch-eager: one micro-batch per GPU, alone or under DistributedDataParallel.
-// With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient); tensor,
+// With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient) and the step
+// DDP's copies into and out of its buckets; tensor,
 // pipeline and context parallelism, ZeRO and several micro-batches per step are refused.
 TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused) {
   TrainingSpec t = testing::training(1024, 2, Recompute::kNone, AttentionKernel::kFlash);
@@ -137,6 +138,30 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
     other.zero_stage = zero;
     EXPECT_THROW(stage_memory(transformer, other), InputError) << tp << " " << pp << " " << zero;
   }
+  // DDP's copies on the compute stream (program_builder.cc, add_ddp_bucket_copies): every gradient
+  // written into its bucket as it is ready (read + write, fp32), and copied back after the
+  // reductions. One GPU has neither.
+  const ComputeCostModel cost(testing::h100_node().gpu);
+  const TrainingPrograms single = build_training_programs(transformer, cost, one);
+  const TrainingPrograms programs = build_training_programs(two, cost, ddp);
+  ASSERT_EQ(programs.stages.size(), 1u);
+  const Duration per_pass = cost.memory_bound_time(Bytes::of(8 * alone[0].parameters), MemoryAccess::kElementwise);
+  EXPECT_EQ(single.stages[0].after_reductions, Duration::zero());
+  EXPECT_EQ(programs.stages[0].after_reductions, per_pass);
+  int64_t ready = 0;
+  Duration copies, expected;
+  for (const ProgramOp& op : programs.stages[0].chunks[0].backward.ops) {
+    if (op.kind == ProgramOp::Kind::kGradientsReady) {
+      ready += op.elements;
+      expected += cost.memory_bound_time(Bytes::of(8 * op.elements), MemoryAccess::kElementwise);
+    }
+    if (op.label == "ddp.grad_to_bucket") copies += op.duration;
+  }
+  EXPECT_EQ(ready, alone[0].parameters);
+  EXPECT_EQ(copies, expected);  // one kernel per ready group, each with its launch gap
+  EXPECT_GT(copies, per_pass);
+  for (const ProgramOp& op : single.stages[0].chunks[0].backward.ops) EXPECT_NE(op.label, "ddp.grad_to_bucket");
+
   TrainingSpec accumulate = t;
   accumulate.global_batch = 4;  // two micro-batches on one GPU
   EXPECT_THROW(stage_memory(Transformer(small_gpt(), accumulate, ShardSpec{1, false, 1}), one),

@@ -39,7 +39,7 @@ using Matrix = std::shared_ptr<const std::vector<int64_t>>;
 
 enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions };
 
-enum class Phase { kPasses, kFlushGradients, kAwaitReductions, kOptimizer, kParamGather, kDone };
+enum class Phase { kPasses, kFlushGradients, kAwaitReductions, kAfterReductions, kOptimizer, kParamGather, kDone };
 
 class StepSimulation {
  public:
@@ -607,7 +607,14 @@ class StepSimulation {
             begin_wait(r, WaitKind::kReductions);
             return;
           }
+          r.phase = Phase::kAfterReductions;
+          break;
+        case Phase::kAfterReductions:
           r.phase = Phase::kOptimizer;
+          if (program.after_reductions > Duration::zero()) {
+            run_compute(r, "ddp.bucket_to_grad", WorkKind::kBackward, program.after_reductions);
+            return;
+          }
           break;
         case Phase::kOptimizer:
           r.phase = Phase::kParamGather;

@@ -94,11 +94,11 @@ TEST(ValidateCalibration, TwoGpuDataParallelSteps) {
     ASSERT_NE(alone, one.training.end()) << base;
     EXPECT_EQ(r.predicted_peak_bytes, alone->predicted_peak_bytes + 4 * r.parameters) << r.name;
     EXPECT_NEAR(r.memory_error, 0, 0.005) << r.name;
-    // Step time: the data-parallel step costs more than the one-GPU step (the all-reduce of the
-    // last gradient bucket is exposed), and is predicted within 11 % (measured: -1 % to -10 %; the
-    // simulated all-reduce overlaps the backward pass without slowing it, the measured one does not).
+    // Step time: the data-parallel step costs more than the one-GPU step (DDP's bucket copies, the
+    // exposed all-reduce of the last bucket), and is predicted within 7 % (today: +0.5 %, -1.1 %,
+    // -5.9 %; gpt-2.7b's measured step grows by 37 ms over one GPU, the simulated one by 13 ms).
     EXPECT_GT(r.predicted_step_ms, alone->predicted_step_ms) << r.name;
-    EXPECT_NEAR(r.step_error, 0, 0.11) << r.name;
+    EXPECT_NEAR(r.step_error, 0, 0.07) << r.name;
     std::cout << r.name << ": step " << 100 * r.step_error << " %, memory " << 100 * r.memory_error << " %\n";
   }
 }

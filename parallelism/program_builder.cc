@@ -449,7 +449,9 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
                                      (stage_params.expert + expert_shards - 1) / expert_shards
                                : stage_params.total();
     stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, training), cost);
-    if (training.framework == Framework::kPytorchEager && layout.dp > 1) add_ddp_bucket_copies(stage, cost, precision);
+    if (training.framework == Framework::kPytorchEager && layout.dp > 1 && layout.zero_stage == 0) {
+      add_ddp_bucket_copies(stage, cost, precision);
+    }
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
       stage.data_param_gather = Bytes::of(stage_params.dense) * precision.param_bytes();
       stage.expert_param_gather = Bytes::of(stage_params.expert) * precision.param_bytes();
@@ -472,20 +474,43 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
   const ParameterCounts& params = transformer.parameters();
   if (training.framework == Framework::kPytorchEager) {
     // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h);
-    // with dp > 1, torch.nn.parallel.DistributedDataParallel around it.
-    if (p != 1 || layout.tp != 1 || layout.cp != 1 || layout.zero_stage != 0 || m != 1) {
-      throw InputError(fmt::format("training.framework pytorch-eager models PyTorch steps of one micro-batch per GPU, "
-                                   "alone or under DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, global_batch = "
-                                   "micro_batch · dp; got tp {}, pp {}, cp {}, zero {}, {} micro-batches); use "
-                                   "training.framework: megatron for other layouts",
+    // with dp > 1 under torch.nn.parallel.DistributedDataParallel (one micro-batch per GPU) or, with
+    // ZeRO stage 3, under FullyShardedDataParallel (FULL_SHARD, gradient accumulation allowed).
+    const bool fsdp = layout.zero_stage == 3;
+    const bool fsdp_precision = training.precision.param_dtype != DataType::kFp32;
+    if (p != 1 || layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
+      throw InputError(fmt::format("training.framework pytorch-eager models PyTorch steps alone or under "
+                                   "DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, one micro-batch per GPU: "
+                                   "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3); got tp {}, "
+                                   "pp {}, cp {}, zero {}, {} micro-batches; use training.framework: megatron for "
+                                   "other layouts",
                                    layout.tp, p, layout.cp, layout.zero_stage, m));
+    }
+    if (fsdp_precision && !fsdp) {
+      throw InputError(fmt::format("training.framework pytorch-eager with training.params_dtype {} is FSDP's mixed "
+                                   "precision and needs parallelism.zero: 3 (got zero {}); without FSDP use "
+                                   "params_dtype: fp32 (torch.autocast over fp32 parameters)",
+                                   name_of(training.precision.param_dtype), layout.zero_stage));
     }
     StageMemory mem;
     mem.layers = layers;
     mem.parameters = params.total();
     mem.inflight_microbatches = 1;
     mem.memory = pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters).peak;
-    if (layout.dp > 1) {
+    if (fsdp) {
+      // An estimate (no FSDP measurement validates it): the eager step's activations and loss
+      // tensors, model states sharded over the dp ranks (the master parameter, its gradient and two
+      // AdamW moments, 4 + 4 + 8 bytes, in fp32), and two layers' gathered 16-bit weights (the one
+      // in use and the one prefetched; limit_all_gathers).
+      const int64_t dp = layout.dp;
+      const int64_t shard = (mem.parameters + dp - 1) / dp;
+      const int64_t layer_weights = params.layer.total();
+      mem.memory.params = Bytes::of(checked_add(checked_mul(shard, 4, "FSDP bytes"),
+                                                checked_mul(2 * layer_weights, training.precision.param_bytes(), "FSDP bytes"),
+                                                "FSDP bytes"));
+      mem.memory.grads = Bytes::of(checked_mul(shard, 4, "FSDP bytes"));
+      mem.memory.optimizer_state = Bytes::of(checked_mul(shard, 8, "FSDP bytes"));
+    } else if (layout.dp > 1) {
       // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
       // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the
       // whole step (torch/nn/parallel/distributed.py). Measured on two H200s: +4.91 GiB for

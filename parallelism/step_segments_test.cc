@@ -162,6 +162,21 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
   EXPECT_GT(copies, per_pass);
   for (const ProgramOp& op : single.stages[0].chunks[0].backward.ops) EXPECT_NE(op.label, "ddp.grad_to_bucket");
 
+  // FullyShardedDataParallel (zero 3): gradient accumulation allowed, model states sharded (16 B
+  // per parameter over dp), no DDP copies; FSDP's 16-bit parameters need zero 3.
+  TrainingSpec fsdp_training = t;
+  fsdp_training.precision = PrecisionPolicy::megatron_mixed();
+  fsdp_training.global_batch = 16;  // four micro-batches on each of two ranks
+  const Transformer fsdp_model(small_gpt(), fsdp_training, ShardSpec{1, false, 1});
+  Layout fsdp{.dp = 2, .zero_stage = 3};
+  const std::vector<StageMemory> sharded = stage_memory(fsdp_model, fsdp);
+  const int64_t shard = (alone[0].parameters + 1) / 2;
+  EXPECT_EQ(sharded[0].memory.grads, Bytes::of(4 * shard));
+  EXPECT_EQ(sharded[0].memory.optimizer_state, Bytes::of(8 * shard));
+  EXPECT_EQ(sharded[0].memory.comm_buffers, Bytes::zero());
+  EXPECT_EQ(build_training_programs(fsdp_model, cost, fsdp).stages[0].after_reductions, Duration::zero());
+  EXPECT_THROW(stage_memory(fsdp_model, ddp), InputError);  // bf16 parameters without FSDP
+
   TrainingSpec accumulate = t;
   accumulate.global_batch = 4;  // two micro-batches on one GPU
   EXPECT_THROW(stage_memory(Transformer(small_gpt(), accumulate, ShardSpec{1, false, 1}), one),

@@ -14,7 +14,14 @@ struct Dims {
   int64_t layers;
   int64_t r;  // residual-stream element bytes: 4 (fp32, promoted by the row-parallel biases) or 2
   bool bias, rope, swiglu, learned, tied, recompute;
+  // fp32 parameters: autocast casts each linear weight to bf16 in every forward. With 16-bit
+  // parameters (FSDP's mixed precision, param_dtype bf16) the gathered weights are already bf16.
+  bool weight_casts;
+  // fp32 gradients: each bf16 weight gradient is cast to fp32 (autocast's cast backward, or FSDP's
+  // reduce_dtype fp32); with 16-bit gradients it stays as it is.
+  bool grad_casts;
   DataType gemm;
+  FusedAttentionKernel attention;  // SDPA's backend: flash (FlashAttention-2) or cuDNN
 
   int64_t qkv_out() const { return q + 2 * kv; }
   // Weights of one layer's linear layers (each cast to bf16 by autocast in every forward).
@@ -50,6 +57,9 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
   z.tied = model.tied_embeddings;
   z.recompute = training.recompute == Recompute::kFull;
   z.gemm = training.compute_dtype;
+  z.weight_casts = training.precision.param_dtype == DataType::kFp32;
+  z.grad_casts = training.precision.grad_dtype == DataType::kFp32;
+  z.attention = training.flash_kernel;
   return z;
 }
 
@@ -98,7 +108,7 @@ void attention_forward(Builder& add, const Dims& z, int64_t saved) {
   Op& op = add.memory("sdpa_flash", MemoryAccess::kStream, 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved);
   op.cost = OpCost::kFlashAttention;
   op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
-  op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+  op.attention_kernel = z.attention;
   op.gemm.dtype = DataType::kBf16;
   // Model FLOPs over the full s × s score matrix (Megatron/PaLM); the causal kernel executes half.
   op.flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
@@ -139,7 +149,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
 
   if (z.r == 2) add.memory("input_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th, layer_input);
   add.memory("input_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th) + (z.r == 2 ? 0 : layer_input));
-  add.memory("qkv.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.qkv_out(), 2 * z.h * z.qkv_out());
+  if (z.weight_casts) add.memory("qkv.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.qkv_out(), 2 * z.h * z.qkv_out());
   add.memory("qkv.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("qkv", z.T, z.qkv_out(), z.h, z.gemm, saved(2 * z.T * z.qkv_out()));
   if (z.rope) {
@@ -149,13 +159,13 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   attention_forward(add, z, saved(2 * z.T * z.q));
   // With RoPE the attention output is [b, heads, s, d] contiguous; reshaping it to [b, s, h] copies.
   if (z.rope) add.memory("attention.output_copy", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q, saved(2 * z.T * z.q));
-  add.memory("proj.weight_cast", MemoryAccess::kElementwise, 4 * z.q * z.h, 2 * z.q * z.h);
+  if (z.weight_casts) add.memory("proj.weight_cast", MemoryAccess::kElementwise, 4 * z.q * z.h, 2 * z.q * z.h);
   add.gemm("proj", z.T, z.h, z.q, z.gemm);
   if (z.bias) add.memory("proj.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
   add.memory("attention_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
   if (z.r == 2) add.memory("post_attention_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   add.memory("post_attention_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th));
-  add.memory("fc1.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.fc1_out, 2 * z.h * z.fc1_out);
+  if (z.weight_casts) add.memory("fc1.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.fc1_out, 2 * z.h * z.fc1_out);
   add.memory("fc1.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("fc1", z.T, z.fc1_out, z.h, z.gemm, saved(2 * z.T * z.fc1_out));
   const int64_t Tf = z.T * z.ffn;
@@ -165,7 +175,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   } else {
     add.memory("activation", MemoryAccess::kElementwise, 2 * Tf, 2 * Tf, saved(2 * Tf));
   }
-  add.memory("fc2.weight_cast", MemoryAccess::kElementwise, 4 * z.ffn * z.h, 2 * z.ffn * z.h);
+  if (z.weight_casts) add.memory("fc2.weight_cast", MemoryAccess::kElementwise, 4 * z.ffn * z.h, 2 * z.ffn * z.h);
   if (early_stop) return ops;  // checkpoint's recomputation stops once fc2's input is saved again
   add.gemm("fc2", z.T, z.h, z.ffn, z.gemm);
   if (z.bias) add.memory("fc2.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
@@ -196,7 +206,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   }
   add.gemm("fc2.dgrad", z.T, z.ffn, z.h, z.gemm);
   add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, true);
-  add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
+  if (z.grad_casts) add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
   if (z.swiglu) {
     add.memory("activation.multiply.backward.up", MemoryAccess::kStrided, 4 * Tf, 2 * Tf);
     add.memory("activation.multiply.backward.silu", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
@@ -207,7 +217,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   }
   add.gemm("fc1.dgrad", z.T, z.h, z.fc1_out, z.gemm);
   add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, true);
-  add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
+  if (z.grad_casts) add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
   if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
   add.memory("fc1.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   add.memory("post_attention_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
@@ -219,7 +229,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   }
   add.gemm("proj.dgrad", z.T, z.q, z.h, z.gemm);
   add.gemm("proj.wgrad", z.h, z.q, z.T, z.gemm, 0, true);
-  add.memory("proj.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.q * z.h, 4 * z.q * z.h);
+  if (z.grad_casts) add.memory("proj.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.q * z.h, 4 * z.q * z.h);
   if (z.rope) add.memory("attention.output_copy.backward", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
   {
     // Reads q, k, v, the output and its gradient; writes dq, dk, dv.
@@ -227,7 +237,7 @@ std::vector<Op> layer_backward(const Dims& z) {
                         2 * z.T * z.qkv_out());
     op.cost = OpCost::kFlashAttention;
     op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
-    op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+    op.attention_kernel = z.attention;
     op.gemm.dtype = DataType::kBf16;
     op.flops = 8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
                static_cast<double>(z.q);
@@ -243,7 +253,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out());
   add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm);
   add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, true);
-  add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
+  if (z.grad_casts) add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
   if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
   add.memory("qkv.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   add.memory("input_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
@@ -292,7 +302,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     if (z.r == 2) add.memory("final_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
     add.memory("final_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, 4 * Th);
     add.memory("lm_head.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, 2 * Th);
-    add.memory("lm_head.weight_cast", MemoryAccess::kElementwise, 4 * Vh, 2 * Vh);
+    if (z.weight_casts) add.memory("lm_head.weight_cast", MemoryAccess::kElementwise, 4 * Vh, 2 * Vh);
     add.gemm("lm_head", z.T, z.vocab, z.h, z.gemm);
     // The loss tensors (bf16 log-probabilities and their fp32 copy) are counted by the memory model.
     add.memory("log_softmax", MemoryAccess::kSoftmax, 2 * TV, 2 * TV);
@@ -303,7 +313,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     back.memory("log_softmax.backward", MemoryAccess::kSoftmax, 4 * TV, 2 * TV);
     back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm);
     back.gemm("lm_head.wgrad", z.vocab, z.h, z.T, z.gemm, 0, true);
-    back.memory("lm_head.weight_grad_cast", MemoryAccess::kWideningCast, 2 * Vh, 4 * Vh);
+    if (z.grad_casts) back.memory("lm_head.weight_grad_cast", MemoryAccess::kWideningCast, 2 * Vh, 4 * Vh);
     back.memory("lm_head.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
     back.memory("final_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
     back.memory("final_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
@@ -317,9 +327,9 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   const Dims z = dims_of(model, training, dims);
   const int64_t Th = z.T * z.h;
   const int64_t TV = z.T * z.vocab;
-  const int64_t layer_weights_bf16 = 2 * z.layer_linear_weights();
+  const int64_t layer_weights_bf16 = z.weight_casts ? 2 * z.layer_linear_weights() : 0;
   const int64_t all_layer_weights_bf16 = z.layers * layer_weights_bf16;
-  const int64_t head_weight_bf16 = 2 * z.vocab * z.h;
+  const int64_t head_weight_bf16 = z.weight_casts ? 2 * z.vocab * z.h : 0;
   const int64_t saved = z.layers * pytorch_eager_layer_saved_bytes(model, training, dims, z.recompute);
   const int64_t head_saved = 6 * Th;  // final norm input (fp32) and its bf16 output
 

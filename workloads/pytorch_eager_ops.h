@@ -3,8 +3,11 @@
 // The training step of a dense decoder as PyTorch runs it eagerly under torch.autocast (bf16)
 // with fp32 parameters: the op model of `training.framework: pytorch-eager`, written from
 // tools/reference/train_step.py (the reference step clustersim is validated against) and PyTorch's
-// documented behaviour. One GPU: tensor, context and pipeline parallelism are Megatron's
-// (framework megatron).
+// documented behaviour. One GPU, or data parallelism around it: DistributedDataParallel, or
+// FullyShardedDataParallel with its mixed precision (16-bit param_dtype over a sharded fp32 master:
+// the gathered weights are already 16-bit, so the per-forward weight casts below and autocast's
+// weight copies drop out; the weight gradients are cast to fp32 when reduced in fp32). Tensor,
+// context and pipeline parallelism are Megatron's (framework megatron).
 //
 // What differs from the Megatron op model (workloads/transformer.h), kernel by kernel:
 //   - autocast casts each linear layer's fp32 weight to bf16 in every forward (its cache lives for
@@ -19,8 +22,9 @@
 //   - QKV and fc1 biases ride in the GEMM epilogue (addmm); GeLU and SwiGLU (SiLU of the gate chunk
 //     and the product with the up chunk: strided views) are separate kernels, as RoPE's multiplies,
 //     adds and concatenation are;
-//   - attention is F.scaled_dot_product_attention on the flash backend (FlashAttention-2); with
-//     RoPE its inputs are contiguous and its output is copied back to [b, s, h];
+//   - attention is F.scaled_dot_product_attention on the backend training.flash_kernel names
+//     (sdpa-flash: FlashAttention-2, as train_step.py restricts it; cudnn: cuDNN's fused kernel);
+//     with RoPE its inputs are contiguous and its output is copied back to [b, s, h];
 //   - the loss is log_softmax of the bf16 logits (bf16 out) and nll_loss, which autocast runs in
 //     fp32 (torch.autocast docs: "ops that can autocast to float32": nll_loss): the log-
 //     probabilities are copied to fp32, and nll_loss keeps that copy for its backward (PyTorch's

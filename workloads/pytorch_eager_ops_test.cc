@@ -15,6 +15,7 @@ namespace {
 TrainingSpec eager(int64_t seq_len, int64_t micro_batch, Recompute recompute) {
   TrainingSpec t = testing::training(seq_len, micro_batch, recompute, AttentionKernel::kFlash);
   t.framework = Framework::kPytorchEager;
+  t.flash_kernel = FusedAttentionKernel::kSdpaFlash;  // SDPA restricted to its flash backend
   t.precision = PrecisionPolicy::pure_fp32();
   t.hidden_dropout = 0;
   t.attention_dropout = 0;
@@ -73,6 +74,34 @@ TEST(PytorchEagerOps, GptLayerSavesWhatAutogradKeeps) {
   EXPECT_EQ(flash.attention_kernel, FusedAttentionKernel::kSdpaFlash);
   EXPECT_EQ(flash.attention, (AttentionShape{4, 16, 16, 2048, 128, DataType::kBf16}));
   EXPECT_TRUE(t.layer_recompute().empty());
+}
+
+// FSDP's mixed precision (param_dtype bf16, reduce_dtype fp32): the gathered weights are already
+// bf16, so no forward weight casts and no autocast weight copies in memory; the bf16 weight
+// gradients are still cast to fp32 for the reduction. SDPA's backend follows training.flash_kernel.
+TEST(PytorchEagerOps, FsdpMixedPrecisionDropsTheWeightCasts) {
+  const ModelSpec m = gpt_1_3b();
+  TrainingSpec fsdp = eager(2048, 4, Recompute::kNone);
+  fsdp.precision = PrecisionPolicy::megatron_mixed();
+  fsdp.flash_kernel = FusedAttentionKernel::kCudnn;
+  const Transformer t(m, fsdp);
+  const Transformer autocast(m, eager(2048, 4, Recompute::kNone));
+  for (const char* cast : {"qkv.weight_cast", "proj.weight_cast", "fc1.weight_cast", "fc2.weight_cast"}) {
+    EXPECT_FALSE(has(t.layer_forward(), cast)) << cast;
+    EXPECT_TRUE(has(autocast.layer_forward(), cast)) << cast;
+  }
+  EXPECT_FALSE(has(t.head_forward(), "lm_head.weight_cast"));
+  EXPECT_TRUE(has(t.layer_backward(), "fc1.weight_grad_cast"));
+  EXPECT_EQ(find(t.layer_forward(), "sdpa_flash").attention_kernel, FusedAttentionKernel::kCudnn);
+  EXPECT_EQ(t.layer_forward().size() + 4, autocast.layer_forward().size());
+  const int64_t P = t.parameters().total();
+  const PytorchEagerMemory with = pytorch_eager_peak_memory(m, autocast.training(), autocast.dims(), P);
+  const PytorchEagerMemory without = pytorch_eager_peak_memory(m, fsdp, t.dims(), P);
+  EXPECT_LT(without.peak.params, with.peak.params);
+  // 16-bit gradients (reduce_dtype bf16): no gradient casts either.
+  TrainingSpec pure = fsdp;
+  pure.precision.grad_dtype = DataType::kBf16;
+  EXPECT_FALSE(has(Transformer(m, pure).layer_backward(), "fc1.weight_grad_cast"));
 }
 
 TEST(PytorchEagerOps, LlamaLayerWithRopeSwigluAndGqa) {
@@ -146,9 +175,17 @@ TEST(PytorchEagerOps, FusedAdamwMovesTwentyEightBytesPerParameter) {
 
 TEST(PytorchEagerOps, RejectsWhatTheOpModelDoesNotCover) {
   const ModelSpec m = gpt_1_3b();
-  TrainingSpec mixed = eager(2048, 1, Recompute::kNone);
-  mixed.precision = PrecisionPolicy::megatron_mixed();
-  EXPECT_THROW(mixed.validate(m), InputError);
+  // fp32 parameters with a master copy, or 16-bit ones without: neither autocast's nor FSDP's.
+  TrainingSpec master = eager(2048, 1, Recompute::kNone);
+  master.precision.master_weights = true;
+  EXPECT_THROW(master.validate(m), InputError);
+  TrainingSpec no_master = eager(2048, 1, Recompute::kNone);
+  no_master.precision.param_dtype = DataType::kBf16;
+  EXPECT_THROW(no_master.validate(m), InputError);
+  // FSDP's mixed precision (bf16 params over an fp32 master) is valid here; the layout must be ZeRO-3.
+  TrainingSpec fsdp = eager(2048, 1, Recompute::kNone);
+  fsdp.precision = PrecisionPolicy::megatron_mixed();
+  EXPECT_NO_THROW(fsdp.validate(m));
   TrainingSpec selective = eager(2048, 1, Recompute::kSelective);
   EXPECT_THROW(selective.validate(m), InputError);
   TrainingSpec dropout = eager(2048, 1, Recompute::kNone);

@@ -88,11 +88,16 @@ void TrainingSpec::validate(const ModelSpec& model) const {
                                    "tools/reference/train_step.py; use training.framework: megatron otherwise)",
                                    what));
     };
-    if (precision.param_dtype != DataType::kFp32 || precision.grad_dtype != DataType::kFp32 ||
-        precision.master_weights || precision.fp32_grad_copy) {
+    // Two precisions: torch.autocast over fp32 parameters (train_step.py), or FSDP's mixed precision
+    // (16-bit param_dtype over a sharded fp32 master, gradients reduced in grads_dtype).
+    const bool autocast_fp32 = precision.param_dtype == DataType::kFp32 && precision.grad_dtype == DataType::kFp32 &&
+                               !precision.master_weights;
+    const bool fsdp_mixed = precision.param_dtype != DataType::kFp32 && precision.master_weights;
+    if ((!autocast_fp32 && !fsdp_mixed) || precision.fp32_grad_copy) {
       unsupported(fmt::format("needs fp32 parameters and gradients without a master copy (torch.autocast over fp32 "
-                              "parameters: training.params_dtype: fp32, grads_dtype: fp32, master_weights: false; "
-                              "got params {}, grads {}, master_weights {})",
+                              "parameters: training.params_dtype: fp32, grads_dtype: fp32, master_weights: false), or "
+                              "FSDP mixed precision (params_dtype bf16 or fp16 with master_weights: true, with ZeRO "
+                              "stage 3); got params {}, grads {}, master_weights {}",
                               name_of(precision.param_dtype), name_of(precision.grad_dtype), precision.master_weights));
     }
     if (compute_dtype != DataType::kBf16 && compute_dtype != DataType::kFp16) {

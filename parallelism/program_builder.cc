@@ -475,20 +475,22 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
   if (training.framework == Framework::kPytorchEager) {
     // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h);
     // with dp > 1 under torch.nn.parallel.DistributedDataParallel (one micro-batch per GPU) or, with
-    // ZeRO stage 3, under FullyShardedDataParallel (FULL_SHARD, gradient accumulation allowed).
-    const bool fsdp = layout.zero_stage == 3;
+    // ZeRO stage 3 or 2, under FullyShardedDataParallel (FULL_SHARD or SHARD_GRAD_OP; gradient
+    // accumulation allowed).
+    const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
     const bool fsdp_precision = training.precision.param_dtype != DataType::kFp32;
     if (p != 1 || layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
       throw InputError(fmt::format("training.framework pytorch-eager models PyTorch steps alone or under "
                                    "DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, one micro-batch per GPU: "
-                                   "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3); got tp {}, "
+                                   "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3, or 2 for "
+                                   "SHARD_GRAD_OP); got tp {}, "
                                    "pp {}, cp {}, zero {}, {} micro-batches; use training.framework: megatron for "
                                    "other layouts",
                                    layout.tp, p, layout.cp, layout.zero_stage, m));
     }
     if (fsdp_precision && !fsdp) {
       throw InputError(fmt::format("training.framework pytorch-eager with training.params_dtype {} is FSDP's mixed "
-                                   "precision and needs parallelism.zero: 3 (got zero {}); without FSDP use "
+                                   "precision and needs parallelism.zero: 3 or 2 (got zero {}); without FSDP use "
                                    "params_dtype: fp32 (torch.autocast over fp32 parameters)",
                                    name_of(training.precision.param_dtype), layout.zero_stage));
     }
@@ -500,13 +502,14 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     if (fsdp) {
       // An estimate (no FSDP measurement validates it): the eager step's activations and loss
       // tensors, model states sharded over the dp ranks (the master parameter, its gradient and two
-      // AdamW moments, 4 + 4 + 8 bytes, in fp32), and two layers' gathered 16-bit weights (the one
-      // in use and the one prefetched; limit_all_gathers).
+      // AdamW moments, 4 + 4 + 8 bytes, in fp32), and the gathered 16-bit weights: two layers' with
+      // FULL_SHARD (the one in use and the one prefetched; limit_all_gathers), the whole model's
+      // with SHARD_GRAD_OP (kept from the forward to the backward).
       const int64_t dp = layout.dp;
       const int64_t shard = (mem.parameters + dp - 1) / dp;
-      const int64_t layer_weights = params.layer.total();
+      const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
       mem.memory.params = Bytes::of(checked_add(checked_mul(shard, 4, "FSDP bytes"),
-                                                checked_mul(2 * layer_weights, training.precision.param_bytes(), "FSDP bytes"),
+                                                checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes"),
                                                 "FSDP bytes"));
       mem.memory.grads = Bytes::of(checked_mul(shard, 4, "FSDP bytes"));
       mem.memory.optimizer_state = Bytes::of(checked_mul(shard, 8, "FSDP bytes"));

@@ -63,7 +63,8 @@ void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(integer(prefix + "vocab", "tokenizer vocabulary before Megatron's padding", "", 1, kMaxVocab));
   s.key(choice(prefix + "mlp", "MLP kind", "gelu", {"gelu", "swiglu"}));
   s.key(choice(prefix + "norm", "normalisation", "layernorm", {"layernorm", "rmsnorm"}));
-  s.key(choice(prefix + "position_embedding", "position encoding", "learned", {"learned", "rope"}));
+  s.key(choice(prefix + "position_embedding", "position encoding: learned table, rotary (rope) or ALiBi biases (alibi)",
+               "learned", {"learned", "rope", "alibi"}));
   s.key(integer(prefix + "max_position_embeddings", "rows of a learned position table (0 = seq_len)", "0", 0));
   s.key(key(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
   s.key(integer(prefix + "make_vocab_size_divisible_by",

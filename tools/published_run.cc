@@ -215,10 +215,10 @@ std::optional<ModelSpec> resolve_model(Context& ctx, int64_t seq_len) {
     }
     case SourceConvention::kLlmFoundry: {
       if (!c.layers || !c.hidden || !c.heads || !c.vocab) break;
-      // MPT (llm-foundry mpt-*.yaml): GeLU MLP of 4h, LayerNorm, ALiBi (no position parameters;
-      // RoPE's parameter-free path stands in for it), tied embeddings, no biases, no dropout.
+      // MPT (llm-foundry mpt-*.yaml): GeLU MLP of 4h, LayerNorm, ALiBi, tied embeddings, no biases,
+      // no dropout.
       ModelSpec m = gpt_model(c, seq_len);
-      m.position_embedding = PositionEmbedding::kRope;
+      m.position_embedding = PositionEmbedding::kAlibi;
       m.max_position_embeddings = 0;
       m.linear_bias = false;
       m.make_vocab_size_divisible_by = 1;
@@ -226,9 +226,9 @@ std::optional<ModelSpec> resolve_model(Context& ctx, int64_t seq_len) {
     }
     case SourceConvention::kBigScience: {
       if (!c.layers || !c.hidden || !c.heads || !c.vocab) break;
-      // BLOOM: GPT layers with ALiBi (no position parameters: RoPE's parameter-free path stands in).
+      // BLOOM: GPT layers with ALiBi.
       ModelSpec m = gpt_model(c, seq_len);
-      m.position_embedding = PositionEmbedding::kRope;
+      m.position_embedding = PositionEmbedding::kAlibi;
       m.max_position_embeddings = 0;
       return m;
     }
@@ -549,6 +549,15 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     t.flash_kernel = FusedAttentionKernel::kSdpaFlash;
     ctx.assume("attention kernel = FlashAttention-2 class (sdpa-flash)",
                "MPT runs Triton FlashAttention (submit_benchmarks.py --attn_impl triton), which has no Hopper path");
+  }
+  if (conv == SourceConvention::kLlmFoundry && t.compute_dtype != DataType::kFp8) {
+    // llm-foundry trains MPT with Composer: PyTorch modules run eagerly under autocast inside FSDP
+    // (mixed precision DEFAULT or PURE), not Megatron's fused kernels (train.py builds the model
+    // from llmfoundry/models/mpt/modeling_mpt.py; submit_benchmarks.py sets no torch.compile).
+    // Its FP8 rows use Transformer Engine layers and stay on the Megatron op model.
+    t.framework = Framework::kPytorchEager;
+    ctx.assume("framework = pytorch-eager (PyTorch modules under autocast, FSDP mixed precision)",
+               "Composer + FSDP eager training; the Megatron op model prices fused kernels MPT does not use");
   }
   // Megatron-LM's GPT runs keep its default dropout of 0.1; Llama and MPT recipes train without.
   const bool gpt_dropout = conv == SourceConvention::kSc21 || conv == SourceConvention::kKorthikanti ||

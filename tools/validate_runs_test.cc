@@ -72,7 +72,9 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   const std::string bridge = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md";
   EXPECT_LE(mape_of([&](const RunValidationRow& r) { return r.publication == bridge && dense_without_cp(r); }), 0.20);
   EXPECT_LE(mape_of([](const RunValidationRow& r) { return is_core_row(r) && dense_without_cp(r); }), 0.18);
-  EXPECT_LE(mape_of(dense_without_cp), 0.31);
+  EXPECT_LE(mape_of(dense_without_cp), 0.22);
+  // llm-foundry (MPT under Composer + FSDP, priced by the PyTorch eager op model): issue 8's 15 %.
+  EXPECT_LE(source("mosaicml/llm-foundry scripts/train/benchmarking/README.md").mape, 0.15);
 }
 
 // Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):

@@ -8,7 +8,14 @@ namespace clustersim {
 
 std::string_view name_of(MlpKind kind) { return kind == MlpKind::kGelu ? "gelu" : "swiglu"; }
 std::string_view name_of(NormKind kind) { return kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"; }
-std::string_view name_of(PositionEmbedding kind) { return kind == PositionEmbedding::kLearned ? "learned" : "rope"; }
+std::string_view name_of(PositionEmbedding kind) {
+  switch (kind) {
+    case PositionEmbedding::kLearned: return "learned";
+    case PositionEmbedding::kRope: return "rope";
+    case PositionEmbedding::kAlibi: return "alibi";
+  }
+  return "learned";
+}
 
 MlpKind parse_mlp_kind(std::string_view text) {
   if (text == "gelu") return MlpKind::kGelu;
@@ -41,7 +48,8 @@ MoeBalancing parse_moe_balancing(std::string_view text) {
 PositionEmbedding parse_position_embedding(std::string_view text) {
   if (text == "learned") return PositionEmbedding::kLearned;
   if (text == "rope") return PositionEmbedding::kRope;
-  throw InputError(fmt::format("unknown position_embedding \"{}\" (valid: learned, rope)", text));
+  if (text == "alibi") return PositionEmbedding::kAlibi;
+  throw InputError(fmt::format("unknown position_embedding \"{}\" (valid: learned, rope, alibi)", text));
 }
 
 void ModelSpec::validate() const {

@@ -13,7 +13,10 @@ enum class MlpKind { kGelu, kSwiglu };
 enum class NormKind { kLayerNorm, kRmsNorm };
 // learned: a [max_position_embeddings, h] table added to the token embeddings (GPT-2/3);
 // rope: rotary embedding applied to Q and K, no parameters (Llama).
-enum class PositionEmbedding { kLearned, kRope };
+// How positions enter the model: a learned table added to the embeddings, rotary embeddings of q
+// and k (RoPE, Su et al. 2021), or ALiBi's linear attention biases (Press et al. 2022: no
+// parameters, added to the attention scores inside the attention kernel; MPT, BLOOM).
+enum class PositionEmbedding { kLearned, kRope, kAlibi };
 
 std::string_view name_of(MlpKind kind);                // "gelu", "swiglu"
 std::string_view name_of(NormKind kind);               // "layernorm", "rmsnorm"

@@ -126,7 +126,9 @@ TEST(ModelSpec, ValidationNamesTheFieldAndWhatIsValid) {
   EXPECT_NO_THROW(m.validate());
   EXPECT_EQ(parse_mlp_kind("swiglu"), MlpKind::kSwiglu);
   EXPECT_THROW(parse_norm_kind("batchnorm"), InputError);
-  EXPECT_THROW(parse_position_embedding("alibi"), InputError);
+  EXPECT_EQ(parse_position_embedding("alibi"), PositionEmbedding::kAlibi);
+  EXPECT_EQ(name_of(PositionEmbedding::kAlibi), "alibi");
+  EXPECT_THROW(parse_position_embedding("sinusoidal"), InputError);
   EXPECT_EQ(parse_recompute("selective"), Recompute::kSelective);
   EXPECT_THROW(parse_attention_kernel("sdpa"), InputError);
 }

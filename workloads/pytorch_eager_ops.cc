@@ -53,7 +53,7 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
   z.bias = model.linear_bias;
   z.r = z.bias ? 4 : 2;
   z.rope = model.position_embedding == PositionEmbedding::kRope;
-  z.learned = !z.rope;
+  z.learned = model.position_embedding == PositionEmbedding::kLearned;
   z.tied = model.tied_embeddings;
   z.recompute = training.recompute == Recompute::kFull;
   z.gemm = training.compute_dtype;

@@ -104,6 +104,27 @@ TEST(PytorchEagerOps, FsdpMixedPrecisionDropsTheWeightCasts) {
   EXPECT_FALSE(has(Transformer(m, pure).layer_backward(), "fc1.weight_grad_cast"));
 }
 
+// ALiBi (MPT, BLOOM): no position parameters and no position ops; its biases are added inside the
+// attention kernel. The Megatron op model likewise drops the position-embedding add.
+TEST(PytorchEagerOps, AlibiHasNoPositionParametersOrOps) {
+  ModelSpec learned = gpt_1_3b();
+  ModelSpec alibi = learned;
+  alibi.position_embedding = PositionEmbedding::kAlibi;
+  alibi.max_position_embeddings = 0;
+  ModelSpec rope = alibi;
+  rope.position_embedding = PositionEmbedding::kRope;
+  const Transformer a(alibi, eager(2048, 1, Recompute::kNone));
+  const Transformer r(rope, eager(2048, 1, Recompute::kNone));
+  const Transformer l(learned, eager(2048, 1, Recompute::kNone));
+  EXPECT_EQ(a.parameters().total(), r.parameters().total());
+  EXPECT_EQ(l.parameters().total(), a.parameters().total() + learned.max_position_embeddings * learned.hidden);
+  EXPECT_FALSE(has(a.embedding_forward(), "position_embedding.add"));
+  EXPECT_TRUE(has(l.embedding_forward(), "position_embedding.add"));
+  for (const Op& op : a.layer_forward()) EXPECT_EQ(op.name.find("rope"), std::string::npos) << op.name;
+  EXPECT_TRUE(has(r.layer_forward(), "rope.q.multiply"));
+  EXPECT_LT(a.layer_forward().size(), r.layer_forward().size());
+}
+
 TEST(PytorchEagerOps, LlamaLayerWithRopeSwigluAndGqa) {
   ModelSpec m = testing::llama2_7b();
   m.kv_heads = 8;

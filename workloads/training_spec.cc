@@ -97,7 +97,7 @@ void TrainingSpec::validate(const ModelSpec& model) const {
       unsupported(fmt::format("needs fp32 parameters and gradients without a master copy (torch.autocast over fp32 "
                               "parameters: training.params_dtype: fp32, grads_dtype: fp32, master_weights: false), or "
                               "FSDP mixed precision (params_dtype bf16 or fp16 with master_weights: true, with ZeRO "
-                              "stage 3); got params {}, grads {}, master_weights {}",
+                              "stage 3 or 2); got params {}, grads {}, master_weights {}",
                               name_of(precision.param_dtype), name_of(precision.grad_dtype), precision.master_weights));
     }
     if (compute_dtype != DataType::kBf16 && compute_dtype != DataType::kFp16) {

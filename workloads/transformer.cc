@@ -171,7 +171,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   z.flash = training.attention == AttentionKernel::kFlash;
   z.flash_kernel = training.flash_kernel;
   z.rope = model.position_embedding == PositionEmbedding::kRope;
-  z.learned = !z.rope;
+  z.learned = model.position_embedding == PositionEmbedding::kLearned;
   z.hidden_mask = training.hidden_dropout > 0;
   z.attention_mask = training.attention_dropout > 0;
   if (model.moe.enabled()) {

@@ -74,9 +74,26 @@ void check_range(const KeyDef& def, double v, const std::function<InputError(con
   }
 }
 
-// Parses one scalar as `def` says; throws via `fail` with what is valid.
-void validate_scalar(const KeyDef& def, const std::string& text,
+// How a scalar written as a string says so: in quotes ('32', "32"; yaml-cpp tags a quoted scalar
+// "!" and a plain one "?") or with an explicit !!str tag. YAML reads such a scalar as text whatever
+// it looks like. Empty for a plain scalar.
+std::string string_form(const YAML::Node& scalar) {
+  if (scalar.Tag() == "!") return "the quoted string";
+  if (scalar.Tag() == "tag:yaml.org,2002:str") return "the !!str string";
+  return "";
+}
+
+// Parses one scalar as `def` says; throws via `fail` with what is valid. `written_as`: how the
+// scalar was written as a string (string_form()), which makes it text, never a number or a boolean.
+void validate_scalar(const KeyDef& def, const std::string& text, const std::string& written_as,
                      const std::function<InputError(const std::string&)>& fail) {
+  const bool number = def.type == ValueType::kInt || def.type == ValueType::kIntList || def.type == ValueType::kReal;
+  if (!written_as.empty() && (number || def.type == ValueType::kBool)) {
+    const std::string expected = def.type == ValueType::kBool ? "true or false" : describe_type(def);
+    throw fail(fmt::format("expected {}, got {} \"{}\" (YAML reads it as text); write the value plain, without "
+                           "quotes or tag",
+                           expected, written_as, text));
+  }
   switch (def.type) {
     case ValueType::kInt:
     case ValueType::kIntList: {
@@ -259,7 +276,7 @@ class Walker {
         if (!value.IsSequence()) throw fail("expected a list, " + describe_type(def));
         for (const auto& item : value) {
           if (!item.IsScalar()) throw fail("list elements must be plain values");
-          validate_scalar(def, item.Scalar(), fail);
+          validate_scalar(def, item.Scalar(), string_form(item), fail);
           e.items.push_back(item.Scalar());
         }
         data_.values[cpath] = std::move(e);
@@ -269,7 +286,7 @@ class Walker {
         if (!value.IsScalar()) {
           throw fail(fmt::format("expected {}, got {}", describe_type(def), kind_of(value)));
         }
-        validate_scalar(def, value.Scalar(), fail);
+        validate_scalar(def, value.Scalar(), string_form(value), fail);
         data_.values[cpath] = Entry{.location = where, .text = value.Scalar()};
         return;
       }

@@ -18,6 +18,7 @@ const Schema& test_schema() {
     s.key({.path = "training.recompute", .type = ValueType::kEnum, .default_text = "none", .description = "r",
            .choices = {"none", "selective", "full"}});
     s.key({.path = "training.lr", .type = ValueType::kReal, .description = "learning rate"});
+    s.key({.path = "training.packed", .type = ValueType::kBool, .default_text = "false", .description = "packing"});
     s.section("link", "a link");
     s.key({.path = "link.bandwidth", .type = ValueType::kBandwidth, .description = "bw", .required = true});
     s.key({.path = "link.latency", .type = ValueType::kDuration, .default_text = "1 us", .description = "lat"});
@@ -96,6 +97,40 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: [1, 2]").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ngroups: [{}]").find("groups[0].count"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s\n").find("YAML syntax error"), std::string::npos);
+}
+
+// A quoted scalar is a string in YAML: "32" is not the number 32, for integers, reals, booleans and
+// list elements alike; a unit string stays a string.
+TEST(ConfigDocument, QuotedNumbersAreStringsNotNumbers) {
+  const std::string link = "link: {bandwidth: \"400 Gb/s\", latency: '1 us'}\n";
+  EXPECT_EQ(error_of(link + "training: {seq_len: 32, lr: 0.5}\nlayers: [1, 2]\n"), "");
+  const std::string quoted_int = error_of(link + "training:\n  seq_len: \"32\"\n");
+  EXPECT_NE(quoted_int.find("s.yaml:3:3: training.seq_len: expected integer >= 1, got the quoted string \"32\""),
+            std::string::npos)
+      << quoted_int;
+  const std::string single = error_of(link + "training: {seq_len: '32'}\n");
+  EXPECT_NE(single.find("training.seq_len: expected integer"), std::string::npos) << single;
+  const std::string tagged = error_of(link + "training: {seq_len: !!str 32}\n");
+  EXPECT_NE(tagged.find("training.seq_len: expected integer >= 1, got the !!str string \"32\""), std::string::npos)
+      << tagged;
+  EXPECT_EQ(error_of(link + "training: {seq_len: !!int 32}\n"), "");
+  const std::string quoted_real = error_of(link + "training:\n  lr: \"0.5\"\n");
+  EXPECT_NE(quoted_real.find("s.yaml:3:3: training.lr: expected number, got the quoted string \"0.5\""),
+            std::string::npos)
+      << quoted_real;
+  const std::string flag = error_of(link + "training: {packed: \"true\"}\n");
+  EXPECT_NE(flag.find("training.packed: expected true or false, got the quoted string \"true\""), std::string::npos)
+      << flag;
+  const std::string element = error_of(link + "layers: [1, \"2\"]\n");
+  EXPECT_NE(element.find("layers: expected list of integers >= 1, got the quoted string \"2\""), std::string::npos)
+      << element;
+  const std::string count = error_of(link + "groups: [{count: \"4\"}]\n");
+  EXPECT_NE(count.find("groups[0].count: expected integer >= 1, got the quoted string \"4\""), std::string::npos)
+      << count;
+  // The same through --set: the value is read as YAML.
+  const std::string set = error_of(link, {parse_override("training.seq_len=\"64\"")});
+  EXPECT_NE(set.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << set;
+  EXPECT_EQ(error_of(link, {parse_override("training.seq_len=64")}), "");
 }
 
 TEST(ConfigDocument, OverridesReplaceValuesAndAreNamedInErrors) {

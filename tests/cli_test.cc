@@ -260,6 +260,37 @@ TEST(Cli, HelpConfigListsTheShippedPresets) {
   EXPECT_EQ(nodes.output.find("Model presets"), std::string::npos) << nodes.output;
 }
 
+// The copy of a shipped scenario with `from` replaced by `to` (once), written to a temporary file.
+std::string edited_scenario(const std::string& name, const std::string& from, const std::string& to,
+                            const std::string& file) {
+  std::string text = read(scenario(name));
+  const size_t at = text.find(from);
+  if (at == std::string::npos) return "";
+  text.replace(at, from.size(), to);
+  return write_temp(file, text);
+}
+
+// Line (1-based) of the first occurrence of `text` in the file at `path`.
+int line_of(const std::string& path, const std::string& text) {
+  const std::string content = read(path);
+  const size_t at = content.find(text);
+  return at == std::string::npos ? 0 : 1 + static_cast<int>(std::count(content.begin(), content.begin() + at, '\n'));
+}
+
+// A quoted scalar is a string in YAML: "1" is not the number 1.
+TEST(Cli, QuotedNumbersInAScenarioExitWith2) {
+  const std::string path = edited_scenario("gpt3-1.3b-single-h200.yaml", "nodes: 1", "nodes: \"1\"", "quoted.yaml");
+  ASSERT_FALSE(path.empty());
+  Result r = run("run " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string where = path + ":" + std::to_string(line_of(path, "nodes:")) + ":3: cluster.nodes: ";
+  EXPECT_NE(r.output.find(where + "expected integer in [1, 16384], got the quoted string \"1\""), std::string::npos)
+      << r.output;
+  r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

@@ -175,6 +175,8 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   const std::vector<int> eps = space.ep.empty() ? std::vector<int>{base.ep} : space.ep;
   const std::vector<int> etps = space.etp.empty() ? std::vector<int>{base.etp} : space.etp;
   const int64_t batch = base_training.global_batch;
+  const bool flash = base_training.attention == AttentionKernel::kFlash;
+  const bool has_recompute_none = std::find(recomputes.begin(), recomputes.end(), Recompute::kNone) != recomputes.end();
 
   // Largest global batch <= the maximum that `unit` divides (0 if none).
   auto batch_for = [&](int64_t unit) -> int64_t {
@@ -220,6 +222,9 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
               for (int etp : etps) {
                 for (int64_t mb : micro_batches) {
                   for (Recompute recompute : recomputes) {
+                    // With a fused attention kernel selective recomputation has nothing to re-run (the
+                    // s×s scores are never stored; workloads/transformer.h): the same layout as none.
+                    if (recompute == Recompute::kSelective && flash && has_recompute_none) continue;
                     for (int zero : zeros) {
                       for (bool searched_sp : sps) {
                         // Megatron-LM turns sequence parallelism off at tp 1 (megatron/training/arguments.py):

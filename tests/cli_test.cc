@@ -291,6 +291,28 @@ TEST(Cli, QuotedNumbersInAScenarioExitWith2) {
   EXPECT_NE(r.output.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << r.output;
 }
 
+// With flash attention selective recomputation recomputes nothing: a search lists it once, as
+// none, and run still takes it.
+TEST(Cli, SearchWithFlashAttentionListsSelectiveRecomputeOnce) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --json --no-progress";
+  const Result none = run(search + " --set search.recompute=[none]");
+  const Result both = run(search + " --set search.recompute=[none,selective]");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  const auto candidates = [](const std::string& json) {
+    const size_t at = json.find("\"candidates\":");
+    return at == std::string::npos ? std::string() : json.substr(at, json.find(',', at) - at);
+  };
+  EXPECT_FALSE(candidates(none.output).empty()) << none.output;
+  EXPECT_EQ(candidates(both.output), candidates(none.output));
+  EXPECT_EQ(both.output.find("\"selective\""), std::string::npos) << both.output;
+  const Result naive = run(search + " --set search.recompute=[none,selective] --set training.attention=naive");
+  ASSERT_EQ(naive.exit_code, 0) << naive.output;
+  EXPECT_NE(candidates(naive.output), candidates(none.output));
+  const Result selective = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.recompute=selective");
+  EXPECT_EQ(selective.exit_code, 0) << selective.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

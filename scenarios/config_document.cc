@@ -341,6 +341,12 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
   auto data = std::make_shared<Data>();
   data->source = source_name;
   data->schema = &schema;
+  // A NUL byte is binary data (or UTF-16 text); yaml-cpp would report it as a bad escape or token.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw InputError(fmt::format("{}:{}: binary data (a NUL byte) at line {}; expected a YAML text file (UTF-8)",
+                                 source_name, line, line));
+  }
   YAML::Node root;
   try {
     // YAML::Load would read the first document and drop any later one silently.

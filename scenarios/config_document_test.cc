@@ -153,6 +153,12 @@ TEST(ConfigDocument, MissingKeyWithoutDefaultIsAnError) {
   EXPECT_THROW(doc.get_real("training.lr"), InputError);
 }
 
+// Binary data (or UTF-16 text) is named with its line instead of a YAML syntax error.
+TEST(ConfigDocument, NulByteIsBinaryData) {
+  const std::string text = std::string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4") + '\0' + "\n";
+  EXPECT_EQ(error_of(text), "s.yaml:3: binary data (a NUL byte) at line 3; expected a YAML text file (UTF-8)");
+}
+
 TEST(Schema, PrintsEveryKeyWithTypeAndDefault) {
   std::ostringstream out;
   test_schema().print(out);

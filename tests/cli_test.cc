@@ -313,6 +313,30 @@ TEST(Cli, SearchWithFlashAttentionListsSelectiveRecomputeOnce) {
   EXPECT_EQ(selective.exit_code, 0) << selective.output;
 }
 
+// A NUL byte is binary data: the CSV and YAML readers name the file and line.
+TEST(Cli, BinaryDataInInputFilesExitsWith2) {
+  const std::string published = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/";
+  for (const char* kind : {"collectives", "runs"}) {
+    const std::string csv = read(published + (std::string(kind) == "runs" ? "training_runs.csv" : "collectives.csv"));
+    const std::string header = csv.substr(0, csv.find('\n') + 1);
+    const std::string path = write_temp(std::string("nul_") + kind + ".csv", header + "a" + '\0' + "b\n");
+    const Result r = run(std::string("validate --") + kind + " " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(path + ":2: binary data (a NUL byte) at line 2; expected a text CSV file"),
+              std::string::npos)
+        << r.output;
+  }
+  const std::string raw = write_temp("nul_raw.csv", std::string("# format: 1\n# kind: gemm\n") + '\0' + "\n");
+  Result r = run("calibrate fit " + raw + " --out " + write_temp("nul_profile.json", ""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(raw + ":3: binary data (a NUL byte) at line 3"), std::string::npos) << r.output;
+  const std::string yaml = write_temp("nul.yaml", read(scenario("gpt3-1.3b-single-h200.yaml")) + '\0');
+  r = run("run " + yaml);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(yaml + ":"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("binary data (a NUL byte)"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

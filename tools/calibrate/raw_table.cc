@@ -115,6 +115,10 @@ RawTable read_raw_table(std::istream& in, std::string_view source) {
   while (std::getline(in, line)) {
     ++line_number;
     const std::string where = table.source + ":" + std::to_string(line_number);
+    if (line.find('\0') != std::string::npos) {
+      throw InputError(where + ": binary data (a NUL byte) at line " + std::to_string(line_number) +
+                       "; expected a text CSV file of clustersim-calibrate raw samples");
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (line[0] == '#') {

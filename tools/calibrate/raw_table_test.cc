@@ -73,6 +73,9 @@ TEST(RawTable, ReaderRejectsMalformedFiles) {
   expect_input_error([] { read("# format: 1\na,a\n"); }, {"t.csv:2", "duplicate column 'a'"});
   expect_input_error([] { read("# format: 2\na\n"); }, {"format '2'"});
   expect_input_error([] { read("a\n"); }, {"format 'missing'"});
+  // Binary data (or UTF-16 text) is named with its line, not parsed as cells.
+  expect_input_error([] { read(std::string("# format: 1\na,b\n1,2\n3,") + '\0' + "\n"); },
+                     {"t.csv:4: binary data (a NUL byte) at line 4; expected a text CSV file"});
   expect_input_error([] { read_raw_table_file("/nonexistent.csv"); }, {"/nonexistent.csv"});
 }
 

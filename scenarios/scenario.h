@@ -21,6 +21,7 @@
 #include "parallelism/layout_search.h"
 #include "parallelism/search_space.h"
 #include "scenarios/config_document.h"
+#include "scenarios/hardware_presets.h"
 #include "scenarios/schema.h"
 #include "topology/specs.h"
 #include "workloads/model_spec.h"

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 namespace {
@@ -335,6 +336,28 @@ TEST(Cli, BinaryDataInInputFilesExitsWith2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(yaml + ":"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("binary data (a NUL byte)"), std::string::npos) << r.output;
+}
+
+// --nodes and --ranks of an nccl-tests log have the ranges of a scenario's cluster (as collective
+// --nodes), for calibrate fit and validate --calibration alike.
+TEST(Cli, NcclTestsLogNodeAndRankCountsAreBounded) {
+  const std::string log =
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
+  const std::string out = write_temp("bounded_profile.json", "");
+  const std::vector<std::string> commands = {"calibrate fit --out " + out + " --nccl-tests-log " + log,
+                                             "validate --calibration h200-2026-11-29 --nccl-tests-log " + log};
+  for (const std::string& command : commands) {
+    Result r = run(command + " --ranks 16 --nodes 100000");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--nodes 100000 (for --nccl-tests-log " + log + ") is out of range; valid: 1..16384"),
+              std::string::npos)
+        << r.output;
+    r = run(command + " --ranks 16 --nodes 17");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--ranks 16 (for --nccl-tests-log " + log + ") is out of range for --nodes 17"),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 TEST(Cli, HelpConfigListsEveryKey) {

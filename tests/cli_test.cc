@@ -360,6 +360,17 @@ TEST(Cli, NcclTestsLogNodeAndRankCountsAreBounded) {
   }
 }
 
+// A CSV that is not a raw-sample file is named as such (not "format 'missing'").
+TEST(Cli, CalibrateFitNamesAFileThatIsNotARawSampleFile) {
+  const std::string csv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/gemm.csv";
+  const Result r = run("calibrate fit " + csv + " --out " + write_temp("not_raw_profile.json", ""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(csv + ": not a clustersim-calibrate raw-sample file: no `# format: 1` line"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("missing"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

@@ -68,9 +68,12 @@ bool parse_real_text(const std::string& text, double& value) {
   return ec == std::errc() && ptr == last && !text.empty() && std::isfinite(value);
 }
 
-void check_range(const KeyDef& def, double v, const std::function<InputError(const std::string&)>& fail) {
+// `text` is the value as written, for the message (a double would print 9223372036854775807 as
+// 9.223372036854776e+18).
+void check_range(const KeyDef& def, double v, const std::string& text,
+                 const std::function<InputError(const std::string&)>& fail) {
   if ((def.min && v < *def.min) || (def.max && v > *def.max)) {
-    throw fail(fmt::format("{} is out of range: expected {}", v, describe_type(def)));
+    throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
   }
 }
 
@@ -98,14 +101,20 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
     case ValueType::kInt:
     case ValueType::kIntList: {
       int64_t v = 0;
-      if (!parse_int_text(text, v)) throw fail(fmt::format("\"{}\" is not an integer", text));
-      check_range(def, static_cast<double>(v), fail);
+      if (!parse_int_text(text, v)) {
+        // Digits beyond int64 are an integer out of range, not a malformed one.
+        const bool digits = text.find_first_not_of("0123456789", text.starts_with('-') ? 1 : 0) == std::string::npos &&
+                            text.size() > (text.starts_with('-') ? 1U : 0U);
+        if (digits) throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
+        throw fail(fmt::format("\"{}\" is not an integer", text));
+      }
+      check_range(def, static_cast<double>(v), text, fail);
       return;
     }
     case ValueType::kReal: {
       double v = 0;
       if (!parse_real_text(text, v)) throw fail(fmt::format("\"{}\" is not a number", text));
-      check_range(def, v, fail);
+      check_range(def, v, text, fail);
       return;
     }
     case ValueType::kBool:

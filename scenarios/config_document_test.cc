@@ -89,6 +89,11 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 0}").find("out of range"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 1.5}").find("not an integer"),
             std::string::npos);
+  // Beyond int64: out of range, named as written.
+  const std::string huge = error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 99999999999999999999999}");
+  EXPECT_NE(huge.find("training.seq_len: 99999999999999999999999 is out of range: expected integer >= 1"),
+            std::string::npos)
+      << huge;
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {recompute: some}").find("none, selective, full"),
             std::string::npos);
   EXPECT_NE(error_of("link: {latency: 1 us}").find("missing required key \"link.bandwidth\""), std::string::npos);

@@ -371,6 +371,29 @@ TEST(Cli, CalibrateFitNamesAFileThatIsNotARawSampleFile) {
   EXPECT_EQ(r.output.find("missing"), std::string::npos) << r.output;
 }
 
+// Sizes beyond the int range were cut to int (tp 4294967297 ran as tp 1); huge expert counts ran
+// out of memory. Each is out of the key's range now.
+TEST(Cli, HugeSizesAreOutOfRangeNotTruncated) {
+  const std::string base = "run " + scenario("gpt3-1.3b-single-h200.yaml");
+  for (const char* set : {"parallelism.tp=4294967297", "parallelism.pp=4294967297", "parallelism.dp=4294967297",
+                          "parallelism.layers_per_virtual_stage=4294967297", "parallelism.stage_layers=[4294967320]",
+                          "simulation.flow_max_gpus=4294967295", "model.moe.num_experts=4294967304",
+                          "model.head_dim=9223372036854775807", "training.global_batch=9223372036854775807"}) {
+    const Result r = run(base + " --set '" + set + "'");
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.output;
+    EXPECT_NE(r.output.find("is out of range: expected"), std::string::npos) << set << ": " << r.output;
+  }
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  for (const char* set : {"search.tp=[99999999999]", "search.tp=[3000000000]", "search.top=4294967297"}) {
+    const Result r = run(search + " --set '" + set + "'");
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.output;
+    EXPECT_NE(r.output.find("is out of range: expected"), std::string::npos) << set << ": " << r.output;
+  }
+  const Result r = run("run " + scenario("mixtral-8x7b-64-h100.yaml") + " --set model.moe.num_experts=4294967304");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.moe.num_experts"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

@@ -79,9 +79,10 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
     throw InputError(fmt::format("--nodes {} is out of range; valid: 1..{} (as cluster.nodes of a scenario)",
                                  options.nodes, kMaxClusterNodes));
   }
-  if (options.leaf_ports < 1) {
-    throw InputError(fmt::format("--leaf-ports {} is out of range; valid: 1 or more downlink ports per leaf switch",
-                                 options.leaf_ports));
+  if (options.leaf_ports < 1 || options.leaf_ports > kMaxLeafPorts) {
+    throw InputError(fmt::format("--leaf-ports {} is out of range; valid: 1..{} downlink ports per leaf switch (as "
+                                 "cluster.fabric.leaf_ports)",
+                                 options.leaf_ports, kMaxLeafPorts));
   }
   if (!(options.oversubscription >= 1.0 && options.oversubscription <= kMaxOversubscription)) {
     throw InputError(fmt::format("--oversubscription {} is out of range; valid: 1..{} (leaf downlink / uplink "

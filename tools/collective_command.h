@@ -41,7 +41,8 @@ struct CollectiveCommandOptions {
   // Fabric switch latency per traversal. Default: an estimate for InfiniBand NDR switches, whose
   // published port-to-port figures range from about 150 to 330 ns; calibrate.
   Duration switch_latency = Duration::nanoseconds(300);
-  // Downlink ports of one leaf switch (NICs it holds), >= 1; the default of cluster.fabric.leaf_ports.
+  // Downlink ports of one leaf switch (NICs it holds), 1..kMaxLeafPorts; the default of
+  // cluster.fabric.leaf_ports.
   int leaf_ports = kDefaultLeafPorts;
   // Fat-tree leaf downlink / uplink bandwidth, 1..kMaxOversubscription; cluster.fabric.oversubscription.
   double oversubscription = kDefaultOversubscription;
@@ -68,9 +69,9 @@ FabricType parse_fabric_type(std::string_view text);
 
 // Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError naming the
 // flag and the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes,
-// gpus_per_node beyond the node, leaf_ports < 1, oversubscription outside 1..kMaxOversubscription,
-// min_bytes 0, min > max, a step that does not grow) and for an algorithm or protocol the op
-// cannot use; the CLI maps it to exit code 2.
+// gpus_per_node beyond the node, leaf_ports outside 1..kMaxLeafPorts, oversubscription outside
+// 1..kMaxOversubscription, min_bytes 0, min > max, a step that does not grow) and for an algorithm
+// or protocol the op cannot use; the CLI maps it to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

@@ -255,7 +255,10 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   expect_named(options, "--nodes", fmt::format("1..{}", kMaxClusterNodes));
   options = {};
   options.leaf_ports = 0;
-  expect_named(options, "--leaf-ports", "1 or more");
+  expect_named(options, "--leaf-ports", fmt::format("1..{}", kMaxLeafPorts));
+  options = {};
+  options.leaf_ports = kMaxLeafPorts + 1;
+  expect_named(options, "--leaf-ports", fmt::format("1..{}", kMaxLeafPorts));
   options = {};
   options.oversubscription = 0.5;
   expect_named(options, "--oversubscription", fmt::format("1..{}", kMaxOversubscription));

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--oversubscription", coll.oversubscription,
                        fmt::format("leaf switch downlink / uplink bandwidth, 1..{}", kMaxOversubscription))
       ->capture_default_str();
-  coll_cmd->add_option("--leaf-ports", coll.leaf_ports, "downlink ports (NICs) of one leaf switch, >= 1")
+  coll_cmd->add_option("--leaf-ports", coll.leaf_ports,
+                       fmt::format("downlink ports (NICs) of one leaf switch, 1..{}", kMaxLeafPorts))
       ->capture_default_str();
   coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
       ->capture_default_str();

@@ -216,6 +216,10 @@ TEST(SearchSpace, TensorGroupsStayInsideNodesOnlyWhenTheirBlocksTileTheNode) {
   l = Layout{.tp = 4, .dp = 6};
   EXPECT_FALSE(tensor_groups_within_nodes(l, 6));  // the second block straddles GPUs 4..7
   EXPECT_TRUE(tensor_groups_within_nodes(Layout{.tp = 1}, 6));
+  // Sizes inside tp whose product leaves int (it wrapped to a block of 0 GPUs: a division by zero).
+  l = Layout{.tp = 2, .dp = 1 << 16, .cp = 1 << 16};
+  l.order = "cp-dp-tp-pp";
+  EXPECT_FALSE(tensor_groups_within_nodes(l, 8));
 }
 
 TEST(SearchObjective, NamesRoundTripAndUnknownNamesListTheValidOnes) {

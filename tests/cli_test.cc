@@ -394,6 +394,16 @@ TEST(Cli, HugeSizesAreOutOfRangeNotTruncated) {
   EXPECT_NE(r.output.find("model.moe.num_experts"), std::string::npos) << r.output;
 }
 
+// Values each in range whose step runs beyond int64 picoseconds (years) say so, not only "time +
+// duration overflows int64".
+TEST(Cli, SizesBeyondInt64SaySo) {
+  const Result r = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.seq_len=16777216");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("overflows int64: a size or time this input leads to is beyond what clustersim represents"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

@@ -308,6 +308,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     return 0;
+  } catch (const OverflowError& e) {
+    // Values each in range can still multiply beyond int64 (a 2^24-token sequence runs for years).
+    std::cerr << "error: " << e.what() << ": a size or time this input leads to is beyond what clustersim represents "
+              << "(int64 bytes, or int64 picoseconds: about 106 days); use smaller sizes (sequence length, batch, "
+              << "model dimensions, message size)\n";
+    return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -520,24 +520,34 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   return l;
 }
 
+// A search list present but empty, or listing a value twice (which would search, and rank, every
+// layout with it twice), is an error naming the key.
+template <typename T>
+void check_search_list(const ConfigDocument& doc, const std::string& path, const std::vector<T>& values) {
+  if (doc.has(path) && values.empty()) {
+    throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
+                             "for its default");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw doc.error_at(path, fmt::format("{} is listed twice; list each value once", values[i]));
+    }
+  }
+}
+
 SearchSpace load_search(const ConfigDocument& doc) {
   SearchSpace sp;
   auto ints = [&](const char* name) {
     const std::string path = std::string("search.") + name;
     const std::vector<int64_t> values = doc.get_int_list(path);
-    if (doc.has(path) && values.empty()) {
-      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
-                               "for its default");
-    }
+    check_search_list(doc, path, values);
     return values;
   };
   auto strings = [&](const char* name) {
     const std::string path = std::string("search.") + name;
     std::vector<std::string> values = doc.get_string_list(path);
-    if (doc.has(path) && values.empty()) {
-      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
-                               "for its default");
-    }
+    check_search_list(doc, path, values);
     return values;
   };
   auto to_int = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };

@@ -404,6 +404,18 @@ TEST(Cli, SizesBeyondInt64SaySo) {
       << r.output;
 }
 
+// A value listed twice in a search list searched (and ranked) every layout with it twice.
+TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  Result r = run(search + " --set 'search.tp=[2,2]'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set search.tp: search.tp: 2 is listed twice; list each value once"), std::string::npos)
+      << r.output;
+  r = run(search + " --set 'search.recompute=[none,full,none]'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("search.recompute: none is listed twice"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

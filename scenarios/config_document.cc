@@ -419,13 +419,27 @@ const KeyDef& ConfigDocument::declared(const std::string& path, ValueType type) 
 }
 
 namespace {
+// "location: " of the innermost section around `concrete` that the file (or a --set) wrote, else
+// "file: ": where a missing key belongs.
+std::string section_where(const ConfigDocument::Data& data, const std::string& concrete) {
+  std::string section = concrete;
+  while (true) {
+    const size_t dot = section.rfind('.');
+    if (dot == std::string::npos) break;
+    section.resize(dot);
+    if (auto it = data.sections.find(section); it != data.sections.end()) return it->second + ": ";
+  }
+  return data.source + ": ";
+}
+
 // The text of a scalar value or its default; throws when neither exists.
 const std::string& scalar_or_default(const ConfigDocument::Data& data, const std::string& concrete,
-                                     const KeyDef& def, const std::string& where) {
+                                     const KeyDef& def) {
   auto it = data.values.find(concrete);
   if (it != data.values.end()) return it->second.text;
   if (def.default_text.empty()) {
-    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", where, concrete, describe_type(def), def.description));
+    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", section_where(data, concrete), concrete,
+                                 describe_type(def), def.description));
   }
   return def.default_text;
 }
@@ -434,7 +448,7 @@ const std::string& scalar_or_default(const ConfigDocument::Data& data, const std
 int64_t ConfigDocument::get_int(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kInt);
   int64_t v = 0;
-  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def);
   if (!parse_int_text(text, v)) throw InternalError("schema default of " + def.path + " is not an integer");
   return v;
 }
@@ -442,39 +456,39 @@ int64_t ConfigDocument::get_int(const std::string& path) const {
 double ConfigDocument::get_real(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kReal);
   double v = 0;
-  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def);
   if (!parse_real_text(text, v)) throw InternalError("schema default of " + def.path + " is not a number");
   return v;
 }
 
 bool ConfigDocument::get_bool(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBool);
-  return scalar_or_default(*data_, prefix_ + path, def, where("")) == "true";
+  return scalar_or_default(*data_, prefix_ + path, def) == "true";
 }
 
 std::string ConfigDocument::get_string(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kString);
-  return scalar_or_default(*data_, prefix_ + path, def, where(""));
+  return scalar_or_default(*data_, prefix_ + path, def);
 }
 
 Duration ConfigDocument::get_duration(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kDuration);
-  return parse_duration(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_duration(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 Bytes ConfigDocument::get_bytes(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBytes);
-  return parse_bytes(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_bytes(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 Bandwidth ConfigDocument::get_bandwidth(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBandwidth);
-  return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 FlopRate ConfigDocument::get_flop_rate(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kFlopRate);
-  return parse_flop_rate(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_flop_rate(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 std::vector<int64_t> ConfigDocument::get_int_list(const std::string& path) const {

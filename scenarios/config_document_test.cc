@@ -158,6 +158,30 @@ TEST(ConfigDocument, MissingKeyWithoutDefaultIsAnError) {
   EXPECT_THROW(doc.get_real("training.lr"), InputError);
 }
 
+// A missing key is reported at the section it belongs in: the file's line of that section, or the
+// --set that replaced the section (not the file, whose section may well have had the key).
+TEST(ConfigDocument, MissingKeyNamesTheSectionThatLacksIt) {
+  auto message_of = [](const std::string& text, std::vector<Override> overrides) {
+    const auto doc = ConfigDocument::load_string(text, "s.yaml", test_schema(), overrides);
+    try {
+      doc.get_real("training.lr");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string text = "link: {bandwidth: 1 GB/s}\ntraining:\n  lr: 0.5\n";
+  EXPECT_EQ(message_of(text, {}), "");
+  std::string e = message_of(text, {parse_override("training={seq_len: 8}")});
+  EXPECT_EQ(e.rfind("--set training: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of(text, {parse_override("training=")});
+  EXPECT_EQ(e.rfind("--set training: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 8\n", {});
+  EXPECT_EQ(e.rfind("s.yaml:2:1: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of("link: {bandwidth: 1 GB/s}\n", {});
+  EXPECT_EQ(e.rfind("s.yaml: missing key \"training.lr\"", 0), 0U) << e;
+}
+
 // Binary data (or UTF-16 text) is named with its line instead of a YAML syntax error.
 TEST(ConfigDocument, NulByteIsBinaryData) {
   const std::string text = std::string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4") + '\0' + "\n";

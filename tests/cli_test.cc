@@ -416,6 +416,13 @@ TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
   EXPECT_NE(r.output.find("search.recompute: none is listed twice"), std::string::npos) << r.output;
 }
 
+// A --set that replaces a section is named when the section then lacks a required key.
+TEST(Cli, MissingKeyAfterASetNamesTheSet) {
+  const Result r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training={}'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("error: --set training: missing key \"training.seq_len\""), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

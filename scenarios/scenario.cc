@@ -641,7 +641,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   Scenario s;
   s.source = path;
   s.name = doc.get_string("name");
-  if (doc.has("calibration")) s.calibration = doc.get_string("calibration");
+  if (doc.has("calibration")) {
+    s.calibration = doc.get_string("calibration");
+    s.calibration_where = doc.where("calibration");
+  }
   s.cluster = load_cluster(doc, catalog);
 
   if (doc.has("model.preset")) {

@@ -66,6 +66,7 @@ struct Scenario {
   TrainingSpec training;
   Layout layout;
   std::optional<std::string> calibration;  // profile name or path
+  std::string calibration_where;           // "file:line:column: calibration: " (or its --set), for messages
   SimulationSettings simulation;
   std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
 };

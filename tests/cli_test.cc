@@ -423,6 +423,22 @@ TEST(Cli, MissingKeyAfterASetNamesTheSet) {
   EXPECT_NE(r.output.find("error: --set training: missing key \"training.seq_len\""), std::string::npos) << r.output;
 }
 
+// calibration: names a profile by name or path; an unknown one or a directory is located.
+TEST(Cli, UnknownCalibrationProfileNamesTheScenarioLine) {
+  const std::string name = "gpt3-1.3b-single-h200.yaml";
+  const std::string path = write_temp("calibration.yaml", read(scenario(name)) + "calibration: nope\n");
+  const int line = line_of(path, "calibration:");
+  Result r = run("run " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string where = path + ":" + std::to_string(line) + ":1: calibration: ";
+  EXPECT_NE(r.output.find(where + "calibration profile \"nope\" not found"), std::string::npos) << r.output;
+  r = run("run " + scenario(name) + " --set calibration=/tmp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set calibration: calibration: calibration profile path \"/tmp\" is a directory"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, HelpConfigListsEveryKey) {
   const Result r = run("help-config");
   EXPECT_EQ(r.exit_code, 0);

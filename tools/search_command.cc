@@ -432,7 +432,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   const Cluster cluster(scenario.cluster);
 
   const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
 
   SearchProblem problem = search_problem(scenario, cluster);
   const int top = options.top.value_or(problem.space.top);

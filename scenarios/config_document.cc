@@ -198,6 +198,11 @@ class Walker {
     }
     std::set<std::string> seen;
     for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        throw InputError(fmt::format("{}: {}a key must be a plain name, got {} (a `? ` complex key)",
+                                     mark_text(data_.source, kv.first.Mark()), concrete.empty() ? "" : concrete + ": ",
+                                     kind_of(kv.first)));
+      }
       const std::string key = kv.first.Scalar();
       const std::string where = location(concrete, key, kv.first.Mark());
       if (!seen.insert(key).second) {

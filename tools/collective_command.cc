@@ -117,6 +117,11 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
   if (first > last) {
     throw InputError(fmt::format("the minimum size ({} B) is larger than the maximum size ({} B)", first, last));
   }
+  if (last > kMaxCollectiveBytes) {
+    throw InputError(fmt::format("-e/--maxbytes {} B is out of range; valid: at most {} B (-e {}G: 1 TiB, more than "
+                                 "any GPU's memory)",
+                                 last, kMaxCollectiveBytes, kMaxCollectiveBytes >> 30));
+  }
   if (options.step_factor == 1 || options.step_factor < 0 ||
       (options.step_factor == 0 && options.step_bytes == Bytes::zero() && first < last)) {
     throw InputError(fmt::format("the size step does not grow: factor {} and increment {} B; give a factor >= 2 or "

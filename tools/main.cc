@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
       ->capture_default_str();
-  coll_cmd->add_option("-e,--maxbytes", coll_max, "largest size")->capture_default_str();
+  coll_cmd->add_option("-e,--maxbytes", coll_max, fmt::format("largest size, at most {}G", kMaxCollectiveBytes >> 30))
+      ->capture_default_str();
   coll_cmd->add_option("-f,--stepfactor", coll.step_factor, "multiply the size by this each step")
       ->capture_default_str();
   coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (with -f 0)");

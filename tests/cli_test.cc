@@ -416,6 +416,18 @@ TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
   EXPECT_NE(r.output.find("search.recompute: none is listed twice"), std::string::npos) << r.output;
 }
 
+// Starting 100,000 threads failed as an internal error; --threads has a range.
+TEST(Cli, SearchThreadsOutOfRangeExitWith2) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  for (const char* threads : {"100000", "-3"}) {
+    const Result r = run(search + " --threads " + threads);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(std::string("--threads ") + threads + ": valid: 1..1024 worker threads (0 = all cores)"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 // A --set that replaces a section is named when the section then lacks a required key.
 TEST(Cli, MissingKeyAfterASetNamesTheSet) {
   const Result r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training={}'");

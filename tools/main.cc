@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   search_cmd->add_option("--set", search.sets, "override a key: a.b=value (repeatable), e.g. search.tp=[4,8]");
   int search_top = 0;
   CLI::Option* top_option = search_cmd->add_option("--top", search_top, "layouts shown, >= 1 (default: search.top)");
-  search_cmd->add_option("--threads", search.threads, "worker threads per process (default: all cores)");
+  search_cmd->add_option("--threads", search.threads,
+                         fmt::format("worker threads per process, 1..{} (default: all cores)", kMaxSearchThreads));
   search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");

@@ -427,7 +427,10 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                                  "`clustersim help-config`) or use `clustersim run` for a fixed layout",
                                  options.scenario));
   }
-  if (options.threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1 (0 = all cores)", options.threads));
+  if (options.threads < 0 || options.threads > kMaxSearchThreads) {
+    throw InputError(fmt::format("--threads {}: valid: 1..{} worker threads (0 = all cores)", options.threads,
+                                 kMaxSearchThreads));
+  }
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
   const Cluster cluster(scenario.cluster);
 

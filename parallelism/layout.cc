@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -82,18 +83,19 @@ void validate_order(const std::string& order) {
 }
 
 void validate_world(const Layout& l, const LayoutContext& c) {
-  const int64_t world = static_cast<int64_t>(l.tp) * l.cp * l.pp * l.dp;
+  const std::optional<int64_t> world = size_product({l.tp, l.cp, l.pp, l.dp});
   if (world == c.gpus) return;
-  if (c.allow_idle_gpus && world < c.gpus) return;
-  const int64_t model_parallel = static_cast<int64_t>(l.tp) * l.cp * l.pp;
+  if (world && c.allow_idle_gpus && *world < c.gpus) return;
+  const std::optional<int64_t> model_parallel = size_product({l.tp, l.cp, l.pp});
   std::string hint;
-  if (c.gpus % model_parallel == 0) {
-    hint = fmt::format("; with tp={} cp={} pp={} use dp={}", l.tp, l.cp, l.pp, c.gpus / model_parallel);
-  } else {
-    hint = fmt::format("; tp·cp·pp = {} does not divide {} GPUs", model_parallel, c.gpus);
+  if (model_parallel && c.gpus % *model_parallel == 0) {
+    hint = fmt::format("; with tp={} cp={} pp={} use dp={}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
+  } else if (model_parallel) {
+    hint = fmt::format("; tp·cp·pp = {} does not divide {} GPUs", *model_parallel, c.gpus);
   }
   throw InputError(fmt::format("parallelism: tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPUs{}", l.tp,
-                               l.cp, l.pp, l.dp, world, c.gpus, hint));
+                               l.cp, l.pp, l.dp, world ? fmt::format("{}", *world) : std::string("more than 2^31"),
+                               c.gpus, hint));
 }
 
 void validate_heads(const Layout& l, const LayoutContext& c) {
@@ -305,6 +307,16 @@ int virtual_stages(const Layout& layout, int layers) {
     return layers_per_stage(layout, layers).front() / layout.layers_per_virtual_stage;
   }
   return layout.vpp;
+}
+
+std::optional<int64_t> size_product(std::initializer_list<int> sizes) {
+  constexpr int64_t kLimit = std::numeric_limits<int>::max();
+  int64_t product = 1;
+  for (int s : sizes) {
+    product *= s;  // product <= 2^31 and s < 2^31: no overflow
+    if (product > kLimit) return std::nullopt;
+  }
+  return product;
 }
 
 int64_t microbatches(const Layout& layout, int64_t global_batch, int64_t micro_batch) {

@@ -11,6 +11,8 @@
 // §2.2.2).
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +118,10 @@ int virtual_stages(const Layout& layout, int layers);
 // core of a 2-core development machine).
 // validate_layout rejects more with InputError.
 inline constexpr int64_t kMaxMicrobatchesPerPipeline = 65'536;
+
+// The product of parallel sizes (each >= 1), such as tp·cp·pp·dp, or nullopt when it exceeds the int
+// range: multiplied one by one, so sizes far beyond any cluster cannot overflow.
+std::optional<int64_t> size_product(std::initializer_list<int> sizes);
 
 // Microbatches per pipeline per step: global_batch / (micro_batch · dp).
 int64_t microbatches(const Layout& layout, int64_t global_batch, int64_t micro_batch);

@@ -57,8 +57,8 @@ RejectReason classify_rule(const LayoutCandidate& c, const LayoutContext& ctx) {
   const Layout& l = c.layout;
   if (l.dp < 1) return RejectReason::kWorldSize;
   if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1) return RejectReason::kLayoutRule;
-  const int64_t world = static_cast<int64_t>(l.tp) * l.cp * l.pp * l.dp;
-  if (world != ctx.gpus && !(ctx.allow_idle_gpus && world < ctx.gpus)) return RejectReason::kWorldSize;
+  const std::optional<int64_t> world = size_product({l.tp, l.cp, l.pp, l.dp});
+  if (!world || (*world != ctx.gpus && !(ctx.allow_idle_gpus && *world < ctx.gpus))) return RejectReason::kWorldSize;
   const int kv = ctx.kv_heads > 0 ? ctx.kv_heads : ctx.heads;
   if (ctx.heads % l.tp != 0 || (kv % l.tp != 0 && l.tp % kv != 0) ||
       (ctx.ffn_hidden > 0 && ctx.ffn_hidden % l.tp != 0)) {

@@ -99,6 +99,16 @@ TEST(Layout, L4BatchAndWorldSize) {
   EXPECT_EQ(microbatches(tnlg, 280, 1), 280);
   // World size must match the GPUs unless idle GPUs are allowed.
   EXPECT_NE(rejection(Layout{.tp = 8, .dp = 2}, context(32, 8)).find("16 but the cluster has 8"), std::string::npos);
+  // Sizes whose product leaves int64 (2^64 wrapped to 0, which idle GPUs accepted) are beyond any cluster.
+  LayoutContext idle = context(32, 8);
+  idle.allow_idle_gpus = true;
+  const int big = 1 << 16;
+  const std::string huge = rejection(Layout{.tp = big, .pp = big, .dp = big, .cp = big}, idle);
+  EXPECT_NE(huge.find("tp·cp·pp·dp = 65536·65536·65536·65536 = more than 2^31 but the cluster has 8 GPUs"),
+            std::string::npos)
+      << huge;
+  EXPECT_EQ(size_product({big, big}), std::nullopt);
+  EXPECT_EQ(size_product({8, 4, 2}), 64);
 }
 
 TEST(Layout, ScheduleAndOtherRules) {

@@ -69,18 +69,20 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-// The position of "tp" in the dense rank order and the product of the sizes inside it.
-int tensor_stride(const Layout& l) {
-  int stride = 1;
+// The position of "tp" in the dense rank order and the product of the sizes inside it (capped
+// above the int range, where no node is that large).
+int64_t tensor_stride(const Layout& l) {
+  constexpr int64_t kCap = int64_t{1} << 32;
+  int64_t stride = 1;
   size_t start = 0;
   const std::string& order = l.order;
   while (start <= order.size()) {
     const size_t end = std::min(order.find('-', start), order.size());
     const std::string part = order.substr(start, end - start);
     if (part == "tp") return stride;
-    if (part == "cp") stride *= l.cp;
-    if (part == "dp") stride *= l.dp;
-    if (part == "pp") stride *= l.pp;
+    if (part == "cp") stride = std::min(stride * l.cp, kCap);
+    if (part == "dp") stride = std::min(stride * l.dp, kCap);
+    if (part == "pp") stride = std::min(stride * l.pp, kCap);
     start = end + 1;
   }
   return stride;
@@ -131,7 +133,7 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
 
 bool tensor_groups_within_nodes(const Layout& layout, int gpus_per_node) {
   if (layout.tp == 1 || gpus_per_node <= 0) return true;
-  const int64_t block = static_cast<int64_t>(tensor_stride(layout)) * layout.tp;
+  const int64_t block = tensor_stride(layout) * layout.tp;
   return block <= gpus_per_node && gpus_per_node % block == 0;
 }
 
@@ -175,6 +177,8 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   const std::vector<int> eps = space.ep.empty() ? std::vector<int>{base.ep} : space.ep;
   const std::vector<int> etps = space.etp.empty() ? std::vector<int>{base.etp} : space.etp;
   const int64_t batch = base_training.global_batch;
+  const bool flash = base_training.attention == AttentionKernel::kFlash;
+  const bool has_recompute_none = std::find(recomputes.begin(), recomputes.end(), Recompute::kNone) != recomputes.end();
 
   // Largest global batch <= the maximum that `unit` divides (0 if none).
   auto batch_for = [&](int64_t unit) -> int64_t {
@@ -184,7 +188,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   // The data-parallel sizes of a (tp, pp, micro batch, schedule) combination.
   auto dps_for = [&](int tp, int cp, int pp, int64_t mb, bool interleaved) -> std::vector<int> {
     if (!space.dp.empty()) return space.dp;
-    const int64_t model_parallel = static_cast<int64_t>(tp) * cp * pp;
+    const int64_t model_parallel = size_product({tp, cp, pp}).value_or(int64_t{gpus} + 1);
     if (!idle) return {gpus % model_parallel == 0 ? static_cast<int>(gpus / model_parallel) : 0};
     const int most = static_cast<int>(gpus / model_parallel);
     if (most == 0 || space.global_batch == GlobalBatchRule::kMaximum) return {most};
@@ -220,6 +224,9 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
               for (int etp : etps) {
                 for (int64_t mb : micro_batches) {
                   for (Recompute recompute : recomputes) {
+                    // With a fused attention kernel selective recomputation has nothing to re-run (the
+                    // s×s scores are never stored; workloads/transformer.h): the same layout as none.
+                    if (recompute == Recompute::kSelective && flash && has_recompute_none) continue;
                     for (int zero : zeros) {
                       for (bool searched_sp : sps) {
                         // Megatron-LM turns sequence parallelism off at tp 1 (megatron/training/arguments.py):

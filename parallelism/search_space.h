@@ -4,10 +4,11 @@
 //
 // A candidate is one Layout together with the training options that change with it (micro batch,
 // global batch, activation recomputation). The space is the cross product of the value lists
-// below. What is left out of the product, silently, is only what is not a layout at all: vpp > 1
-// without the interleaved schedule, the interleaved schedule with vpp = 1 or pp = 1, sequence
-// parallelism with tp = 1. Everything else is a candidate, and a candidate that breaks a rule is
-// rejected later with a counted reason (layout_search.h).
+// below. What is left out of the product, silently, is only what is not a layout at all or the same
+// layout twice: vpp > 1 without the interleaved schedule, the interleaved schedule with vpp = 1 or
+// pp = 1, sequence parallelism with tp = 1, selective recompute beside none with flash attention.
+// Everything else is a candidate, and a candidate that breaks a rule is rejected later with a
+// counted reason (layout_search.h).
 //
 // Absent lists mean (the search: section of a scenario, scenarios/scenario.h):
 //   tp   every t that divides the attention heads, is at most the GPUs per node when tensor
@@ -22,6 +23,9 @@
 //   cp, ep, etp, micro_batch, recompute, zero, sequence_parallel, order: the scenario's own value.
 // Sequence parallelism needs tp > 1: tp 1 candidates run without it (as Megatron-LM turns it off at
 // tp 1), once, whether or not false is among the sequence_parallel values.
+// With flash attention (a fused kernel never stores the s×s scores) selective recomputation
+// recomputes nothing: when none is among the recompute values, selective is left out as the same
+// layout; searched alone, it stays (and runs as none would).
 // With ep or etp lists a mixture-of-experts model's expert layers are re-partitioned per candidate;
 // combinations where ep·etp does not divide tp·cp·dp or ep the experts are rejected by the layout
 // rules (counted under layout_rule), as is tp > 1 without sequence parallelism for such a model.

@@ -105,6 +105,28 @@ TEST(SearchSpace, TensorParallelOneRunsWithoutSequenceParallelism) {
   for (const auto& c : candidates) EXPECT_EQ(c.layout.sequence_parallel, c.layout.tp > 1) << c.layout.tp;
 }
 
+// With flash attention selective recomputation recomputes nothing (workloads/transformer.h), so
+// it is the layout of recompute none: searched beside none it is left out; alone it stays. With
+// naive attention the two differ and both are candidates.
+TEST(SearchSpace, SelectiveRecomputeWithFlashAttentionIsTheLayoutOfNone) {
+  const SearchContext context{.gpus = 16, .gpus_per_node = 8, .layers = 24, .heads = 16};
+  SearchSpace space;
+  space.tp = {2};
+  space.pp = {1};
+  space.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  auto recomputes_of = [&](AttentionKernel attention) {
+    TrainingSpec t = training(32);
+    t.attention = attention;
+    std::vector<Recompute> out;
+    for (const auto& c : expand_search_space(space, Layout{}, t, context)) out.push_back(c.recompute);
+    return out;
+  };
+  EXPECT_EQ(recomputes_of(AttentionKernel::kFlash), (std::vector<Recompute>{Recompute::kNone, Recompute::kFull}));
+  EXPECT_EQ(recomputes_of(AttentionKernel::kNaive), space.recompute);
+  space.recompute = {Recompute::kSelective, Recompute::kFull};
+  EXPECT_EQ(recomputes_of(AttentionKernel::kFlash), space.recompute);
+}
+
 TEST(SearchSpace, IdleGpusTakeTheLargestDataParallelSizeForWhichTheBatchWorks) {
   SearchSpace space;
   space.tp = {8};
@@ -194,6 +216,10 @@ TEST(SearchSpace, TensorGroupsStayInsideNodesOnlyWhenTheirBlocksTileTheNode) {
   l = Layout{.tp = 4, .dp = 6};
   EXPECT_FALSE(tensor_groups_within_nodes(l, 6));  // the second block straddles GPUs 4..7
   EXPECT_TRUE(tensor_groups_within_nodes(Layout{.tp = 1}, 6));
+  // Sizes inside tp whose product leaves int (it wrapped to a block of 0 GPUs: a division by zero).
+  l = Layout{.tp = 2, .dp = 1 << 16, .cp = 1 << 16};
+  l.order = "cp-dp-tp-pp";
+  EXPECT_FALSE(tensor_groups_within_nodes(l, 8));
 }
 
 TEST(SearchObjective, NamesRoundTripAndUnknownNamesListTheValidOnes) {

@@ -68,27 +68,53 @@ bool parse_real_text(const std::string& text, double& value) {
   return ec == std::errc() && ptr == last && !text.empty() && std::isfinite(value);
 }
 
-void check_range(const KeyDef& def, double v, const std::function<InputError(const std::string&)>& fail) {
+// `text` is the value as written, for the message (a double would print 9223372036854775807 as
+// 9.223372036854776e+18).
+void check_range(const KeyDef& def, double v, const std::string& text,
+                 const std::function<InputError(const std::string&)>& fail) {
   if ((def.min && v < *def.min) || (def.max && v > *def.max)) {
-    throw fail(fmt::format("{} is out of range: expected {}", v, describe_type(def)));
+    throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
   }
 }
 
-// Parses one scalar as `def` says; throws via `fail` with what is valid.
-void validate_scalar(const KeyDef& def, const std::string& text,
+// How a scalar written as a string says so: in quotes ('32', "32"; yaml-cpp tags a quoted scalar
+// "!" and a plain one "?") or with an explicit !!str tag. YAML reads such a scalar as text whatever
+// it looks like. Empty for a plain scalar.
+std::string string_form(const YAML::Node& scalar) {
+  if (scalar.Tag() == "!") return "the quoted string";
+  if (scalar.Tag() == "tag:yaml.org,2002:str") return "the !!str string";
+  return "";
+}
+
+// Parses one scalar as `def` says; throws via `fail` with what is valid. `written_as`: how the
+// scalar was written as a string (string_form()), which makes it text, never a number or a boolean.
+void validate_scalar(const KeyDef& def, const std::string& text, const std::string& written_as,
                      const std::function<InputError(const std::string&)>& fail) {
+  const bool number = def.type == ValueType::kInt || def.type == ValueType::kIntList || def.type == ValueType::kReal;
+  if (!written_as.empty() && (number || def.type == ValueType::kBool)) {
+    const std::string expected = def.type == ValueType::kBool ? "true or false" : describe_type(def);
+    throw fail(fmt::format("expected {}, got {} \"{}\" (YAML reads it as text); write the value plain, without "
+                           "quotes or tag",
+                           expected, written_as, text));
+  }
   switch (def.type) {
     case ValueType::kInt:
     case ValueType::kIntList: {
       int64_t v = 0;
-      if (!parse_int_text(text, v)) throw fail(fmt::format("\"{}\" is not an integer", text));
-      check_range(def, static_cast<double>(v), fail);
+      if (!parse_int_text(text, v)) {
+        // Digits beyond int64 are an integer out of range, not a malformed one.
+        const bool digits = text.find_first_not_of("0123456789", text.starts_with('-') ? 1 : 0) == std::string::npos &&
+                            text.size() > (text.starts_with('-') ? 1U : 0U);
+        if (digits) throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
+        throw fail(fmt::format("\"{}\" is not an integer", text));
+      }
+      check_range(def, static_cast<double>(v), text, fail);
       return;
     }
     case ValueType::kReal: {
       double v = 0;
       if (!parse_real_text(text, v)) throw fail(fmt::format("\"{}\" is not a number", text));
-      check_range(def, v, fail);
+      check_range(def, v, text, fail);
       return;
     }
     case ValueType::kBool:
@@ -172,6 +198,11 @@ class Walker {
     }
     std::set<std::string> seen;
     for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        throw InputError(fmt::format("{}: {}a key must be a plain name, got {} (a `? ` complex key)",
+                                     mark_text(data_.source, kv.first.Mark()), concrete.empty() ? "" : concrete + ": ",
+                                     kind_of(kv.first)));
+      }
       const std::string key = kv.first.Scalar();
       const std::string where = location(concrete, key, kv.first.Mark());
       if (!seen.insert(key).second) {
@@ -259,7 +290,7 @@ class Walker {
         if (!value.IsSequence()) throw fail("expected a list, " + describe_type(def));
         for (const auto& item : value) {
           if (!item.IsScalar()) throw fail("list elements must be plain values");
-          validate_scalar(def, item.Scalar(), fail);
+          validate_scalar(def, item.Scalar(), string_form(item), fail);
           e.items.push_back(item.Scalar());
         }
         data_.values[cpath] = std::move(e);
@@ -269,7 +300,7 @@ class Walker {
         if (!value.IsScalar()) {
           throw fail(fmt::format("expected {}, got {}", describe_type(def), kind_of(value)));
         }
-        validate_scalar(def, value.Scalar(), fail);
+        validate_scalar(def, value.Scalar(), string_form(value), fail);
         data_.values[cpath] = Entry{.location = where, .text = value.Scalar()};
         return;
       }
@@ -324,6 +355,12 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
   auto data = std::make_shared<Data>();
   data->source = source_name;
   data->schema = &schema;
+  // A NUL byte is binary data (or UTF-16 text); yaml-cpp would report it as a bad escape or token.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw InputError(fmt::format("{}:{}: binary data (a NUL byte) at line {}; expected a YAML text file (UTF-8)",
+                                 source_name, line, line));
+  }
   YAML::Node root;
   try {
     // YAML::Load would read the first document and drop any later one silently.
@@ -387,13 +424,27 @@ const KeyDef& ConfigDocument::declared(const std::string& path, ValueType type) 
 }
 
 namespace {
+// "location: " of the innermost section around `concrete` that the file (or a --set) wrote, else
+// "file: ": where a missing key belongs.
+std::string section_where(const ConfigDocument::Data& data, const std::string& concrete) {
+  std::string section = concrete;
+  while (true) {
+    const size_t dot = section.rfind('.');
+    if (dot == std::string::npos) break;
+    section.resize(dot);
+    if (auto it = data.sections.find(section); it != data.sections.end()) return it->second + ": ";
+  }
+  return data.source + ": ";
+}
+
 // The text of a scalar value or its default; throws when neither exists.
 const std::string& scalar_or_default(const ConfigDocument::Data& data, const std::string& concrete,
-                                     const KeyDef& def, const std::string& where) {
+                                     const KeyDef& def) {
   auto it = data.values.find(concrete);
   if (it != data.values.end()) return it->second.text;
   if (def.default_text.empty()) {
-    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", where, concrete, describe_type(def), def.description));
+    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", section_where(data, concrete), concrete,
+                                 describe_type(def), def.description));
   }
   return def.default_text;
 }
@@ -402,7 +453,7 @@ const std::string& scalar_or_default(const ConfigDocument::Data& data, const std
 int64_t ConfigDocument::get_int(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kInt);
   int64_t v = 0;
-  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def);
   if (!parse_int_text(text, v)) throw InternalError("schema default of " + def.path + " is not an integer");
   return v;
 }
@@ -410,39 +461,39 @@ int64_t ConfigDocument::get_int(const std::string& path) const {
 double ConfigDocument::get_real(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kReal);
   double v = 0;
-  const std::string& text = scalar_or_default(*data_, prefix_ + path, def, where(""));
+  const std::string& text = scalar_or_default(*data_, prefix_ + path, def);
   if (!parse_real_text(text, v)) throw InternalError("schema default of " + def.path + " is not a number");
   return v;
 }
 
 bool ConfigDocument::get_bool(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBool);
-  return scalar_or_default(*data_, prefix_ + path, def, where("")) == "true";
+  return scalar_or_default(*data_, prefix_ + path, def) == "true";
 }
 
 std::string ConfigDocument::get_string(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kString);
-  return scalar_or_default(*data_, prefix_ + path, def, where(""));
+  return scalar_or_default(*data_, prefix_ + path, def);
 }
 
 Duration ConfigDocument::get_duration(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kDuration);
-  return parse_duration(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_duration(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 Bytes ConfigDocument::get_bytes(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBytes);
-  return parse_bytes(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_bytes(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 Bandwidth ConfigDocument::get_bandwidth(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBandwidth);
-  return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 FlopRate ConfigDocument::get_flop_rate(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kFlopRate);
-  return parse_flop_rate(scalar_or_default(*data_, prefix_ + path, def, where("")));
+  return parse_flop_rate(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 std::vector<int64_t> ConfigDocument::get_int_list(const std::string& path) const {

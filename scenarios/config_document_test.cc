@@ -18,6 +18,7 @@ const Schema& test_schema() {
     s.key({.path = "training.recompute", .type = ValueType::kEnum, .default_text = "none", .description = "r",
            .choices = {"none", "selective", "full"}});
     s.key({.path = "training.lr", .type = ValueType::kReal, .description = "learning rate"});
+    s.key({.path = "training.packed", .type = ValueType::kBool, .default_text = "false", .description = "packing"});
     s.section("link", "a link");
     s.key({.path = "link.bandwidth", .type = ValueType::kBandwidth, .description = "bw", .required = true});
     s.key({.path = "link.latency", .type = ValueType::kDuration, .default_text = "1 us", .description = "lat"});
@@ -88,6 +89,11 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 0}").find("out of range"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 1.5}").find("not an integer"),
             std::string::npos);
+  // Beyond int64: out of range, named as written.
+  const std::string huge = error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 99999999999999999999999}");
+  EXPECT_NE(huge.find("training.seq_len: 99999999999999999999999 is out of range: expected integer >= 1"),
+            std::string::npos)
+      << huge;
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {recompute: some}").find("none, selective, full"),
             std::string::npos);
   EXPECT_NE(error_of("link: {latency: 1 us}").find("missing required key \"link.bandwidth\""), std::string::npos);
@@ -96,6 +102,43 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: [1, 2]").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ngroups: [{}]").find("groups[0].count"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s\n").find("YAML syntax error"), std::string::npos);
+  // A complex key (`? [a, b]`) is not a key name.
+  const std::string complex = error_of("link: {bandwidth: 1 GB/s}\n? [a, b]\n: 3\n");
+  EXPECT_NE(complex.find("s.yaml:2:3: a key must be a plain name, got a list"), std::string::npos) << complex;
+}
+
+// A quoted scalar is a string in YAML: "32" is not the number 32, for integers, reals, booleans and
+// list elements alike; a unit string stays a string.
+TEST(ConfigDocument, QuotedNumbersAreStringsNotNumbers) {
+  const std::string link = "link: {bandwidth: \"400 Gb/s\", latency: '1 us'}\n";
+  EXPECT_EQ(error_of(link + "training: {seq_len: 32, lr: 0.5}\nlayers: [1, 2]\n"), "");
+  const std::string quoted_int = error_of(link + "training:\n  seq_len: \"32\"\n");
+  EXPECT_NE(quoted_int.find("s.yaml:3:3: training.seq_len: expected integer >= 1, got the quoted string \"32\""),
+            std::string::npos)
+      << quoted_int;
+  const std::string single = error_of(link + "training: {seq_len: '32'}\n");
+  EXPECT_NE(single.find("training.seq_len: expected integer"), std::string::npos) << single;
+  const std::string tagged = error_of(link + "training: {seq_len: !!str 32}\n");
+  EXPECT_NE(tagged.find("training.seq_len: expected integer >= 1, got the !!str string \"32\""), std::string::npos)
+      << tagged;
+  EXPECT_EQ(error_of(link + "training: {seq_len: !!int 32}\n"), "");
+  const std::string quoted_real = error_of(link + "training:\n  lr: \"0.5\"\n");
+  EXPECT_NE(quoted_real.find("s.yaml:3:3: training.lr: expected number, got the quoted string \"0.5\""),
+            std::string::npos)
+      << quoted_real;
+  const std::string flag = error_of(link + "training: {packed: \"true\"}\n");
+  EXPECT_NE(flag.find("training.packed: expected true or false, got the quoted string \"true\""), std::string::npos)
+      << flag;
+  const std::string element = error_of(link + "layers: [1, \"2\"]\n");
+  EXPECT_NE(element.find("layers: expected list of integers >= 1, got the quoted string \"2\""), std::string::npos)
+      << element;
+  const std::string count = error_of(link + "groups: [{count: \"4\"}]\n");
+  EXPECT_NE(count.find("groups[0].count: expected integer >= 1, got the quoted string \"4\""), std::string::npos)
+      << count;
+  // The same through --set: the value is read as YAML.
+  const std::string set = error_of(link, {parse_override("training.seq_len=\"64\"")});
+  EXPECT_NE(set.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << set;
+  EXPECT_EQ(error_of(link, {parse_override("training.seq_len=64")}), "");
 }
 
 TEST(ConfigDocument, OverridesReplaceValuesAndAreNamedInErrors) {
@@ -116,6 +159,36 @@ TEST(ConfigDocument, OverridesReplaceValuesAndAreNamedInErrors) {
 TEST(ConfigDocument, MissingKeyWithoutDefaultIsAnError) {
   auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\n", "s.yaml", test_schema());
   EXPECT_THROW(doc.get_real("training.lr"), InputError);
+}
+
+// A missing key is reported at the section it belongs in: the file's line of that section, or the
+// --set that replaced the section (not the file, whose section may well have had the key).
+TEST(ConfigDocument, MissingKeyNamesTheSectionThatLacksIt) {
+  auto message_of = [](const std::string& text, std::vector<Override> overrides) {
+    const auto doc = ConfigDocument::load_string(text, "s.yaml", test_schema(), overrides);
+    try {
+      doc.get_real("training.lr");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string text = "link: {bandwidth: 1 GB/s}\ntraining:\n  lr: 0.5\n";
+  EXPECT_EQ(message_of(text, {}), "");
+  std::string e = message_of(text, {parse_override("training={seq_len: 8}")});
+  EXPECT_EQ(e.rfind("--set training: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of(text, {parse_override("training=")});
+  EXPECT_EQ(e.rfind("--set training: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 8\n", {});
+  EXPECT_EQ(e.rfind("s.yaml:2:1: missing key \"training.lr\"", 0), 0U) << e;
+  e = message_of("link: {bandwidth: 1 GB/s}\n", {});
+  EXPECT_EQ(e.rfind("s.yaml: missing key \"training.lr\"", 0), 0U) << e;
+}
+
+// Binary data (or UTF-16 text) is named with its line instead of a YAML syntax error.
+TEST(ConfigDocument, NulByteIsBinaryData) {
+  const std::string text = std::string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4") + '\0' + "\n";
+  EXPECT_EQ(error_of(text), "s.yaml:3: binary data (a NUL byte) at line 3; expected a YAML text file (UTF-8)");
 }
 
 TEST(Schema, PrintsEveryKeyWithTypeAndDefault) {

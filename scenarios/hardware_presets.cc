@@ -23,11 +23,16 @@ KeyDef key(std::string path, ValueType type, std::string description, std::strin
   return k;
 }
 
-KeyDef count(std::string path, std::string description, std::string default_text, double min) {
+// Counts are held in int; every bound is far above real hardware (kMaxNodeGpus).
+KeyDef count(std::string path, std::string description, std::string default_text, double min, double max) {
   KeyDef k = key(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
   k.min = min;
+  k.max = max;
   return k;
 }
+
+// Streaming multiprocessors of one GPU (H100 SXM5: 132; B200: 148).
+constexpr int kMaxSmCount = 1 << 16;
 
 bool is_path(const std::string& name) { return name.find('/') != std::string::npos || name.ends_with(".yaml"); }
 
@@ -49,8 +54,8 @@ const Schema& HardwareCatalog::gpu_schema() {
     s.key(key("hbm_capacity", ValueType::kBytes, "device memory capacity as the datasheet states it", "", true));
     s.key(key("hbm_bandwidth", ValueType::kBandwidth, "datasheet device-memory bandwidth", "", true));
     s.key(key("nvlink_bandwidth", ValueType::kBandwidth, "NVLink bandwidth per direction, all links (absent: no NVLink)"));
-    s.key(count("nvlink_links", "number of NVLink links", "0", 0));
-    s.key(count("sm_count", "streaming multiprocessors", "", 1));
+    s.key(count("nvlink_links", "number of NVLink links", "0", 0, kMaxNodeGpus));
+    s.key(count("sm_count", "streaming multiprocessors", "", 1, kMaxSmCount));
     s.key(key("supports_nvls", ValueType::kBool, "NVLink SHARP in-switch reduction (Hopper and later)", "false"));
     return s;
   }();
@@ -73,7 +78,7 @@ const Schema& HardwareCatalog::node_schema() {
     Schema s("node preset");
     s.key(key("name", ValueType::kString, "node name, e.g. dgx-h100", "", true));
     s.key(key("gpu", ValueType::kString, "GPU preset name (hardware/gpus/) or a path", "", true));
-    s.key(count("gpus", "GPUs in the node", "8", 1));
+    s.key(count("gpus", "GPUs in the node", "8", 1, kMaxNodeGpus));
     KeyDef intra = key("intra", ValueType::kEnum, "how the GPUs are joined", "nvswitch");
     intra.choices = {"nvswitch", "nvlink-mesh", "pcie"};
     s.key(intra);
@@ -81,23 +86,24 @@ const Schema& HardwareCatalog::node_schema() {
     s.key(key("nvlink_link_bandwidth", ValueType::kBandwidth, "one NVLink link per direction (mesh nodes)",
               "25 GB/s"));
     s.section_list("mesh", "point-to-point NVLink edges of an nvlink-mesh node");
-    s.key(count("mesh[].gpu_a", "first GPU of the edge", "", 0));
-    s.key(count("mesh[].gpu_b", "second GPU of the edge", "", 0));
-    s.key(count("mesh[].links", "parallel NVLink links on the edge", "1", 1));
+    s.key(count("mesh[].gpu_a", "first GPU of the edge", "", 0, kMaxNodeGpus - 1));
+    s.key(count("mesh[].gpu_b", "second GPU of the edge", "", 0, kMaxNodeGpus - 1));
+    s.key(count("mesh[].links", "parallel NVLink links on the edge", "1", 1, kMaxNodeGpus));
     s.section("pcie", "PCIe tree: GPUs and NICs on PCIe switches under CPU sockets");
     s.key(key("pcie.switch_link", ValueType::kBandwidth, "GPU/NIC to PCIe switch, per direction", "25 GB/s"));
     s.key(key("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
               "25 GB/s"));
     s.key(key("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
     s.key(key("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns"));
-    s.key(count("pcie.switches", "PCIe switches", "2", 1));
-    s.key(count("pcie.sockets", "CPU sockets", "2", 1));
+    s.key(count("pcie.switches", "PCIe switches", "2", 1, kMaxNodeGpus));
+    s.key(count("pcie.sockets", "CPU sockets", "2", 1, kMaxNodeGpus));
     s.key(key("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
               "true"));
     s.key(key("nic", ValueType::kString, "NIC preset name (hardware/nics/) or a path", "", true));
-    s.key(count("nics", "compute-fabric NICs in the node", "8", 1));
+    s.key(count("nics", "compute-fabric NICs in the node", "8", 1, kMaxNodeGpus));
     KeyDef affinity = key("nic_of_gpu", ValueType::kIntList, "NIC used by each GPU (default: GPU g -> NIC g*nics/gpus)");
     affinity.min = 0;
+    affinity.max = kMaxNodeGpus - 1;
     s.key(affinity);
     return s;
   }();

@@ -13,6 +13,10 @@
 
 namespace clustersim {
 
+// A node's GPUs (a node preset's gpus and nics): at most 1,024, far above the largest NVLink domain
+// built as one system (NVIDIA GB200 NVL72: 72 GPUs).
+inline constexpr int kMaxNodeGpus = 1'024;
+
 // The directory holding hardware/ and models/: $CLUSTERSIM_DATA_DIR if set, else the source
 // tree's scenarios/ folder (compiled in).
 std::string default_data_dir();

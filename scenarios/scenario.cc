@@ -51,6 +51,13 @@ constexpr int64_t kMaxLayers = 10'000;
 constexpr int64_t kMaxHidden = 1 << 20;
 constexpr int64_t kMaxHeads = 1 << 16;
 constexpr int64_t kMaxVocab = 1 << 26;
+// training.global_batch and micro_batch: 2^32 sequences, over a million times the largest published
+// batch (Llama 3 405B: 2,048 sequences of 8,192 tokens; Dubey et al. 2024, Table 4).
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 32;
+// Routed or shared experts per MoE layer (DeepSeek-V3: 256 routed, 1 shared; Qwen3-235B: 128).
+constexpr int64_t kMaxExperts = 1 << 16;
+// 2^24 = 16,777,216 tokens: over 100× the longest context in the validation set (Llama 3.1: 131,072).
+constexpr int64_t kMaxSeqLen = 1 << 24;
 
 void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(key(prefix + "name", ValueType::kString, "model name shown in reports"));
@@ -58,38 +65,42 @@ void add_model_keys(Schema& s, const std::string& prefix) {
   s.key(integer(prefix + "hidden", "hidden size h", "", 1, kMaxHidden));
   s.key(integer(prefix + "ffn_hidden", "MLP intermediate size (4h for GPT)", "", 1, 4 * kMaxHidden));
   s.key(integer(prefix + "heads", "attention (query) heads a", "", 1, kMaxHeads));
-  s.key(integer(prefix + "kv_heads", "key/value heads for grouped-query attention (0 = heads, MHA)", "0", 0));
-  s.key(integer(prefix + "head_dim", "size of one head (0 = hidden / heads)", "0", 0));
+  s.key(integer(prefix + "kv_heads", "key/value heads for grouped-query attention (0 = heads, MHA)", "0", 0,
+                kMaxHeads));
+  s.key(integer(prefix + "head_dim", "size of one head (0 = hidden / heads)", "0", 0, kMaxHidden));
   s.key(integer(prefix + "vocab", "tokenizer vocabulary before Megatron's padding", "", 1, kMaxVocab));
   s.key(choice(prefix + "mlp", "MLP kind", "gelu", {"gelu", "swiglu"}));
   s.key(choice(prefix + "norm", "normalisation", "layernorm", {"layernorm", "rmsnorm"}));
   s.key(choice(prefix + "position_embedding", "position encoding: learned table, rotary (rope) or ALiBi biases (alibi)",
                "learned", {"learned", "rope", "alibi"}));
-  s.key(integer(prefix + "max_position_embeddings", "rows of a learned position table (0 = seq_len)", "0", 0));
+  s.key(integer(prefix + "max_position_embeddings", "rows of a learned position table (0 = seq_len)", "0", 0,
+                kMaxSeqLen));
   s.key(key(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
   s.key(integer(prefix + "make_vocab_size_divisible_by",
-                "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by)", "128", 1));
+                "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by)", "128", 1,
+                kMaxVocab));
   s.key(key(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
   s.key(key(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
   const std::string moe = prefix + "moe";
   s.section(moe, "mixture-of-experts MLP (absent: dense)");
-  s.key(integer(moe + ".num_experts", "routed experts per MoE layer", "0", 0));
-  s.key(integer(moe + ".top_k", "experts each token is routed to", "0", 0));
-  s.key(integer(moe + ".moe_ffn_hidden", "intermediate size of one expert", "0", 0));
-  s.key(integer(moe + ".shared_experts", "always-active shared experts", "0", 0));
+  s.key(integer(moe + ".num_experts", "routed experts per MoE layer", "0", 0, kMaxExperts));
+  s.key(integer(moe + ".top_k", "experts each token is routed to", "0", 0, kMaxExperts));
+  s.key(integer(moe + ".moe_ffn_hidden", "intermediate size of one expert", "0", 0, 4 * kMaxHidden));
+  s.key(integer(moe + ".shared_experts", "always-active shared experts", "0", 0, kMaxExperts));
   s.key(integer(moe + ".shared_ffn_hidden",
-                "total intermediate size of the shared experts (0 = shared_experts × moe_ffn_hidden)", "0", 0));
-  s.key(integer(moe + ".first_dense_layers", "leading layers with a dense MLP", "0", 0));
+                "total intermediate size of the shared experts (0 = shared_experts × moe_ffn_hidden)", "0", 0,
+                4 * kMaxHidden));
+  s.key(integer(moe + ".first_dense_layers", "leading layers with a dense MLP", "0", 0, kMaxLayers));
   s.key(choice(moe + ".load_balancing",
                "router balancing: aux_loss (auxiliary loss), aux_loss_free (DeepSeek-V3's expert bias) or none; "
                "changes only the router's cost",
                "aux_loss", {"aux_loss", "aux_loss_free", "none"}));
   const std::string mla = prefix + "mla";
   s.section(mla, "multi-head latent attention (DeepSeek-V2/V3; absent: standard attention)");
-  s.key(integer(mla + ".q_lora_rank", "query down-projection rank", "0", 0));
-  s.key(integer(mla + ".kv_lora_rank", "key/value down-projection rank", "0", 0));
-  s.key(integer(mla + ".rope_head_dim", "decoupled RoPE head size", "0", 0));
-  s.key(integer(mla + ".v_head_dim", "value head size (0 = head_dim)", "0", 0));
+  s.key(integer(mla + ".q_lora_rank", "query down-projection rank", "0", 0, kMaxHidden));
+  s.key(integer(mla + ".kv_lora_rank", "key/value down-projection rank", "0", 0, kMaxHidden));
+  s.key(integer(mla + ".rope_head_dim", "decoupled RoPE head size", "0", 0, kMaxHidden));
+  s.key(integer(mla + ".v_head_dim", "value head size (0 = head_dim)", "0", 0, kMaxHidden));
 }
 
 const std::vector<std::string> kDtypes16 = {"bf16", "fp16", "fp32"};
@@ -107,18 +118,25 @@ KeyDef string_list(std::string path, std::string description, std::vector<std::s
   return k;
 }
 
-// The search: section (parallelism/search_space.h says what absent lists mean).
+// Reported and re-simulated layouts of a search (search.top, search.rerank).
+constexpr int64_t kMaxSearchLayouts = 1'000'000;
+
+// The search: section (parallelism/search_space.h says what absent lists mean). Sizes have the
+// bounds of the parallelism keys.
 void add_search_keys(Schema& s) {
   s.section("search", "the layout search space of `clustersim search` (ignored by `clustersim run`)");
   s.key(int_list("search.tp", "tensor-parallel sizes (absent: every divisor of the heads within a node and the GPUs)",
-                 1));
-  s.key(int_list("search.pp", "pipeline sizes (absent: every divisor of the layers and the GPUs)", 1));
-  s.key(int_list("search.dp", "data-parallel sizes (absent: GPUs / (tp·cp·pp), or the largest that fits)", 1));
-  s.key(int_list("search.cp", "context-parallel sizes (absent: parallelism.cp)", 1));
-  s.key(int_list("search.ep", "expert-parallel sizes (absent: parallelism.ep)", 1));
-  s.key(int_list("search.etp", "expert tensor-parallel sizes (absent: parallelism.etp)", 1));
-  s.key(int_list("search.vpp", "model chunks per stage (absent: every divisor of the layers per stage)", 1));
-  s.key(int_list("search.micro_batch", "micro-batch sizes (absent: training.micro_batch)", 1));
+                 1, kMaxClusterGpus));
+  s.key(int_list("search.pp", "pipeline sizes (absent: every divisor of the layers and the GPUs)", 1,
+                 kMaxClusterGpus));
+  s.key(int_list("search.dp", "data-parallel sizes (absent: GPUs / (tp·cp·pp), or the largest that fits)", 1,
+                 kMaxClusterGpus));
+  s.key(int_list("search.cp", "context-parallel sizes (absent: parallelism.cp)", 1, kMaxClusterGpus));
+  s.key(int_list("search.ep", "expert-parallel sizes (absent: parallelism.ep)", 1, kMaxClusterGpus));
+  s.key(int_list("search.etp", "expert tensor-parallel sizes (absent: parallelism.etp)", 1, kMaxClusterGpus));
+  s.key(int_list("search.vpp", "model chunks per stage (absent: every divisor of the layers per stage)", 1,
+                 kMaxLayers));
+  s.key(int_list("search.micro_batch", "micro-batch sizes (absent: training.micro_batch)", 1, kMaxGlobalBatch));
   s.key(string_list("search.recompute", "activation recomputation (absent: training.recompute)",
                     {"none", "selective", "full"}));
   s.key(int_list("search.zero", "ZeRO stages (absent: parallelism.zero)", 0, 3));
@@ -140,8 +158,9 @@ void add_search_keys(Schema& s) {
              1e9));
   s.key(key("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
   s.key(key("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
-  s.key(integer("search.top", "layouts reported", "10", 1));
-  s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0));
+  s.key(integer("search.top", "layouts reported", "10", 1, kMaxSearchLayouts));
+  s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0,
+                kMaxSearchLayouts));
 }
 
 Schema build_scenario_schema() {
@@ -155,11 +174,11 @@ Schema build_scenario_schema() {
   s.section("cluster", "the GPUs and the networks between them");
   s.key(key("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
   s.key(integer("cluster.nodes", "number of nodes", "1", 1, kMaxClusterNodes));
-  s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0));
+  s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0, kMaxNodeGpus));
   s.section_list("cluster.node_groups", "heterogeneous clusters: groups of identical nodes, in order");
   s.key(key("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
   s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxClusterNodes));
-  s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0));
+  s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0, kMaxNodeGpus));
   s.section("cluster.fabric", "the inter-node network");
   s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
                {"single-switch", "fat-tree", "rail-optimized"}));
@@ -168,7 +187,7 @@ Schema build_scenario_schema() {
             "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ 300 ns)",
             "300 ns"));
   s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", fmt::format("{}", kDefaultLeafPorts),
-                1));
+                1, kMaxLeafPorts));
   s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
              fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription));
 
@@ -177,10 +196,9 @@ Schema build_scenario_schema() {
   add_model_keys(s, "model.");
 
   s.section("training", "what one optimizer step processes and how");
-  // 2^24 = 16,777,216 tokens: over 100× the longest context in the validation set (Llama 3.1: 131,072).
-  s.key(integer("training.seq_len", "tokens per sequence", "", 1, 1 << 24));
-  s.key(integer("training.global_batch", "sequences per optimizer step", "", 1));
-  s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1));
+  s.key(integer("training.seq_len", "tokens per sequence", "", 1, kMaxSeqLen));
+  s.key(integer("training.global_batch", "sequences per optimizer step", "", 1, kMaxGlobalBatch));
+  s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1, kMaxGlobalBatch));
   s.key(choice("training.precision", "GEMM compute dtype", "bf16", {"bf16", "fp16", "fp8"}));
   s.key(choice("training.params_dtype", "working copy of the parameters (default: bf16, fp16 for fp16 training)", "",
                kDtypes16));
@@ -216,12 +234,12 @@ Schema build_scenario_schema() {
              1e6));
 
   s.section("parallelism", "the parallel layout (Megatron-LM names)");
-  s.key(integer("parallelism.tp", "tensor-parallel size", "1", 1));
-  s.key(integer("parallelism.pp", "pipeline-parallel size", "1", 1));
-  s.key(integer("parallelism.dp", "data-parallel size (0 = GPUs / (tp·cp·pp))", "0", 0));
-  s.key(integer("parallelism.cp", "context-parallel size", "1", 1));
-  s.key(integer("parallelism.ep", "expert-parallel size", "1", 1));
-  s.key(integer("parallelism.etp", "expert tensor-parallel size", "1", 1));
+  s.key(integer("parallelism.tp", "tensor-parallel size", "1", 1, kMaxClusterGpus));
+  s.key(integer("parallelism.pp", "pipeline-parallel size", "1", 1, kMaxClusterGpus));
+  s.key(integer("parallelism.dp", "data-parallel size (0 = GPUs / (tp·cp·pp))", "0", 0, kMaxClusterGpus));
+  s.key(integer("parallelism.cp", "context-parallel size", "1", 1, kMaxClusterGpus));
+  s.key(integer("parallelism.ep", "expert-parallel size", "1", 1, kMaxClusterGpus));
+  s.key(integer("parallelism.etp", "expert tensor-parallel size", "1", 1, kMaxClusterGpus));
   s.key(choice("parallelism.moe_dispatcher",
                "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall or allgather", "alltoall",
                {"alltoall", "allgather"}));
@@ -229,12 +247,14 @@ Schema build_scenario_schema() {
                "context-parallel attention (Megatron --cp-comm-type): p2p (ring, K/V blocks overlapped with "
                "attention) or a2a (Ulysses all-to-all)",
                "p2p", {"p2p", "a2a"}));
-  s.key(integer("parallelism.vpp", "model chunks per pipeline stage (interleaved schedule)", "1", 1));
+  s.key(integer("parallelism.vpp", "model chunks per pipeline stage (interleaved schedule)", "1", 1, kMaxLayers));
   s.key(integer("parallelism.layers_per_virtual_stage",
-                "layers per model chunk (Megatron --num-layers-per-virtual-pipeline-stage; 0 = use vpp)", "0", 0));
+                "layers per model chunk (Megatron --num-layers-per-virtual-pipeline-stage; 0 = use vpp)", "0", 0,
+                kMaxLayers));
   KeyDef stage_layers = key("parallelism.stage_layers", ValueType::kIntList,
                             "explicit layers per pipeline stage, one per stage (default: even split)");
   stage_layers.min = 1;
+  stage_layers.max = kMaxLayers;
   s.key(stage_layers);
   s.key(key("parallelism.sequence_parallel", ValueType::kBool, "Megatron sequence parallelism (needs tp > 1)",
             "false"));
@@ -264,7 +284,8 @@ Schema build_scenario_schema() {
   s.key(choice("simulation.fidelity",
                "flow: collectives as flows sharing links; analytical: closed forms; auto: flow up to flow_max_gpus",
                "auto", {"auto", "flow", "analytical"}));
-  s.key(integer("simulation.flow_max_gpus", "largest cluster simulated with flow fidelity under auto", "256", 1));
+  s.key(integer("simulation.flow_max_gpus", "largest cluster simulated with flow fidelity under auto", "256", 1,
+                kMaxClusterGpus));
   s.key(key("simulation.representative", ValueType::kBool,
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
@@ -500,24 +521,34 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   return l;
 }
 
+// A search list present but empty, or listing a value twice (which would search, and rank, every
+// layout with it twice), is an error naming the key.
+template <typename T>
+void check_search_list(const ConfigDocument& doc, const std::string& path, const std::vector<T>& values) {
+  if (doc.has(path) && values.empty()) {
+    throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
+                             "for its default");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw doc.error_at(path, fmt::format("{} is listed twice; list each value once", values[i]));
+    }
+  }
+}
+
 SearchSpace load_search(const ConfigDocument& doc) {
   SearchSpace sp;
   auto ints = [&](const char* name) {
     const std::string path = std::string("search.") + name;
     const std::vector<int64_t> values = doc.get_int_list(path);
-    if (doc.has(path) && values.empty()) {
-      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
-                               "for its default");
-    }
+    check_search_list(doc, path, values);
     return values;
   };
   auto strings = [&](const char* name) {
     const std::string path = std::string("search.") + name;
     std::vector<std::string> values = doc.get_string_list(path);
-    if (doc.has(path) && values.empty()) {
-      throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
-                               "for its default");
-    }
+    check_search_list(doc, path, values);
     return values;
   };
   auto to_int = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
@@ -611,7 +642,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   Scenario s;
   s.source = path;
   s.name = doc.get_string("name");
-  if (doc.has("calibration")) s.calibration = doc.get_string("calibration");
+  if (doc.has("calibration")) {
+    s.calibration = doc.get_string("calibration");
+    s.calibration_where = doc.where("calibration");
+  }
   s.cluster = load_cluster(doc, catalog);
 
   if (doc.has("model.preset")) {

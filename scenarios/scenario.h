@@ -21,6 +21,7 @@
 #include "parallelism/layout_search.h"
 #include "parallelism/search_space.h"
 #include "scenarios/config_document.h"
+#include "scenarios/hardware_presets.h"
 #include "scenarios/schema.h"
 #include "topology/specs.h"
 #include "workloads/model_spec.h"
@@ -35,8 +36,14 @@ namespace clustersim {
 // nodes), where a training step simulates in about 3 s on one core; beyond it building the cluster
 // graph grows faster than linearly (100,000 nodes: ~100 s).
 inline constexpr int kMaxClusterNodes = 16'384;
-// cluster.fabric.leaf_ports: downlink ports of one leaf switch.
+// GPUs of the largest cluster, kMaxClusterNodes nodes of kMaxNodeGpus GPUs (2^24): the bound of
+// the parallel sizes (parallelism.tp, pp, dp, cp, ep, etp and their search: lists), which are
+// held in int.
+inline constexpr int kMaxClusterGpus = kMaxClusterNodes * kMaxNodeGpus;
+// cluster.fabric.leaf_ports: downlink ports of one leaf switch, 1 to 65,536 (switches sold have 32
+// to 128 ports at the line rates of the shipped NICs; NVIDIA Quantum-2 QM9700: 64 × 400 Gb/s).
 inline constexpr int kDefaultLeafPorts = 32;
+inline constexpr int kMaxLeafPorts = 65'536;
 // cluster.fabric.oversubscription: fat-tree leaf downlink / uplink bandwidth, in [1, 64].
 inline constexpr double kDefaultOversubscription = 1.0;
 inline constexpr double kMaxOversubscription = 64.0;
@@ -59,6 +66,7 @@ struct Scenario {
   TrainingSpec training;
   Layout layout;
   std::optional<std::string> calibration;  // profile name or path
+  std::string calibration_where;           // "file:line:column: calibration: " (or its --set), for messages
   SimulationSettings simulation;
   std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
 };

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 namespace {
@@ -258,6 +259,196 @@ TEST(Cli, HelpConfigListsTheShippedPresets) {
   ASSERT_EQ(nodes.exit_code, 0);
   EXPECT_NE(nodes.output.find("Node presets"), std::string::npos) << nodes.output;
   EXPECT_EQ(nodes.output.find("Model presets"), std::string::npos) << nodes.output;
+}
+
+// The copy of a shipped scenario with `from` replaced by `to` (once), written to a temporary file.
+std::string edited_scenario(const std::string& name, const std::string& from, const std::string& to,
+                            const std::string& file) {
+  std::string text = read(scenario(name));
+  const size_t at = text.find(from);
+  if (at == std::string::npos) return "";
+  text.replace(at, from.size(), to);
+  return write_temp(file, text);
+}
+
+// Line (1-based) of the first occurrence of `text` in the file at `path`.
+int line_of(const std::string& path, const std::string& text) {
+  const std::string content = read(path);
+  const size_t at = content.find(text);
+  return at == std::string::npos ? 0 : 1 + static_cast<int>(std::count(content.begin(), content.begin() + at, '\n'));
+}
+
+// A quoted scalar is a string in YAML: "1" is not the number 1.
+TEST(Cli, QuotedNumbersInAScenarioExitWith2) {
+  const std::string path = edited_scenario("gpt3-1.3b-single-h200.yaml", "nodes: 1", "nodes: \"1\"", "quoted.yaml");
+  ASSERT_FALSE(path.empty());
+  Result r = run("run " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string where = path + ":" + std::to_string(line_of(path, "nodes:")) + ":3: cluster.nodes: ";
+  EXPECT_NE(r.output.find(where + "expected integer in [1, 16384], got the quoted string \"1\""), std::string::npos)
+      << r.output;
+  r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << r.output;
+}
+
+// With flash attention selective recomputation recomputes nothing: a search lists it once, as
+// none, and run still takes it.
+TEST(Cli, SearchWithFlashAttentionListsSelectiveRecomputeOnce) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --json --no-progress";
+  const Result none = run(search + " --set search.recompute=[none]");
+  const Result both = run(search + " --set search.recompute=[none,selective]");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  const auto candidates = [](const std::string& json) {
+    const size_t at = json.find("\"candidates\":");
+    return at == std::string::npos ? std::string() : json.substr(at, json.find(',', at) - at);
+  };
+  EXPECT_FALSE(candidates(none.output).empty()) << none.output;
+  EXPECT_EQ(candidates(both.output), candidates(none.output));
+  EXPECT_EQ(both.output.find("\"selective\""), std::string::npos) << both.output;
+  const Result naive = run(search + " --set search.recompute=[none,selective] --set training.attention=naive");
+  ASSERT_EQ(naive.exit_code, 0) << naive.output;
+  EXPECT_NE(candidates(naive.output), candidates(none.output));
+  const Result selective = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.recompute=selective");
+  EXPECT_EQ(selective.exit_code, 0) << selective.output;
+}
+
+// A NUL byte is binary data: the CSV and YAML readers name the file and line.
+TEST(Cli, BinaryDataInInputFilesExitsWith2) {
+  const std::string published = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/";
+  for (const char* kind : {"collectives", "runs"}) {
+    const std::string csv = read(published + (std::string(kind) == "runs" ? "training_runs.csv" : "collectives.csv"));
+    const std::string header = csv.substr(0, csv.find('\n') + 1);
+    const std::string path = write_temp(std::string("nul_") + kind + ".csv", header + "a" + '\0' + "b\n");
+    const Result r = run(std::string("validate --") + kind + " " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(path + ":2: binary data (a NUL byte) at line 2; expected a text CSV file"),
+              std::string::npos)
+        << r.output;
+  }
+  const std::string raw = write_temp("nul_raw.csv", std::string("# format: 1\n# kind: gemm\n") + '\0' + "\n");
+  Result r = run("calibrate fit " + raw + " --out " + write_temp("nul_profile.json", ""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(raw + ":3: binary data (a NUL byte) at line 3"), std::string::npos) << r.output;
+  const std::string yaml = write_temp("nul.yaml", read(scenario("gpt3-1.3b-single-h200.yaml")) + '\0');
+  r = run("run " + yaml);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(yaml + ":"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("binary data (a NUL byte)"), std::string::npos) << r.output;
+}
+
+// --nodes and --ranks of an nccl-tests log have the ranges of a scenario's cluster (as collective
+// --nodes), for calibrate fit and validate --calibration alike.
+TEST(Cli, NcclTestsLogNodeAndRankCountsAreBounded) {
+  const std::string log =
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
+  const std::string out = write_temp("bounded_profile.json", "");
+  const std::vector<std::string> commands = {"calibrate fit --out " + out + " --nccl-tests-log " + log,
+                                             "validate --calibration h200-2026-11-29 --nccl-tests-log " + log};
+  for (const std::string& command : commands) {
+    Result r = run(command + " --ranks 16 --nodes 100000");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--nodes 100000 (for --nccl-tests-log " + log + ") is out of range; valid: 1..16384"),
+              std::string::npos)
+        << r.output;
+    r = run(command + " --ranks 16 --nodes 17");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--ranks 16 (for --nccl-tests-log " + log + ") is out of range for --nodes 17"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
+// A CSV that is not a raw-sample file is named as such (not "format 'missing'").
+TEST(Cli, CalibrateFitNamesAFileThatIsNotARawSampleFile) {
+  const std::string csv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/gemm.csv";
+  const Result r = run("calibrate fit " + csv + " --out " + write_temp("not_raw_profile.json", ""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(csv + ": not a clustersim-calibrate raw-sample file: no `# format: 1` line"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("missing"), std::string::npos) << r.output;
+}
+
+// Sizes beyond the int range were cut to int (tp 4294967297 ran as tp 1); huge expert counts ran
+// out of memory. Each is out of the key's range now.
+TEST(Cli, HugeSizesAreOutOfRangeNotTruncated) {
+  const std::string base = "run " + scenario("gpt3-1.3b-single-h200.yaml");
+  for (const char* set : {"parallelism.tp=4294967297", "parallelism.pp=4294967297", "parallelism.dp=4294967297",
+                          "parallelism.layers_per_virtual_stage=4294967297", "parallelism.stage_layers=[4294967320]",
+                          "simulation.flow_max_gpus=4294967295", "model.moe.num_experts=4294967304",
+                          "model.head_dim=9223372036854775807", "training.global_batch=9223372036854775807"}) {
+    const Result r = run(base + " --set '" + set + "'");
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.output;
+    EXPECT_NE(r.output.find("is out of range: expected"), std::string::npos) << set << ": " << r.output;
+  }
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  for (const char* set : {"search.tp=[99999999999]", "search.tp=[3000000000]", "search.top=4294967297"}) {
+    const Result r = run(search + " --set '" + set + "'");
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.output;
+    EXPECT_NE(r.output.find("is out of range: expected"), std::string::npos) << set << ": " << r.output;
+  }
+  const Result r = run("run " + scenario("mixtral-8x7b-64-h100.yaml") + " --set model.moe.num_experts=4294967304");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.moe.num_experts"), std::string::npos) << r.output;
+}
+
+// Values each in range whose step runs beyond int64 picoseconds (years) say so, not only "time +
+// duration overflows int64".
+TEST(Cli, SizesBeyondInt64SaySo) {
+  const Result r = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.seq_len=16777216");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("overflows int64: a size or time this input leads to is beyond what clustersim represents"),
+            std::string::npos)
+      << r.output;
+}
+
+// A value listed twice in a search list searched (and ranked) every layout with it twice.
+TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  Result r = run(search + " --set 'search.tp=[2,2]'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set search.tp: search.tp: 2 is listed twice; list each value once"), std::string::npos)
+      << r.output;
+  r = run(search + " --set 'search.recompute=[none,full,none]'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("search.recompute: none is listed twice"), std::string::npos) << r.output;
+}
+
+// Starting 100,000 threads failed as an internal error; --threads has a range.
+TEST(Cli, SearchThreadsOutOfRangeExitWith2) {
+  const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
+  for (const char* threads : {"100000", "-3"}) {
+    const Result r = run(search + " --threads " + threads);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(std::string("--threads ") + threads + ": valid: 1..1024 worker threads (0 = all cores)"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
+// A --set that replaces a section is named when the section then lacks a required key.
+TEST(Cli, MissingKeyAfterASetNamesTheSet) {
+  const Result r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training={}'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("error: --set training: missing key \"training.seq_len\""), std::string::npos) << r.output;
+}
+
+// calibration: names a profile by name or path; an unknown one or a directory is located.
+TEST(Cli, UnknownCalibrationProfileNamesTheScenarioLine) {
+  const std::string name = "gpt3-1.3b-single-h200.yaml";
+  const std::string path = write_temp("calibration.yaml", read(scenario(name)) + "calibration: nope\n");
+  const int line = line_of(path, "calibration:");
+  Result r = run("run " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string where = path + ":" + std::to_string(line) + ":1: calibration: ";
+  EXPECT_NE(r.output.find(where + "calibration profile \"nope\" not found"), std::string::npos) << r.output;
+  r = run("run " + scenario(name) + " --set calibration=/tmp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set calibration: calibration: calibration profile path \"/tmp\" is a directory"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, HelpConfigListsEveryKey) {

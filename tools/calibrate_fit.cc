@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "scenarios/scenario.h"
 #include "tools/nccl_tests_log.h"
 
 namespace clustersim {
@@ -106,6 +107,22 @@ std::string base_name(const std::string& path) {
   return p.has_extension() && !std::filesystem::is_directory(p) ? p.stem().string() : p.filename().string();
 }
 
+// --ranks and --nodes of a log in the ranges of a scenario's cluster: 1 to kMaxClusterNodes nodes
+// of 1 to kMaxNodeGpus GPUs (ranks) each.
+void check_rank_and_node_counts(const NcclTestsLogInput& log) {
+  if (log.nodes < 1 || log.nodes > kMaxClusterNodes) {
+    throw InputError(fmt::format("--nodes {} (for --nccl-tests-log {}) is out of range; valid: 1..{} (as "
+                                 "cluster.nodes of a scenario)",
+                                 log.nodes, log.path, kMaxClusterNodes));
+  }
+  const int64_t most_ranks = static_cast<int64_t>(log.nodes) * kMaxNodeGpus;
+  if (log.ranks < log.nodes || log.ranks > most_ranks) {
+    throw InputError(fmt::format("--ranks {} (for --nccl-tests-log {}) is out of range for --nodes {}; valid: "
+                                 "{}..{} (each node runs 1 to {} ranks)",
+                                 log.ranks, log.path, log.nodes, log.nodes, most_ranks, kMaxNodeGpus));
+  }
+}
+
 }  // namespace
 
 std::vector<NcclTestsLogInput> nccl_log_inputs(const std::vector<std::string>& paths, const std::vector<int>& ranks,
@@ -133,6 +150,7 @@ std::vector<NcclTestsLogInput> nccl_log_inputs(const std::vector<std::string>& p
     in.path = paths[i];
     in.ranks = *pick(ranks, i, "--ranks", true);
     in.nodes = *pick(nodes, i, "--nodes", true);
+    check_rank_and_node_counts(in);
     if (auto op = pick(ops, i, "--nccl-op", false)) in.op = *op;
     if (auto a = pick(algorithms, i, "--nccl-algo", false)) in.algorithm = *a;
     if (auto p = pick(protocols, i, "--nccl-proto", false)) in.protocol = *p;
@@ -337,11 +355,7 @@ std::vector<CollectiveMeasurement> collective_measurements(const RawTable& nccl)
 }
 
 std::vector<CollectiveMeasurement> collective_measurements(const NcclTestsLogInput& input) {
-  if (input.ranks <= 0 || input.nodes <= 0) {
-    throw InputError(fmt::format("--nccl-tests-log {}: --ranks {} and --nodes {} must be positive (the GPUs the test "
-                                 "ran on and the nodes they span)",
-                                 input.path, input.ranks, input.nodes));
-  }
+  check_rank_and_node_counts(input);
   const NcclTestsLog log = read_nccl_tests_log(input.path);
   std::optional<CollectiveOp> op = log.op;
   if (!input.op.empty()) {

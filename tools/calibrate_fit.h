@@ -76,7 +76,8 @@ struct CollectiveGroupFit {
 
 // Zips the repeatable command-line options of nccl-tests logs: --ranks and --nodes (and --nccl-op,
 // --nccl-algo, --nccl-proto when given) once per log, or once for all. Throws InputError naming the
-// option whose count does not match.
+// option whose count does not match, or --ranks or --nodes out of the ranges collective_measurements()
+// accepts.
 std::vector<NcclTestsLogInput> nccl_log_inputs(const std::vector<std::string>& paths, const std::vector<int>& ranks,
                                                const std::vector<int>& nodes, const std::vector<std::string>& ops,
                                                const std::vector<std::string>& algorithms,
@@ -100,7 +101,8 @@ MachineDescription machine_of(const calibrate::RawTable& table);
 // The `ok` rows of a raw nccl.csv (none when the file says `skipped`).
 std::vector<CollectiveMeasurement> collective_measurements(const calibrate::RawTable& nccl);
 // The rows of an nccl-tests log. Throws InputError when the op is neither named by the log nor
-// given, when ranks or nodes are not positive, or when the log's device list disagrees with them.
+// given, when nodes is outside 1..kMaxClusterNodes or ranks outside nodes..nodes × kMaxNodeGpus
+// (scenarios/scenario.h), or when the log's device list disagrees with them.
 std::vector<CollectiveMeasurement> collective_measurements(const NcclTestsLogInput& log);
 // Groups measurements by (op, algorithm, protocol, ranks, nodes) and fits each group.
 std::vector<CollectiveGroupFit> fit_collectives(const std::vector<CollectiveMeasurement>& measurements);

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <cstdio>
 #include <sstream>
 
 #include "core/error.h"
 #include "cost_models/gemm_efficiency_model.h"
+#include "scenarios/scenario.h"
 
 namespace clustersim {
 namespace {
@@ -130,6 +132,39 @@ TEST(CalibrateFit, LogOptionsAreZippedPerLogOrOnceForAll) {
   EXPECT_THROW(nccl_log_inputs({"a.log", "b.log", "c.log"}, {16, 8}, {2}, {}, {}, {}), InputError);
   EXPECT_THROW(nccl_log_inputs({"a.log"}, {}, {2}, {}, {}, {}), InputError);
   EXPECT_THROW(nccl_log_inputs({}, {8}, {1}, {}, {}, {}), InputError);
+}
+
+// --nodes has the range of a scenario's cluster.nodes (and collective --nodes); --ranks runs 1 to
+// kMaxNodeGpus ranks on each node.
+TEST(CalibrateFit, LogRankAndNodeCountsAreBounded) {
+  auto error_of = [](int ranks, int nodes) {
+    try {
+      nccl_log_inputs({"a.log"}, {ranks}, {nodes}, {}, {}, {});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_of(16, 2), "");
+  EXPECT_EQ(error_of(kMaxClusterNodes * 8, kMaxClusterNodes), "");
+  const std::string valid_nodes = fmt::format("valid: 1..{} (as cluster.nodes of a scenario)", kMaxClusterNodes);
+  for (int nodes : {0, -1, kMaxClusterNodes + 1, 100000}) {
+    const std::string e = error_of(16, nodes);
+    EXPECT_NE(e.find(fmt::format("--nodes {} (for --nccl-tests-log a.log) is out of range; {}", nodes, valid_nodes)),
+              std::string::npos)
+        << e;
+  }
+  std::string e = error_of(16, 17);  // fewer ranks than nodes
+  EXPECT_NE(e.find(fmt::format("--ranks 16 (for --nccl-tests-log a.log) is out of range for --nodes 17; valid: "
+                               "17..{}",
+                               17 * kMaxNodeGpus)),
+            std::string::npos)
+      << e;
+  e = error_of(2 * kMaxNodeGpus + 1, 2);
+  EXPECT_NE(e.find(fmt::format("valid: 2..{} (each node runs 1 to {} ranks)", 2 * kMaxNodeGpus, kMaxNodeGpus)),
+            std::string::npos)
+      << e;
+  EXPECT_NE(error_of(0, 1).find("--ranks 0"), std::string::npos);
 }
 
 TEST(CalibrateFit, CommittedH200DataGiveTheProfileRoundTrip) {

@@ -79,9 +79,10 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
     throw InputError(fmt::format("--nodes {} is out of range; valid: 1..{} (as cluster.nodes of a scenario)",
                                  options.nodes, kMaxClusterNodes));
   }
-  if (options.leaf_ports < 1) {
-    throw InputError(fmt::format("--leaf-ports {} is out of range; valid: 1 or more downlink ports per leaf switch",
-                                 options.leaf_ports));
+  if (options.leaf_ports < 1 || options.leaf_ports > kMaxLeafPorts) {
+    throw InputError(fmt::format("--leaf-ports {} is out of range; valid: 1..{} downlink ports per leaf switch (as "
+                                 "cluster.fabric.leaf_ports)",
+                                 options.leaf_ports, kMaxLeafPorts));
   }
   if (!(options.oversubscription >= 1.0 && options.oversubscription <= kMaxOversubscription)) {
     throw InputError(fmt::format("--oversubscription {} is out of range; valid: 1..{} (leaf downlink / uplink "
@@ -115,6 +116,11 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
   }
   if (first > last) {
     throw InputError(fmt::format("the minimum size ({} B) is larger than the maximum size ({} B)", first, last));
+  }
+  if (last > kMaxCollectiveBytes) {
+    throw InputError(fmt::format("-e/--maxbytes {} B is out of range; valid: at most {} B (-e {}G: 1 TiB, more than "
+                                 "any GPU's memory)",
+                                 last, kMaxCollectiveBytes, kMaxCollectiveBytes >> 30));
   }
   if (options.step_factor == 1 || options.step_factor < 0 ||
       (options.step_factor == 0 && options.step_bytes == Bytes::zero() && first < last)) {

@@ -41,7 +41,8 @@ struct CollectiveCommandOptions {
   // Fabric switch latency per traversal. Default: an estimate for InfiniBand NDR switches, whose
   // published port-to-port figures range from about 150 to 330 ns; calibrate.
   Duration switch_latency = Duration::nanoseconds(300);
-  // Downlink ports of one leaf switch (NICs it holds), >= 1; the default of cluster.fabric.leaf_ports.
+  // Downlink ports of one leaf switch (NICs it holds), 1..kMaxLeafPorts; the default of
+  // cluster.fabric.leaf_ports.
   int leaf_ports = kDefaultLeafPorts;
   // Fat-tree leaf downlink / uplink bandwidth, 1..kMaxOversubscription; cluster.fabric.oversubscription.
   double oversubscription = kDefaultOversubscription;
@@ -58,6 +59,11 @@ struct CollectiveCommandOptions {
   std::string data_dir;  // holds hardware/; empty: default_data_dir()
 };
 
+// The largest collective size simulated (-e, and a measured size of validate --collectives): 1 TiB,
+// above the memory of any GPU of the presets (B200: 180 GB), so that derived sizes and times stay
+// inside int64.
+inline constexpr int64_t kMaxCollectiveBytes = int64_t{1} << 40;
+
 // nccl-tests' size syntax: a whole number with an optional K, M or G suffix, in powers of 1024
 // (nccl-tests parsesize: "-e 8G" is 8 GiB). Throws InputError naming the text.
 Bytes parse_nccl_tests_size(std::string_view text);
@@ -68,9 +74,9 @@ FabricType parse_fabric_type(std::string_view text);
 
 // Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError naming the
 // flag and the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes,
-// gpus_per_node beyond the node, leaf_ports < 1, oversubscription outside 1..kMaxOversubscription,
-// min_bytes 0, min > max, a step that does not grow) and for an algorithm or protocol the op
-// cannot use; the CLI maps it to exit code 2.
+// gpus_per_node beyond the node, leaf_ports outside 1..kMaxLeafPorts, oversubscription outside
+// 1..kMaxOversubscription, min_bytes 0, min > max, max above kMaxCollectiveBytes, a step that does
+// not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

@@ -255,7 +255,10 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   expect_named(options, "--nodes", fmt::format("1..{}", kMaxClusterNodes));
   options = {};
   options.leaf_ports = 0;
-  expect_named(options, "--leaf-ports", "1 or more");
+  expect_named(options, "--leaf-ports", fmt::format("1..{}", kMaxLeafPorts));
+  options = {};
+  options.leaf_ports = kMaxLeafPorts + 1;
+  expect_named(options, "--leaf-ports", fmt::format("1..{}", kMaxLeafPorts));
   options = {};
   options.oversubscription = 0.5;
   expect_named(options, "--oversubscription", fmt::format("1..{}", kMaxOversubscription));
@@ -266,6 +269,10 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   options.min_bytes = Bytes::of(1024);
   options.max_bytes = Bytes::of(8);
   EXPECT_THROW(run_collective_command(options, out), InputError);
+  // Sizes whose per-rank work would overflow int64 (-e 8000000000G) are out of range.
+  options = {};
+  options.max_bytes = Bytes::of(kMaxCollectiveBytes + 1);
+  expect_named(options, "-e/--maxbytes", fmt::format("valid: at most {} B", kMaxCollectiveBytes));
   options = {};
   options.min_bytes = Bytes::zero();  // -b 0
   try {

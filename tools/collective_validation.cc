@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
+#include "tools/collective_command.h"
 #include "tools/csv_table.h"
 #include "topology/cluster.h"
 
@@ -276,6 +277,10 @@ CollectiveValidation validate_collectives(const std::string& csv_path, const std
     const double size_bytes = reader.number_or_zero(record, "size_bytes");
     if (size_bytes < 0 || size_bytes != std::floor(size_bytes)) {
       reader.bad(record, "size_bytes", "expected a whole number of bytes >= 0 (empty when the source does not give it)");
+    }
+    if (size_bytes > static_cast<double>(kMaxCollectiveBytes)) {
+      reader.bad(record, "size_bytes",
+                 fmt::format("out of range; valid: at most {} bytes (1 TiB, as collective -e)", kMaxCollectiveBytes));
     }
     row.size_bytes = static_cast<int64_t>(size_bytes);
     const double time_us = reader.number_or_zero(record, "time_us");

@@ -90,7 +90,10 @@ TEST(CollectiveValidation, BadRowsNameFileLineColumnAndValidValues) {
         Case{"stas00,8x H200,-8,1,all_reduce,NCCL default,1073741824,,,360,,nccl-tests", "column gpus = \"-8\""},
         Case{"stas00,8x H200,8,1,all_reducee,NCCL default,1073741824,,,360,,nccl-tests",
              "column collective = \"all_reducee\": unknown collective; valid: \"all_reduce\""},
-        Case{"stas00,8x H200,8,1,all_reduce,NCCL default,lots,,,360,,nccl-tests", "column size_bytes = \"lots\""}}) {
+        Case{"stas00,8x H200,8,1,all_reduce,NCCL default,lots,,,360,,nccl-tests", "column size_bytes = \"lots\""},
+        // 1e30 bytes was cut to int64 and simulated as -9223372036854775808 B.
+        Case{"stas00,8x H200,8,1,all_reduce,NCCL default,1e30,,,360,,nccl-tests",
+             "column size_bytes = \"1e30\": out of range; valid: at most 1099511627776 bytes"}}) {
     const std::string path = (dir / "bad.csv").string();
     std::ofstream(path) << header << good << c.row << "\n";
     try {

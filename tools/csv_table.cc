@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,13 @@ CsvTable CsvTable::read(const std::string& path, std::string_view what) {
 }
 
 CsvTable CsvTable::parse(const std::string& text, const std::string& path, std::string_view what) {
+  // A NUL byte is binary data (or UTF-16 text), never part of a CSV field.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw InputError(fmt::format("{}:{}: binary data (a NUL byte) at line {}; expected a text CSV file of {} "
+                                 "(UTF-8 or ASCII)",
+                                 path, line, line, what));
+  }
   CsvTable table;
   table.path_ = path;
   table.what_ = std::string(what);

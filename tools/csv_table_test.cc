@@ -51,6 +51,16 @@ TEST(CsvTable, BadInputNamesFileLineAndWhatIsExpected) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("\"metric_name\"; the header has: a, b"), std::string::npos) << e.what();
   }
+  // Binary data (or UTF-16 text): a NUL byte is named with its line, not split into fields.
+  try {
+    CsvTable::parse(std::string("a,b\n1,2\n\"x\ny\",") + '\0' + "\n", "t.csv", "test data");
+    FAIL() << "a NUL byte must be rejected";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv:4: binary data (a NUL byte) at line 4; expected a text CSV file of "
+                                         "test data"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(CsvTable::parse("", "t.csv", "test data"), InputError);
   EXPECT_THROW(CsvTable::read("/nonexistent/t.csv", "test data"), InputError);
 }

@@ -59,7 +59,7 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
   }
   const Cluster cluster(scenario.cluster);
   const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
   SearchProblem problem = search_problem(scenario, cluster);
   problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
   problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   search_cmd->add_option("--set", search.sets, "override a key: a.b=value (repeatable), e.g. search.tp=[4,8]");
   int search_top = 0;
   CLI::Option* top_option = search_cmd->add_option("--top", search_top, "layouts shown, >= 1 (default: search.top)");
-  search_cmd->add_option("--threads", search.threads, "worker threads per process (default: all cores)");
+  search_cmd->add_option("--threads", search.threads,
+                         fmt::format("worker threads per process, 1..{} (default: all cores)", kMaxSearchThreads));
   search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
@@ -81,13 +82,15 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--oversubscription", coll.oversubscription,
                        fmt::format("leaf switch downlink / uplink bandwidth, 1..{}", kMaxOversubscription))
       ->capture_default_str();
-  coll_cmd->add_option("--leaf-ports", coll.leaf_ports, "downlink ports (NICs) of one leaf switch, >= 1")
+  coll_cmd->add_option("--leaf-ports", coll.leaf_ports,
+                       fmt::format("downlink ports (NICs) of one leaf switch, 1..{}", kMaxLeafPorts))
       ->capture_default_str();
   coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
       ->capture_default_str();
   coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
       ->capture_default_str();
-  coll_cmd->add_option("-e,--maxbytes", coll_max, "largest size")->capture_default_str();
+  coll_cmd->add_option("-e,--maxbytes", coll_max, fmt::format("largest size, at most {}G", kMaxCollectiveBytes >> 30))
+      ->capture_default_str();
   coll_cmd->add_option("-f,--stepfactor", coll.step_factor, "multiply the size by this each step")
       ->capture_default_str();
   coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (with -f 0)");
@@ -307,6 +310,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     return 0;
+  } catch (const OverflowError& e) {
+    // Values each in range can still multiply beyond int64 (a 2^24-token sequence runs for years).
+    std::cerr << "error: " << e.what() << ": a size or time this input leads to is beyond what clustersim represents "
+              << "(int64 bytes, or int64 picoseconds: about 106 days); use smaller sizes (sequence length, batch, "
+              << "model dimensions, message size)\n";
+    return 2;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

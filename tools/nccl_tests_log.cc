@@ -104,6 +104,11 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
+    if (line.find('\0') != std::string::npos) {
+      p.fail(number, fmt::format("binary data (a NUL byte) at line {}; expected the text output of an nccl-tests "
+                                 "binary",
+                                 number));
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (is_nccl_debug_line(line)) continue;
     const std::vector<std::string> t = tokens_of(line);

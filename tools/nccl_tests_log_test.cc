@@ -79,6 +79,9 @@ TEST(NcclTestsLog, MalformedRowsNameTheLineAndColumn) {
                "           8             4      half     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0\n");
   EXPECT_NE(e.find("test.log:5:"), std::string::npos) << e;
   EXPECT_NE(e.find("-d TYPE"), std::string::npos) << e;
+  // Binary data is named with its line, also before the table.
+  e = error_of(head + "garbage" + '\0' + "here\n");
+  EXPECT_NE(e.find("test.log:4: binary data (a NUL byte) at line 4"), std::string::npos) << e;
 }
 
 TEST(NcclTestsLog, ReadsOlderColumnsAndSkipsNcclDebugLines) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "parallelism/layout.h"
 #include "parallelism/search_space.h"
+#include "scenarios/scenario.h"
 #include "tools/csv_table.h"
 #include "workloads/parameter_count.h"
 
@@ -58,10 +59,32 @@ struct RowReader {
   std::optional<int64_t> integer(const CsvRecord& r, std::string_view column) const {
     const auto value = real(r, column);
     if (!value) return std::nullopt;
-    if (*value != std::floor(*value) || *value < 1 || *value > 1e15) {
+    if (*value != std::floor(*value) || *value < 1) {
       bad(r, column, "expected a positive whole number (empty when the source does not give it)");
     }
+    const auto [most, key] = column_bound(column);
+    if (*value > static_cast<double>(most)) {
+      bad(r, column, fmt::format("out of range; valid: 1..{} (as {} of a scenario)", most, key));
+    }
     return static_cast<int64_t>(*value);
+  }
+
+  // The largest value of an integer column: the bound of the scenario key it becomes (and that key).
+  static std::pair<int64_t, std::string> column_bound(std::string_view column) {
+    if (column == "gpus") return {kMaxClusterGpus, "cluster GPUs"};
+    static const std::map<std::string_view, std::string> kKeys = {
+        {"layers", "model.layers"},     {"hidden", "model.hidden"},
+        {"ffn_hidden", "model.ffn_hidden"}, {"heads", "model.heads"},
+        {"kv_heads", "model.kv_heads"}, {"vocab", "model.vocab"},
+        {"seq_len", "training.seq_len"}, {"global_batch", "training.global_batch"},
+        {"micro_batch", "training.micro_batch"}, {"tp", "parallelism.tp"},
+        {"pp", "parallelism.pp"},       {"dp", "parallelism.dp"},
+        {"cp", "parallelism.cp"},       {"ep", "parallelism.ep"},
+        {"vpp", "parallelism.vpp"}};
+    const std::string& key = kKeys.at(column);
+    const KeyDef* def = scenario_schema().find(key);
+    check_invariant(def != nullptr && def->max.has_value(), "published runs: a column's scenario key has no bound");
+    return {static_cast<int64_t>(*def->max), key};
   }
 };
 

@@ -260,6 +260,32 @@ TEST(PublishedRun, BadInputNamesFileLineAndColumn) {
                                                                    "src,GPT,,12,768,,12,,50257,1024,8,1,8,H100,2,1,8,,,,,"
                                                                    "none,bf16,,iteration_time,1.0,s,,cfg\n");
   EXPECT_THROW(build_published_scenario(read_published_runs(contradiction).front(), HardwareCatalog()), InputError);
+  // Counts beyond the range of the scenario key they become (layers 4294967320 ran as 24 layers once
+  // cut to int; tp 4294967297 as tp 1).
+  const std::string huge_layers = write("huge_layers.csv", header +
+                                                               "src,GPT,,4294967320,768,,12,,50257,1024,8,1,8,H100,1,1,"
+                                                               "8,,,,,none,bf16,,iteration_time,1.0,s,,cfg\n");
+  try {
+    read_published_runs(huge_layers);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge_layers.csv:2: column layers = \"4294967320\": out of range; valid: "
+                                         "1..10000 (as model.layers of a scenario)"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string huge_tp = write("huge_tp.csv", header +
+                                                       "src,GPT,,12,768,,12,,50257,1024,8,1,8,H100,4294967297,1,8,,,,,"
+                                                       "none,bf16,,iteration_time,1.0,s,,cfg\n");
+  try {
+    read_published_runs(huge_tp);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge_tp.csv:2: column tp = \"4294967297\": out of range; valid: 1.." +
+                                         std::to_string(kMaxClusterGpus) + " (as parallelism.tp of a scenario)"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

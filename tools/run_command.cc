@@ -19,6 +19,11 @@
 namespace clustersim {
 
 std::string resolve_profile_path(const std::string& name_or_path) {
+  if (std::filesystem::is_directory(name_or_path)) {
+    throw InputError(fmt::format("calibration profile path \"{}\" is a directory; give a profile .json file written "
+                                 "by `clustersim calibrate fit`, or a shipped profile name",
+                                 name_or_path));
+  }
   if (std::filesystem::exists(name_or_path)) return name_or_path;
   const auto shipped = std::filesystem::path(default_data_dir()) / "profiles" / (name_or_path + ".json");
   if (std::filesystem::exists(shipped)) return shipped.string();
@@ -52,18 +57,22 @@ bool same_gpu_model(const std::string& device_name, const std::string& preset_na
 }
 
 ScenarioProfiles load_scenario_profiles(const std::optional<std::string>& calibration, const std::string& gpu_name,
-                                        const std::string& scenario_file) {
+                                        const std::string& where) {
   ScenarioProfiles profiles;
   if (!calibration) return profiles;
-  profiles.path = resolve_profile_path(*calibration);
-  profiles.compute = load_calibration_profile(profiles.path);
+  try {
+    profiles.path = resolve_profile_path(*calibration);
+    profiles.compute = load_calibration_profile(profiles.path);
+  } catch (const InputError& e) {
+    throw InputError(where + e.what());
+  }
   const std::string& measured_on = profiles.compute->machine.gpu;
   if (!same_gpu_model(measured_on, gpu_name)) {
-    throw InputError(fmt::format("{}: calibration: profile \"{}\" was measured on \"{}\", but the cluster's GPU is "
+    throw InputError(fmt::format("{}profile \"{}\" was measured on \"{}\", but the cluster's GPU is "
                                  "{}; a profile replaces the GPU's GEMM, memory and attention rates, so it must come "
                                  "from the same GPU model (measure one with tools/calibrate, or remove calibration: "
                                  "to use the datasheet defaults)",
-                                 scenario_file, *calibration, measured_on, gpu_name));
+                                 where, *calibration, measured_on, gpu_name));
   }
   if (!profiles.compute->collectives_json.empty()) {
     profiles.collectives = parse_collective_profile(profiles.compute->collectives_json);
@@ -84,7 +93,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
   const Cluster cluster(scenario.cluster);
 
   const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
   const std::optional<CalibrationProfile>& compute_profile = profiles.compute;
   const std::optional<CollectiveProfile>& collective_profile = profiles.collectives;
   const std::string& calibration = profiles.path;

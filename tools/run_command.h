@@ -29,7 +29,8 @@ struct RunOptions {
 int run_command(const RunOptions& options, std::ostream& out);
 
 // Resolves a calibration profile name to a file: <data dir>/profiles/<name>.json, or the name
-// itself when it is a path. Throws InputError listing the shipped profiles if neither exists.
+// itself when it is a path. Throws InputError listing the shipped profiles if neither exists, and
+// for a path that is a directory.
 std::string resolve_profile_path(const std::string& name_or_path);
 
 // The calibration profiles a scenario names (`calibration:`), loaded: the compute profile and the
@@ -41,12 +42,13 @@ struct ScenarioProfiles {
 };
 
 // Loads the profile `calibration` names for a cluster whose GPU is `gpu_name` (a GPU preset name such
-// as "H100-SXM5-80GB"). `scenario_file` is used in messages. Throws InputError when the profile cannot
-// be found or parsed, or when it was measured on another GPU model: the profile's device name
+// as "H100-SXM5-80GB"). `where` ("file:line:column: calibration: ", Scenario::calibration_where)
+// opens every message. Throws InputError when the profile cannot be found or parsed, or when it
+// was measured on another GPU model: the profile's device name
 // ("NVIDIA H200") and the preset name ("H200-SXM-141GB") must share the model token ("H200";
 // same_gpu_model()), since a profile replaces the GPU's GEMM, memory and attention rates.
 ScenarioProfiles load_scenario_profiles(const std::optional<std::string>& calibration, const std::string& gpu_name,
-                                        const std::string& scenario_file);
+                                        const std::string& where);
 
 // Whether a driver device name ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB") and a GPU preset
 // name ("H100-SXM5-80GB") name the same GPU model: their first tokens after an optional "NVIDIA "

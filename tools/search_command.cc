@@ -243,18 +243,20 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
     out << fmt::format("{}.\n", fmt::join(why, "; "));
     if (!space.allow_idle_gpus) {
       // The tp·cp·pp products searched, and those that leave a whole data-parallel size.
-      std::set<int> products, dividing;
+      std::set<int64_t> products, dividing;
       for (const auto& c : r.candidates) {
-        const int product = c.layout.tp * c.layout.cp * c.layout.pp;
-        products.insert(product);
-        if (cluster.gpu_count() % product == 0) dividing.insert(product);
+        const std::optional<int64_t> product = size_product({c.layout.tp, c.layout.cp, c.layout.pp});
+        if (!product) continue;  // beyond any cluster
+        products.insert(*product);
+        if (cluster.gpu_count() % *product == 0) dividing.insert(*product);
       }
+      const std::string searched = products.empty() ? std::string() : fmt::format(" {{{}}}", value_list(products));
       out << fmt::format("  hint: every layout must use all {} GPUs (tp·cp·pp·dp = {}); {}search.allow_idle_gpus: "
                          "true lets layouts leave GPUs idle\n",
                          cluster.gpu_count(), cluster.gpu_count(),
-                         dividing.empty() ? fmt::format("none of the searched tp·cp·pp products {{{}}} divides {}: "
+                         dividing.empty() ? fmt::format("none of the searched tp·cp·pp products{} divides {}: "
                                                         "search tp, cp and pp values whose product does, or ",
-                                                        value_list(products), cluster.gpu_count())
+                                                        searched, cluster.gpu_count())
                                           : std::string());
     }
     return;
@@ -425,12 +427,15 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                                  "`clustersim help-config`) or use `clustersim run` for a fixed layout",
                                  options.scenario));
   }
-  if (options.threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1 (0 = all cores)", options.threads));
+  if (options.threads < 0 || options.threads > kMaxSearchThreads) {
+    throw InputError(fmt::format("--threads {}: valid: 1..{} worker threads (0 = all cores)", options.threads,
+                                 kMaxSearchThreads));
+  }
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
   const Cluster cluster(scenario.cluster);
 
   const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, options.scenario);
+      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
 
   SearchProblem problem = search_problem(scenario, cluster);
   const int top = options.top.value_or(problem.space.top);

@@ -20,11 +20,15 @@
 
 namespace clustersim {
 
+// The most worker threads of --threads: far above the cores of one machine (a 2-socket server: 256
+// hardware threads), below the point where starting them fails.
+inline constexpr int kMaxSearchThreads = 1'024;
+
 struct SearchCommandOptions {
   std::string scenario;           // path of the scenario file (with a search: section)
   std::vector<std::string> sets;  // "a.b=value" overrides, e.g. search.top=5
   std::optional<int> top;         // layouts shown (>= 1; unset: the scenario's search.top)
-  int threads = 0;                // worker threads per process (0: all cores)
+  int threads = 0;                // worker threads per process (0: all cores), at most kMaxSearchThreads
   std::string csv;                // write every simulated layout here ("" = no file)
   bool json = false;              // JSON instead of the table
   bool progress = true;           // progress bar on standard error when it is a terminal

@@ -112,9 +112,29 @@ RawTable read_raw_table(std::istream& in, std::string_view source) {
   table.source = std::string(source);
   std::string line;
   int line_number = 0;
+  int format_line = 0;  // the first `# format:` line, for messages
+  // The format line comes before the header: a CSV without it is some other file (its header may
+  // not even follow the column-name rule), and another version may have other columns.
+  const auto check_format = [&] {
+    const std::string* format = table.find_metadata("format");
+    const std::string expected = "`# format: " + std::to_string(kRawFormatVersion) + "`";
+    if (format == nullptr) {
+      throw InputError(table.source + ": not a clustersim-calibrate raw-sample file: no " + expected +
+                       " line before the header (the files clustersim-calibrate writes start with `" +
+                       std::string(kTitle) + "` and " + expected + ")");
+    }
+    if (*format != std::to_string(kRawFormatVersion)) {
+      throw InputError(table.source + ":" + std::to_string(format_line) + ": raw-sample format '" + *format +
+                       "' is not supported; expected " + expected);
+    }
+  };
   while (std::getline(in, line)) {
     ++line_number;
     const std::string where = table.source + ":" + std::to_string(line_number);
+    if (line.find('\0') != std::string::npos) {
+      throw InputError(where + ": binary data (a NUL byte) at line " + std::to_string(line_number) +
+                       "; expected a text CSV file of clustersim-calibrate raw samples");
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (line[0] == '#') {
@@ -123,12 +143,14 @@ RawTable read_raw_table(std::istream& in, std::string_view source) {
       if (!text.empty() && text[0] == ' ') text.remove_prefix(1);
       const size_t colon = text.find(": ");
       if (colon != std::string_view::npos && is_key(text.substr(0, colon))) {
+        if (text.substr(0, colon) == "format" && format_line == 0) format_line = line_number;
         table.metadata.emplace_back(std::string(text.substr(0, colon)), std::string(text.substr(colon + 2)));
       }
       continue;
     }
     std::vector<std::string> cells = split_cells(line);
     if (table.columns.empty()) {
+      check_format();
       std::set<std::string> seen;
       for (const auto& name : cells) {
         if (!is_key(name)) throw InputError(where + ": column name '" + name + "' must match [a-z0-9_]+");
@@ -145,13 +167,8 @@ RawTable read_raw_table(std::istream& in, std::string_view source) {
     table.row_lines.push_back(line_number);
   }
   if (in.bad()) throw InputError(table.source + ": read error");
+  check_format();
   if (table.columns.empty()) throw InputError(table.source + ": no header line of column names");
-  const std::string* format = table.find_metadata("format");
-  if (format == nullptr || *format != std::to_string(kRawFormatVersion)) {
-    throw InputError(table.source + ": format '" + (format ? *format : std::string("missing")) +
-                     "' is not supported; expected `# format: " + std::to_string(kRawFormatVersion) +
-                     "`");
-  }
   return table;
 }
 

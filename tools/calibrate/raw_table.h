@@ -71,8 +71,9 @@ class RawTableWriter {
 };
 
 // Reads a raw-sample file; `source` names it in messages. Throws InputError "source:line: ..."
-// for a missing header, a row with the wrong cell count, a duplicate column or a format version
-// other than kRawFormatVersion.
+// for no `# format:` line before the header (not a raw-sample file), a format version other than
+// kRawFormatVersion, a missing header, a row with the wrong cell count, a duplicate column and
+// binary data (a NUL byte).
 RawTable read_raw_table(std::istream& in, std::string_view source);
 RawTable read_raw_table_file(const std::string& path);
 

@@ -71,8 +71,16 @@ TEST(RawTable, ReaderRejectsMalformedFiles) {
   expect_input_error([] { read("# format: 1\n"); }, {"t.csv", "no header"});
   expect_input_error([] { read("# format: 1\na,b\n1,2,3\n"); }, {"t.csv:3", "3 cells", "2 columns"});
   expect_input_error([] { read("# format: 1\na,a\n"); }, {"t.csv:2", "duplicate column 'a'"});
-  expect_input_error([] { read("# format: 2\na\n"); }, {"format '2'"});
-  expect_input_error([] { read("a\n"); }, {"format 'missing'"});
+  expect_input_error([] { read("# kind: gemm\n# format: 2\na\n"); },
+                     {"t.csv:2: raw-sample format '2' is not supported; expected `# format: 1`"});
+  // A CSV without the format line is not a raw-sample file; the message says what one starts with.
+  expect_input_error([] { read("a\n"); }, {"t.csv: not a clustersim-calibrate raw-sample file: no `# format: 1` line",
+                                           "`# clustersim-calibrate raw samples`"});
+  // Before the header, whose names another CSV need not write as raw files do.
+  expect_input_error([] { read("Size_GB,time\n1,2\n"); }, {"t.csv: not a clustersim-calibrate raw-sample file"});
+  // Binary data (or UTF-16 text) is named with its line, not parsed as cells.
+  expect_input_error([] { read(std::string("# format: 1\na,b\n1,2\n3,") + '\0' + "\n"); },
+                     {"t.csv:4: binary data (a NUL byte) at line 4; expected a text CSV file"});
   expect_input_error([] { read_raw_table_file("/nonexistent.csv"); }, {"/nonexistent.csv"});
 }
 

@@ -390,11 +390,13 @@ void located_by_message(const ConfigDocument& doc, const std::string& path, F&& 
 
 ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catalog) {
   ClusterSpec c;
-  auto add_nodes = [&](const ConfigDocument& d, const std::string& node_key, int64_t count, int64_t gpus_per_node) {
+  auto add_nodes = [&](const ConfigDocument& d, const std::string& node_key, int64_t count, int64_t gpus_per_node,
+                       const std::string& gpus_key) {
     NodeSpec node = located(d, node_key, [&] { return catalog.node(d.get_string(node_key)); });
     if (gpus_per_node > node.gpus) {
-      throw d.error_at(node_key, fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs", gpus_per_node,
-                                             node.name, node.gpus));
+      throw d.error_at(d.has(gpus_key) ? gpus_key : node_key,
+                       fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs (valid: 1 to {}, 0 = all)",
+                                   gpus_per_node, node.name, node.gpus, node.gpus));
     }
     if (gpus_per_node > 0 && gpus_per_node < node.gpus) {
       // Keep the GPUs' own NICs: GPU g keeps the NIC it has in the full node.
@@ -414,7 +416,7 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
       throw doc.error_at("cluster.node_groups", "give either cluster.node/nodes or cluster.node_groups, not both");
     }
     for (const auto& g : groups) {
-      add_nodes(g, "node", g.get_int("count"), g.get_int("gpus_per_node"));
+      add_nodes(g, "node", g.get_int("count"), g.get_int("gpus_per_node"), "gpus_per_node");
       // The step simulation and the search price one GPU model (parallelism/training_simulation.h).
       if (c.nodes.back().gpu.name != c.nodes.front().gpu.name) {
         throw g.error_at("node", fmt::format("node \"{}\" has {} GPUs but the first group's nodes have {}; a cluster "
@@ -432,7 +434,8 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
                                       return s;
                                     }());
     }
-    add_nodes(doc, "cluster.node", doc.get_int("cluster.nodes"), doc.get_int("cluster.gpus_per_node"));
+    add_nodes(doc, "cluster.node", doc.get_int("cluster.nodes"), doc.get_int("cluster.gpus_per_node"),
+              "cluster.gpus_per_node");
   }
   const std::string type = doc.get_string("cluster.fabric.type");
   c.fabric.type = type == "single-switch" ? FabricType::kSingleSwitch

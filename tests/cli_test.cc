@@ -109,6 +109,15 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   r = run("run " + a100 + " --set cluster.node=/tmp");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is a directory"), std::string::npos) << r.output;
+  // More GPUs per node than the node has: blamed on gpus_per_node, with the valid range.
+  const std::string crowded = write_temp("crowded.yaml",
+                                         "cluster:\n  node: dgx-h100\n  nodes: 1\n  gpus_per_node: 9\n"
+                                         "model: {preset: llama3-8b}\ntraining: {seq_len: 4096, global_batch: 16}\n"
+                                         "parallelism: {tp: 8}\n");
+  r = run("run " + crowded);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("crowded.yaml:4:3: cluster.gpus_per_node"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("valid: 1 to 8"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {

@@ -48,6 +48,7 @@ GemmEfficiencyModel::GemmEfficiencyModel(int sm_count, int max_split_k) : sm_cou
 }
 
 GemmAlignment GemmEfficiencyModel::alignment_of(const GemmShape& shape) {
+  if (shape.dtype == DataType::kFp32) return GemmAlignment::kAligned;  // CUDA-core kernels (header)
   const int64_t e = bytes_per_element(shape.dtype);
   const int64_t a_stride = shape.a_transposed ? shape.m : shape.k;
   return worse(stride_alignment(shape.n, e), stride_alignment(a_stride, e));

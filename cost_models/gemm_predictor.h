@@ -20,10 +20,11 @@ namespace clustersim {
 // alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples, those
 // with the same unaligned operands (the output's stride, the A operand's, or both) first; when a
 // class has no samples the aligned samples of the dtype are used (the baseline already carries the
-// slow-path factor), and when the dtype has none the baseline stands alone. A shape with a sample's
-// (M, N, K, batch), dtype and alignment class returns that sample's time (whether A is stored
-// transposed changes which dimensions are leading, i.e. the alignment class, and otherwise only the
-// kernel variant: the calibrator times one layout for all).
+// slow-path factor), and when the dtype has none the baseline stands alone. fp32 has no slow path:
+// all its shapes are one class. A shape with a sample's (M, N, K, batch), dtype and alignment class
+// returns that sample's time (whether A is stored transposed changes which dimensions are leading,
+// i.e. the alignment class, and otherwise only the kernel variant: the calibrator times one layout
+// for all).
 class GemmPredictor {
  public:
   using Baseline = std::function<Duration(const GemmShape&)>;

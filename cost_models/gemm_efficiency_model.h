@@ -44,17 +44,15 @@ enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 // data-dependent power, the exact cuBLAS heuristic.
 class GemmEfficiencyModel {
  public:
-  // `sm_count`: streaming multiprocessors of the GPU (132 on H100/H200 SXM). `max_split_k`: the
-  // largest split of K tried (2 for the default model, fitted as above; the calibrated predictor's
-  // baseline uses kCalibratedMaxSplitK). Throws InputError if either is not positive.
-  explicit GemmEfficiencyModel(int sm_count, int max_split_k = 2);
+  // `sm_count`: streaming multiprocessors of the GPU (132 on H100/H200 SXM). Throws InputError if it
+  // is not positive. (The calibrated predictor's baseline is GemmKernelModel.)
+  explicit GemmEfficiencyModel(int sm_count);
 
-  // Split-K limit of the calibrated predictor's baseline (ComputeCostModel with a profile): cuBLAS
-  // chose split-K 1 to 6 in the H200 sweep (tools/calibrate/data/h200-2026-11-29/gemm.csv, column
-  // split_k), mostly for small outputs with a long K (weight gradients); allowing 4 splits there lets
-  // the measured/baseline ratio vary smoothly between samples (leave-one-out over the reference
-  // scenarios' GEMMs: max 20 % with 2 splits, 14 % with 4).
-  static constexpr int kCalibratedMaxSplitK = 4;
+  // Largest split of K tried (fitted as above).
+  static constexpr int kMaxSplitK = 2;
+  // Fixed per-tile prologue/epilogue expressed as bytes of K (fitted as above; 150 bf16 or 300 fp8
+  // elements).
+  static constexpr double kDepthOverheadBytes = 300.0;
 
   struct Breakdown {
     double peak_fraction = 0;  // dtype's large-GEMM ceiling
@@ -83,7 +81,6 @@ class GemmEfficiencyModel {
 
  private:
   int sm_count_;
-  int max_split_k_;
 };
 
 }  // namespace clustersim

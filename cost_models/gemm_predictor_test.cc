@@ -54,6 +54,20 @@ TEST(GemmPredictor, AConstantRatioIsPredictedExactlyEverywhere) {
   EXPECT_NEAR(ratio_of(p, shape(3000, 777, 1500)), 1.3, 1e-6);
 }
 
+TEST(GemmPredictor, TheOther16BitDtypeCountsTwoOctavesAway) {
+  // bf16 samples far from the target (ratio 1) and an fp16 sample of the target's own shape
+  // (ratio 2): the fp16 one weighs exp(-2²/2) against exp(-d²/2) of the bf16 ones.
+  const GemmShape target = shape(2048, 2048, 2048);
+  const GemmShape far = shape(8192, 2048, 2048);  // 2 octaves in M
+  const GemmPredictor p({sample(far, 1.0), sample(shape(2048, 2048, 2048, DataType::kFp16), 2.0)}, flat_baseline);
+  EXPECT_NEAR(ratio_of(p, target), std::sqrt(2.0), 1e-6);  // equal distances, equal weights
+  // The fp16 sample's own shape is still predicted from its measurement.
+  EXPECT_EQ(p.predict(shape(2048, 2048, 2048, DataType::kFp16)), p.samples()[1].time);
+  // Other dtypes never mix: fp8 and tf32 have no samples, so the baseline stands alone.
+  EXPECT_FALSE(p.covers(shape(2048, 2048, 2048, DataType::kFp8)));
+  EXPECT_EQ(p.predict(shape(2048, 2048, 2048, DataType::kTf32)), flat_baseline(shape(2048, 2048, 2048)));
+}
+
 TEST(GemmPredictor, MisalignedShapesAreCorrectedByTheirOwnClass) {
   // Aligned samples at ratio 1, misaligned ones at ratio 3: a misaligned target takes 3 however
   // close the aligned samples are, an aligned target 1.

@@ -17,18 +17,29 @@ int sm_count_of(const GpuSpec& gpu, const CalibrationProfile* profile) {
                                gpu.name));
 }
 
-// The default GEMM kernel duration: roofline of compute (shape-aware efficiency) and operand
-// traffic, plus the inter-kernel gap. A free function so that a predictor can hold it by value.
-Duration default_gemm_kernel_time(const GemmEfficiencyModel& model, const GpuSpec& gpu, Bandwidth bandwidth,
-                                  Duration gap, const GemmShape& shape) {
-  const double efficiency = model.efficiency(shape);
-  const Duration compute = compute_time(shape.flops(), gpu.peak(shape.dtype) * efficiency);
+// Operand traffic of a GEMM: (M·K + K·N + M·N) × element size × batch, each operand once.
+Bytes gemm_operand_bytes(const GemmShape& shape) {
   const int64_t e = bytes_per_element(shape.dtype);
   const int64_t elements = checked_add(checked_add(checked_mul(shape.m, shape.k, "GEMM operand A"),
                                                    checked_mul(shape.k, shape.n, "GEMM operand B"), "GEMM operands"),
                                        checked_mul(shape.m, shape.n, "GEMM output"), "GEMM operands");
-  const Bytes bytes = Bytes::of(checked_mul(checked_mul(elements, e, "GEMM bytes"), shape.batch, "GEMM bytes"));
-  return std::max(compute, transfer_time(bytes, bandwidth)) + gap;
+  return Bytes::of(checked_mul(checked_mul(elements, e, "GEMM bytes"), shape.batch, "GEMM bytes"));
+}
+
+// The default GEMM kernel duration: roofline of compute (shape-aware efficiency) and operand
+// traffic, plus the inter-kernel gap.
+Duration default_gemm_kernel_time(const GemmEfficiencyModel& model, const GpuSpec& gpu, Bandwidth bandwidth,
+                                  Duration gap, const GemmShape& shape) {
+  const Duration compute = compute_time(shape.flops(), gpu.peak(shape.dtype) * model.efficiency(shape));
+  return std::max(compute, transfer_time(gemm_operand_bytes(shape), bandwidth)) + gap;
+}
+
+// The calibrated predictor's baseline: the same roofline with GemmKernelModel's tile-and-wave time.
+// A free function so that the predictor can hold it by value.
+Duration baseline_gemm_kernel_time(const GemmKernelModel& model, const GpuSpec& gpu, Bandwidth bandwidth,
+                                   Duration gap, const GemmShape& shape) {
+  const Duration compute = model.compute_time(shape, gpu.peak(shape.dtype));
+  return std::max(compute, transfer_time(gemm_operand_bytes(shape), bandwidth)) + gap;
 }
 
 // The dtype of a profile's SDPA flash samples (one dtype per kernel; bf16 when none says otherwise).
@@ -84,11 +95,10 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
     used.push_back(fmt::format("{} SDPA flash attention samples", count));
   }
   if (!profile->gemm_samples.empty()) {
-    predictor_.emplace(profile->gemm_samples,
-                       [model = GemmEfficiencyModel(gemm_model_.sm_count(), GemmEfficiencyModel::kCalibratedMaxSplitK),
-                        gpu = gpu_, bandwidth = memory_bandwidth_, gap = kernel_gap_](const GemmShape& s) {
-                         return default_gemm_kernel_time(model, gpu, bandwidth, gap, s);
-                       });
+    predictor_.emplace(profile->gemm_samples, [model = GemmKernelModel(gemm_model_.sm_count()), gpu = gpu_,
+                                               bandwidth = memory_bandwidth_, gap = kernel_gap_](const GemmShape& s) {
+      return baseline_gemm_kernel_time(model, gpu, bandwidth, gap, s);
+    });
     used.push_back(fmt::format("{} GEMM samples", profile->gemm_samples.size()));
   }
   std::string joined;

@@ -9,6 +9,7 @@
 #include "cost_models/attention_predictor.h"
 #include "cost_models/calibration_profile.h"
 #include "cost_models/gemm_efficiency_model.h"
+#include "cost_models/gemm_kernel_model.h"
 #include "cost_models/gemm_predictor.h"
 #include "cost_models/gemm_shape.h"
 
@@ -57,7 +58,8 @@ struct ComputeDefaults {
 //                     PyTorch's SDPA flash kernel the profile's attention samples
 //                     (AttentionPredictor) or the default SDPA flash efficiencies
 // The HBM rate is the datasheet bandwidth × 0.871 or a profile's measured copy rate. With a
-// calibration profile, GEMM durations come from its samples (GemmPredictor) and the profile's launch
+// calibration profile, GEMM durations come from its samples (GemmPredictor, whose baseline is the
+// same roofline with GemmKernelModel's tile-and-wave compute time) and the profile's launch
 // numbers replace the defaults; what the profile lacks stays at the defaults, and describe() says
 // which was used. Not modelled: L2 reuse between kernels, concurrency of kernels on one GPU,
 // clock throttling, overlap of communication kernels with compute on the SMs.
@@ -96,8 +98,8 @@ class ComputeCostModel {
   Duration dispatch_interval() const { return dispatch_interval_; }
   LaunchMode launch_mode() const { return launch_; }
   bool calibrated() const { return profile_name_.has_value(); }
-  // The profile's GEMM predictor (its baseline allows split-K up to
-  // GemmEfficiencyModel::kCalibratedMaxSplitK), or nullptr without GEMM samples.
+  // The profile's GEMM predictor (its baseline is GemmKernelModel with this model's memory floor
+  // and kernel gap), or nullptr without GEMM samples.
   const GemmPredictor* gemm_predictor() const { return predictor_ ? &*predictor_ : nullptr; }
   const GpuSpec& gpu() const { return gpu_; }
 

@@ -12,8 +12,6 @@ namespace {
 // Large-GEMM ceilings (fraction of the dense datasheet peak), fitted as described in the header.
 constexpr double kPeakFraction16Bit = 0.75;
 constexpr double kPeakFractionFp8 = 0.71;
-// Fixed per-tile prologue/epilogue expressed as bytes of K (fitted; 150 bf16 or 300 fp8 elements).
-constexpr double kDepthOverheadBytes = 300.0;
 // Slow-path ratios measured on the H200 (header): strides 8-byte aligned, and worse.
 constexpr double kHalfAlignedFactor = 0.31;
 constexpr double kMisalignedFactor = 0.195;
@@ -38,8 +36,7 @@ GemmAlignment worse(GemmAlignment a, GemmAlignment b) { return a > b ? a : b; }
 
 }  // namespace
 
-GemmEfficiencyModel::GemmEfficiencyModel(int sm_count, int max_split_k) : sm_count_(sm_count), max_split_k_(max_split_k) {
-  if (max_split_k < 1) throw InputError(fmt::format("GEMM split-K limit must be at least 1 (got {})", max_split_k));
+GemmEfficiencyModel::GemmEfficiencyModel(int sm_count) : sm_count_(sm_count) {
   if (sm_count <= 0) {
     throw InputError(fmt::format("GPU sm_count must be a positive number of streaming multiprocessors (got {}); "
                                  "e.g. 132 for H100/H200 SXM, 108 for A100",
@@ -48,6 +45,7 @@ GemmEfficiencyModel::GemmEfficiencyModel(int sm_count, int max_split_k) : sm_cou
 }
 
 GemmAlignment GemmEfficiencyModel::alignment_of(const GemmShape& shape) {
+  if (shape.dtype == DataType::kFp32) return GemmAlignment::kAligned;  // CUDA-core kernels (header)
   const int64_t e = bytes_per_element(shape.dtype);
   const int64_t a_stride = shape.a_transposed ? shape.m : shape.k;
   return worse(stride_alignment(shape.n, e), stride_alignment(a_stride, e));
@@ -84,7 +82,7 @@ GemmEfficiencyModel::Breakdown GemmEfficiencyModel::explain(const GemmShape& sha
     const int64_t cols = ceil_div(shape.n, tile.n);
     const double utilisation = static_cast<double>(shape.m) * static_cast<double>(shape.n) /
                                (static_cast<double>(rows * tile.m) * static_cast<double>(cols * tile.n));
-    for (int64_t split = 1; split <= max_split_k_; ++split) {
+    for (int64_t split = 1; split <= kMaxSplitK; ++split) {
       if (split > shape.k) continue;
       const int64_t tiles = rows * cols * shape.batch * split;
       const int64_t waves = ceil_div(tiles, sm_count_);

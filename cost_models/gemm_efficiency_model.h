@@ -8,10 +8,12 @@ namespace clustersim {
 
 // How well a GEMM's leading dimensions suit cuBLAS's tensor-core kernels. Those kernels need every
 // operand's row stride to be a multiple of 16 bytes (8 elements of a 16-bit type, 16 of fp8, 4 of
-// tf32/fp32: cuBLAS documentation, "Tensor Core Usage" restrictions); otherwise a slow kernel runs.
+// tf32: cuBLAS documentation, "Tensor Core Usage" restrictions); otherwise a slow kernel runs.
 // Measured on an H200 through PyTorch (cost_models/testdata/h200_pytorch_sweep.json): only the
 // leading dimensions matter (4091×4096×4096 runs at full speed, 4096×4091×4096 and 4096×4096×4091
 // at ~140 TFLOP/s), and strides that are multiples of 8 bytes (4100) are less slow than odd ones.
+// fp32 GEMMs run on the CUDA cores and have no such path: every fp32 shape is kAligned (H200,
+// tools/calibrate/data/h200-2026-11-29/gemm.csv: 4091³ 52.2 TFLOP/s, 4096³ 50.0).
 enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 
 // The default (uncalibrated) efficiency of one GEMM on one GPU: the fraction of the datasheet dense
@@ -20,7 +22,8 @@ enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 //
 // Modelled (each factor in (0, 1]):
 //   peak fraction    the best a large, aligned GEMM sustains: bf16/fp16 0.75, fp8 0.71 (fitted,
-//                    see below; tf32 and fp32 assumed equal to bf16, no measurement)
+//                    see below; tf32 and fp32 assumed equal to bf16, which the later H200 sweep
+//                    confirms: 16384³ tf32 367 TFLOP/s = 0.74 of 494.5, fp32 51.2 = 0.76 of 67)
 //   tile and wave    the output is cut into tiles (128×256, 256×128 or 128×128, as cuBLAS's Hopper
 //   quantization     kernels use) run in waves over the SMs; padding of partial tiles and of the
 //                    last partial wave is wasted. Split-K by 2 is allowed when it fills the SMs
@@ -41,17 +44,15 @@ enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 // data-dependent power, the exact cuBLAS heuristic.
 class GemmEfficiencyModel {
  public:
-  // `sm_count`: streaming multiprocessors of the GPU (132 on H100/H200 SXM). `max_split_k`: the
-  // largest split of K tried (2 for the default model, fitted as above; the calibrated predictor's
-  // baseline uses kCalibratedMaxSplitK). Throws InputError if either is not positive.
-  explicit GemmEfficiencyModel(int sm_count, int max_split_k = 2);
+  // `sm_count`: streaming multiprocessors of the GPU (132 on H100/H200 SXM). Throws InputError if it
+  // is not positive. (The calibrated predictor's baseline is GemmKernelModel.)
+  explicit GemmEfficiencyModel(int sm_count);
 
-  // Split-K limit of the calibrated predictor's baseline (ComputeCostModel with a profile): cuBLAS
-  // chose split-K 1 to 6 in the H200 sweep (tools/calibrate/data/h200-2026-11-29/gemm.csv, column
-  // split_k), mostly for small outputs with a long K (weight gradients); allowing 4 splits there lets
-  // the measured/baseline ratio vary smoothly between samples (leave-one-out over the reference
-  // scenarios' GEMMs: max 20 % with 2 splits, 14 % with 4).
-  static constexpr int kCalibratedMaxSplitK = 4;
+  // Largest split of K tried (fitted as above).
+  static constexpr int kMaxSplitK = 2;
+  // Fixed per-tile prologue/epilogue expressed as bytes of K (fitted as above; 150 bf16 or 300 fp8
+  // elements).
+  static constexpr double kDepthOverheadBytes = 300.0;
 
   struct Breakdown {
     double peak_fraction = 0;  // dtype's large-GEMM ceiling
@@ -80,7 +81,6 @@ class GemmEfficiencyModel {
 
  private:
   int sm_count_;
-  int max_split_k_;
 };
 
 }  // namespace clustersim

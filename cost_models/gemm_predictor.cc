@@ -13,6 +13,8 @@ namespace {
 
 constexpr size_t kNeighbours = 8;
 constexpr double kSigmaOctaves = 1.0;
+// Distance added between a bf16 and an fp16 sample (header).
+constexpr double kOtherDtypeOctaves = 2.0;
 
 void coordinates_of(const GemmShape& s, double out[4]) {
   out[0] = std::log2(static_cast<double>(s.m));
@@ -21,15 +23,27 @@ void coordinates_of(const GemmShape& s, double out[4]) {
   out[3] = std::log2(static_cast<double>(s.batch));
 }
 
+bool is_16_bit(DataType t) { return t == DataType::kBf16 || t == DataType::kFp16; }
+
+// Whether cuBLAS runs the same kernels for the two dtypes: the same dtype, or bf16 and fp16.
+bool same_kernels(DataType a, DataType b) { return a == b || (is_16_bit(a) && is_16_bit(b)); }
+
 bool same_class(const GemmShape& a, const GemmShape& b) {
   return a.dtype == b.dtype && GemmEfficiencyModel::alignment_of(a) == GemmEfficiencyModel::alignment_of(b);
 }
 
+// same_class() up to bf16/fp16: the samples that may correct a shape.
+bool kernel_class(const GemmShape& a, const GemmShape& b) {
+  return same_kernels(a.dtype, b.dtype) && GemmEfficiencyModel::alignment_of(a) == GemmEfficiencyModel::alignment_of(b);
+}
+
 // Which leading dimensions are off the 16-byte grid: bit 0 the output's (n, also B's row stride),
-// bit 1 the A operand's (k, or m when A is stored transposed). cuBLAS runs a different slow-path
-// kernel family for an unaligned output than for unaligned inputs (H200: ~100 TFLOP/s with only the
-// output's stride odd, 120–140 with the inputs' odd, tools/calibrate/data/h200-2026-11-29/gemm.csv).
+// bit 1 the A operand's (k, or m when A is stored transposed); 0 for an aligned shape (every fp32
+// shape is). cuBLAS runs a different slow-path kernel family for an unaligned output than for
+// unaligned inputs (H200: ~100 TFLOP/s with only the output's stride odd, 120–140 with the inputs'
+// odd, tools/calibrate/data/h200-2026-11-29/gemm.csv).
 int misaligned_operands(const GemmShape& s) {
+  if (GemmEfficiencyModel::alignment_of(s) == GemmAlignment::kAligned) return 0;
   const int64_t e = bytes_per_element(s.dtype);
   int operands = 0;
   if ((s.n * e) % 16 != 0) operands |= 1;
@@ -66,8 +80,9 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
   const Duration base = baseline_(shape);
   double target[4];
   coordinates_of(shape, target);
-  // Candidates: same class with the same unaligned operands; else same class; else aligned samples
-  // of the same dtype.
+  // Candidates: same kernel class with the same unaligned operands; else same kernel class; else
+  // aligned samples of the same kernels. A sample of the other 16-bit dtype counts as
+  // kOtherDtypeOctaves further away.
   std::vector<std::pair<double, size_t>> by_distance;  // (squared distance, index)
   const int operands = misaligned_operands(shape);
   for (int pass = 0; pass < 3 && by_distance.empty(); ++pass) {
@@ -75,12 +90,12 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
       if (i == excluded) continue;
       const Point& p = points_[i];
       const bool eligible =
-          pass == 0   ? same_class(p.shape, shape) && misaligned_operands(p.shape) == operands
-          : pass == 1 ? same_class(p.shape, shape)
-                      : p.shape.dtype == shape.dtype &&
+          pass == 0   ? kernel_class(p.shape, shape) && misaligned_operands(p.shape) == operands
+          : pass == 1 ? kernel_class(p.shape, shape)
+                      : same_kernels(p.shape.dtype, shape.dtype) &&
                             GemmEfficiencyModel::alignment_of(p.shape) == GemmAlignment::kAligned;
       if (!eligible) continue;
-      double d2 = 0;
+      double d2 = p.shape.dtype == shape.dtype ? 0 : kOtherDtypeOctaves * kOtherDtypeOctaves;
       for (int c = 0; c < 4; ++c) d2 += (p.coords[c] - target[c]) * (p.coords[c] - target[c]);
       by_distance.emplace_back(d2, i);
     }

@@ -11,19 +11,24 @@ namespace clustersim {
 
 // Predicts GEMM kernel durations from measured samples (a calibration profile).
 //
-// Method: a baseline model (the default shape-aware model of ComputeCostModel, which carries tile
-// and wave quantization, the depth ramp, the memory floor and the alignment slow path) is corrected
-// by the measured/baseline time ratio of nearby samples. The log-ratios of the k = 8 nearest samples
-// of the same class are averaged with Gaussian weights exp(-d²/2σ²), σ = 1 octave, where d is the
-// distance in log2 space over (M, N, K, batch). Interpolating the ratio rather than the time keeps
-// the sawtooth of quantization that a smooth interpolation would blur. A class is a dtype and an
-// alignment class (GemmAlignment): misaligned shapes are corrected only by misaligned samples, those
-// with the same unaligned operands (the output's stride, the A operand's, or both) first; when a
-// class has no samples the aligned samples of the dtype are used (the baseline already carries the
-// slow-path factor), and when the dtype has none the baseline stands alone. A shape with a sample's
-// (M, N, K, batch), dtype and alignment class returns that sample's time (whether A is stored
-// transposed changes which dimensions are leading, i.e. the alignment class, and otherwise only the
-// kernel variant: the calibrator times one layout for all).
+// Method: a baseline model (ComputeCostModel's roofline with GemmKernelModel's compute time, which
+// carries the kernel family, tile and wave quantization, per-wave latency, operand feed, the memory
+// floor and the alignment slow path) is corrected by the measured/baseline time ratio of nearby
+// samples. The log-ratios of the k = 8 nearest samples of the same class are averaged with Gaussian
+// weights exp(-d²/2σ²), σ = 1 octave, where d is the distance in log2 space over (M, N, K, batch).
+// Interpolating the ratio rather than the time keeps the sawtooth of quantization that a smooth
+// interpolation would blur. A class is a dtype and an alignment class (GemmAlignment): misaligned
+// shapes are corrected only by misaligned samples, those with the same unaligned operands (the
+// output's stride, the A operand's, or both) first; when a class has no samples the aligned samples
+// of the dtype are used (the baseline already carries the slow-path factor), and when the dtype has
+// none the baseline stands alone. fp32 has no slow path: all its shapes are one class. bf16 and
+// fp16 run the same cuBLAS kernels (the same algorithm, tile and split in 30 of the 45 shapes the
+// H200 sweep measured in both, time ratio fp16/bf16 median 1.00, range 0.92–1.20:
+// tools/calibrate/data/h200-2026-11-29/gemm.csv), so a sample of the other one joins the class at a
+// distance of 2 octaves added in quadrature: it weighs where the dtype's own samples are far. A
+// shape with a sample's (M, N, K, batch), dtype and alignment class returns that sample's time
+// (whether A is stored transposed changes which dimensions are leading, i.e. the alignment class,
+// and otherwise only the kernel variant: the calibrator times one layout for all).
 class GemmPredictor {
  public:
   using Baseline = std::function<Duration(const GemmShape&)>;

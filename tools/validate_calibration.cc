@@ -374,7 +374,8 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
   out << "Each sample of the profile predicted by GemmPredictor from all the others (its shape's own "
          "measurements left out: repeated measurements of a shape are one sample). Per dtype and alignment class "
          "(cost_models/gemm_efficiency_model.h: a leading dimension not a multiple of 16 bytes takes cuBLAS's slow "
-         "path):\n\n";
+         "path; fp32 runs on the CUDA cores and has none). The baseline that the samples correct is "
+         "cost_models/gemm_kernel_model.h:\n\n";
   out << "| class | shapes | median |error| | max |error| |\n|---|---|---|---|\n";
   if (!v.step_gemms.empty()) {
     out << fmt::format("| the training steps' GEMMs | {} | {:.1f} % | {:.1f} % |\n", v.step_gemms.size(),

@@ -33,11 +33,11 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   EXPECT_LE(v.step_gemms_max, CalibrationTargets::kGemmMax);
   EXPECT_TRUE(std::any_of(v.step_gemms.begin(), v.step_gemms.end(),
                           [](const auto& r) { return r.shape.n == 50257 || r.shape.k == 50257; }));
-  // Over every sample (five dtypes, squares down to 256³): the median meets the target; the maximum
-  // does not (tiny and mid-size fp32/tf32 squares, 1000³, split-K shapes): bounded here at its
-  // committed level so that it cannot grow unnoticed.
-  EXPECT_LE(v.gemm.median_abs_error, CalibrationTargets::kGemmMedian);
-  EXPECT_LE(v.gemm.max_abs_error, 0.30);
+  // Over every sample (five dtypes, squares down to 256³): the median meets the target (2.5 %); the
+  // maximum (15.8 %, tf32 304³, a 7 µs kernel whose own batches ran at 7.7, 7.3 and 6.2 µs) misses
+  // it narrowly: both bounded here at their committed level so that they cannot grow unnoticed.
+  EXPECT_LE(v.gemm.median_abs_error, 0.026);
+  EXPECT_LE(v.gemm.max_abs_error, 0.16);
   // Training steps: every reference configuration predicted; at least six within 10 % on step
   // time and on peak memory.
   ASSERT_EQ(v.training.size(), 10u);

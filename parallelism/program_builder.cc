@@ -462,6 +462,26 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   return out;
 }
 
+void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout) {
+  if (training.framework != Framework::kPytorchEager) return;
+  const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
+  const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
+  if (layout.pp != 1 || layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
+    throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "
+                                 "DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, one micro-batch per GPU: "
+                                 "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3, or 2 for "
+                                 "SHARD_GRAD_OP); got tp {}, pp {}, cp {}, zero {}, {} micro-batches; use "
+                                 "training.framework: megatron for other layouts",
+                                 layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
+  }
+  if (training.precision.param_dtype != DataType::kFp32 && !fsdp) {
+    throw InputError(fmt::format("training.params_dtype: {} with training.framework pytorch-eager is FSDP's mixed "
+                                 "precision and needs parallelism.zero: 3 or 2 (got zero {}); without FSDP use "
+                                 "params_dtype: fp32 (torch.autocast over fp32 parameters)",
+                                 name_of(training.precision.param_dtype), layout.zero_stage));
+  }
+}
+
 std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout) {
   const ModelSpec& model = transformer.model();
   const TrainingSpec& training = transformer.training();
@@ -477,43 +497,23 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     // with dp > 1 under torch.nn.parallel.DistributedDataParallel (one micro-batch per GPU) or, with
     // ZeRO stage 3 or 2, under FullyShardedDataParallel (FULL_SHARD or SHARD_GRAD_OP; gradient
     // accumulation allowed).
+    check_pytorch_eager_layout(training, layout);
     const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
-    const bool fsdp_precision = training.precision.param_dtype != DataType::kFp32;
-    if (p != 1 || layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
-      throw InputError(fmt::format("training.framework pytorch-eager models PyTorch steps alone or under "
-                                   "DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, one micro-batch per GPU: "
-                                   "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3, or 2 for "
-                                   "SHARD_GRAD_OP); got tp {}, "
-                                   "pp {}, cp {}, zero {}, {} micro-batches; use training.framework: megatron for "
-                                   "other layouts",
-                                   layout.tp, p, layout.cp, layout.zero_stage, m));
-    }
-    if (fsdp_precision && !fsdp) {
-      throw InputError(fmt::format("training.framework pytorch-eager with training.params_dtype {} is FSDP's mixed "
-                                   "precision and needs parallelism.zero: 3 or 2 (got zero {}); without FSDP use "
-                                   "params_dtype: fp32 (torch.autocast over fp32 parameters)",
-                                   name_of(training.precision.param_dtype), layout.zero_stage));
-    }
     StageMemory mem;
     mem.layers = layers;
     mem.parameters = params.total();
     mem.inflight_microbatches = 1;
-    mem.memory = pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters).peak;
+    FsdpSharding sharding;
     if (fsdp) {
-      // An estimate (no FSDP measurement validates it): the eager step's activations and loss
-      // tensors, model states sharded over the dp ranks (the master parameter, its gradient and two
-      // AdamW moments, 4 + 4 + 8 bytes, in fp32), and the gathered 16-bit weights: two layers' with
-      // FULL_SHARD (the one in use and the one prefetched; limit_all_gathers), the whole model's
-      // with SHARD_GRAD_OP (kept from the forward to the backward).
-      const int64_t dp = layout.dp;
-      const int64_t shard = (mem.parameters + dp - 1) / dp;
+      // Gathered 16-bit weights: two layers' with FULL_SHARD (the one in use and the one prefetched;
+      // limit_all_gathers), the whole model's with SHARD_GRAD_OP (kept from forward to backward).
+      sharding.shards = layout.dp;
       const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
-      mem.memory.params = Bytes::of(checked_add(checked_mul(shard, 4, "FSDP bytes"),
-                                                checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes"),
-                                                "FSDP bytes"));
-      mem.memory.grads = Bytes::of(checked_mul(shard, 4, "FSDP bytes"));
-      mem.memory.optimizer_state = Bytes::of(checked_mul(shard, 8, "FSDP bytes"));
-    } else if (layout.dp > 1) {
+      sharding.gathered_bytes = checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes");
+    }
+    mem.memory =
+        pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, fsdp ? &sharding : nullptr).peak;
+    if (!fsdp && layout.dp > 1) {
       // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
       // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the
       // whole step (torch/nn/parallel/distributed.py). Measured on two H200s: +4.91 GiB for

@@ -76,4 +76,11 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
 // layouts that cannot fit before simulating them. Same preconditions as build_training_programs().
 std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout);
 
+// The layouts training.framework pytorch-eager covers (workloads/pytorch_eager_ops.h): tp = pp = cp
+// = 1, and either ZeRO 0 with one micro-batch per GPU (alone or DistributedDataParallel) or ZeRO 3 /
+// 2 (FullyShardedDataParallel FULL_SHARD / SHARD_GRAD_OP); 16-bit params_dtype only under FSDP.
+// Throws InputError whose message starts with the key to blame (training.framework or
+// training.params_dtype). No-op for other frameworks.
+void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout);
+
 }  // namespace clustersim

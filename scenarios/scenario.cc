@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "parallelism/layout.h"
+#include "parallelism/program_builder.h"
 #include "scenarios/hardware_presets.h"
 
 namespace clustersim {
@@ -689,7 +690,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   context.seq_len = s.training.seq_len;
   context.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
   if (layout_check == LayoutCheck::kValidate) {
-    located_by_message(doc, "parallelism", [&] { validate_layout(s.layout, context); });
+    located_by_message(doc, "parallelism", [&] {
+      validate_layout(s.layout, context);
+      check_pytorch_eager_layout(s.training, s.layout);
+    });
   }
   if (doc.has("search")) s.search = load_search(doc);
 

@@ -118,6 +118,22 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("crowded.yaml:4:3: cluster.gpus_per_node"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("valid: 1 to 8"), std::string::npos) << r.output;
+  // pytorch-eager layouts it does not cover are blamed on training.framework / params_dtype.
+  const std::string eager = write_temp("eager.yaml",
+                                       "cluster: {node: dgx-h100, nodes: 1}\n"
+                                       "model: {preset: llama3-8b}\n"
+                                       "training: {seq_len: 4096, global_batch: 16, micro_batch: 2, params_dtype: bf16,\n"
+                                       "           master_weights: true, framework: pytorch-eager, hidden_dropout: 0,\n"
+                                       "           attention_dropout: 0}\n"
+                                       "parallelism: {dp: 8, zero: 3}\n");
+  r = run("run " + eager);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("run " + eager + " --set parallelism.zero=0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("eager.yaml:3:61: training.params_dtype"), std::string::npos) << r.output;
+  r = run("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("eager.yaml:4:34: training.framework"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {

@@ -1,5 +1,7 @@
 #include "workloads/pytorch_eager_ops.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -323,7 +325,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
 }
 
 PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
-                                             const ShardedDims& dims, int64_t parameters) {
+                                             const ShardedDims& dims, int64_t parameters, const FsdpSharding* fsdp) {
   const Dims z = dims_of(model, training, dims);
   const int64_t Th = z.T * z.h;
   const int64_t TV = z.T * z.vocab;
@@ -332,6 +334,10 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   const int64_t head_weight_bf16 = z.weight_casts ? 2 * z.vocab * z.h : 0;
   const int64_t saved = z.layers * pytorch_eager_layer_saved_bytes(model, training, dims, z.recompute);
   const int64_t head_saved = 6 * Th;  // final norm input (fp32) and its bf16 output
+  // Parameters whose fp32 states this rank holds, and the 16-bit weights it holds gathered.
+  const int64_t shards = fsdp != nullptr ? std::max<int64_t>(1, fsdp->shards) : 1;
+  const int64_t states = (parameters + shards - 1) / shards;
+  const int64_t gathered = fsdp != nullptr ? fsdp->gathered_bytes : 0;
 
   struct Moment {
     const char* name;
@@ -344,7 +350,7 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
       {"forward (loss)", all_layer_weights_bf16 + head_weight_bf16, 0, saved + head_saved, 8 * TV},
       {"backward (start)", (z.recompute ? 0 : all_layer_weights_bf16) + head_weight_bf16, 0, saved + head_saved,
        10 * TV},
-      {"backward (end)", 0, 4 * parameters, 0, 0},
+      {"backward (end)", 0, 4 * states, 0, 0},
   };
   if (z.recompute) {
     moments.push_back({"backward (first recomputed layer)", layer_weights_bf16, 4 * z.vocab * z.h,
@@ -357,10 +363,11 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   }
   PytorchEagerMemory out;
   out.moment = peak->name;
-  out.peak.params = Bytes::of(checked_add(checked_mul(parameters, 4, "parameter bytes"), peak->params_extra,
-                                          "parameter bytes"));
+  out.peak.params = Bytes::of(checked_add(checked_add(checked_mul(states, 4, "parameter bytes"), gathered,
+                                                      "parameter bytes"),
+                                          peak->params_extra, "parameter bytes"));
   out.peak.grads = Bytes::of(peak->grads);
-  out.peak.optimizer_state = Bytes::of(checked_mul(parameters, 8, "optimizer bytes"));
+  out.peak.optimizer_state = Bytes::of(checked_mul(states, 8, "optimizer bytes"));
   out.peak.activations = Bytes::of(peak->activations);
   out.peak.logits = Bytes::of(peak->logits);
   out.peak.runtime_overhead = MemoryModel::default_runtime_overhead();

@@ -96,8 +96,17 @@ struct PytorchEagerMemory {
   MemoryBreakdown peak;
   std::string moment;  // "forward (loss)", "backward (start)", "backward (first recomputed layer)", "backward (end)"
 };
+// Under FullyShardedDataParallel the model states (fp32 master parameter, gradient and two AdamW
+// moments: 4 + 4 + 8 bytes per parameter) are divided over `shards` ranks and `gathered_bytes` of
+// 16-bit weights are held unsharded; the moments are compared with those figures. An estimate: no
+// FSDP measurement validates it.
+struct FsdpSharding {
+  int64_t shards = 1;
+  int64_t gathered_bytes = 0;
+};
 PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
-                                             const ShardedDims& dims, int64_t parameters);
+                                             const ShardedDims& dims, int64_t parameters,
+                                             const FsdpSharding* fsdp = nullptr);
 
 // The fused AdamW step over `params` fp32 parameters: one kFusedOptimizer op
 // "optimizer.fused_adamw" moving 28 bytes per parameter. Throws InputError for a negative count.

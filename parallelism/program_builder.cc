@@ -437,6 +437,21 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     }
 
     const StageParameters stage_params = stage_parameters(transformer, layout, s);
+    // Each bucket is an event of the simulation: a bucket size far below the stage's parameters
+    // would run for hours, so the count is bounded like the micro-batches (kMaxMicrobatchesPerPipeline).
+    for (auto [key, elements] : {std::pair<const char*, int64_t>{"parallelism.grad_bucket_elements",
+                                                                  layout.grad_bucket_elements},
+                                 std::pair<const char*, int64_t>{"parallelism.zero3_bucket_elements",
+                                                                  layout.zero3_bucket_elements}}) {
+      if (elements <= 0) continue;
+      const int64_t buckets = (stage_params.total() + elements - 1) / elements;
+      if (buckets > kMaxMicrobatchesPerPipeline) {
+        throw InputError(fmt::format("{}: {} makes {} buckets of pipeline stage {}'s {} parameters; at most {} (use at "
+                                     "least {})",
+                                     key, elements, buckets, s, stage_params.total(), kMaxMicrobatchesPerPipeline,
+                                     (stage_params.total() + kMaxMicrobatchesPerPipeline - 1) / kMaxMicrobatchesPerPipeline));
+      }
+    }
     stage.data_group = data_group;
     stage.gradients.op = layout.zero_stage >= 1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
     stage.gradients.bytes_per_element = precision.grad_bytes();

@@ -211,14 +211,15 @@ Schema build_scenario_schema() {
   s.key(choice("training.optimizer", "optimizer", "adam", {"adam", "sgd"}));
   s.key(choice("training.framework",
                "whose kernels run the step: megatron (fused kernels) or pytorch-eager (PyTorch modules under "
-               "autocast over fp32 parameters, as tools/reference/train_step.py; one GPU or DistributedDataParallel)",
+               "autocast, as tools/reference/train_step.py; one GPU, DistributedDataParallel, or FSDP with zero 3/2)",
                "megatron", {"megatron", "pytorch-eager"}));
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",
                {"flash", "naive"}));
   s.key(choice("training.flash_kernel",
-               "fused kernel of attention flash (megatron framework): cudnn (Transformer Engine's cuDNN fused "
-               "attention) or sdpa-flash (a FlashAttention-2-class kernel, priced per call shape)",
+               "fused kernel of attention flash: cudnn (cuDNN's fused attention: Transformer Engine's, or SDPA's "
+               "cuDNN backend under pytorch-eager) or sdpa-flash (a FlashAttention-2-class kernel, as SDPA's "
+               "flash backend, priced per call shape)",
                "cudnn", {"cudnn", "sdpa-flash"}));
   s.key(real("training.hidden_dropout", "dropout after attention and MLP (0 stores no mask)", "0.1", 0, 1));
   s.key(real("training.attention_dropout", "dropout on attention probabilities", "0.1", 0, 1));

@@ -134,6 +134,10 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   r = run("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("eager.yaml:4:34: training.framework"), std::string::npos) << r.output;
+  // A bucket size that would make millions of buckets is refused at once, not simulated for hours.
+  r = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set parallelism.grad_bucket_elements=1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallelism.grad_bucket_elements: 1 makes"), std::string::npos) << r.output;
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -100,6 +101,20 @@ TEST(ValidateCalibration, TwoGpuDataParallelSteps) {
     EXPECT_GT(r.predicted_step_ms, alone->predicted_step_ms) << r.name;
     EXPECT_NEAR(r.step_error, 0, 0.07) << r.name;
     std::cout << r.name << ": step " << 100 * r.step_error << " %, memory " << 100 * r.memory_error << " %\n";
+  }
+}
+
+TEST(ValidateCalibration, ReferenceWithoutResultsIsBadInput) {
+  CalibrationValidationOptions o = committed();
+  o.nccl_raw.clear();
+  const std::string empty = ::testing::TempDir() + "empty_reference.jsonl";
+  { std::ofstream(empty) << "\n"; }
+  o.references = {empty};
+  try {
+    validate_calibration(o);
+    FAIL() << "empty reference accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no train_step.py result"), std::string::npos) << e.what();
   }
 }
 

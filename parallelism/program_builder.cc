@@ -481,12 +481,21 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
   if (training.framework != Framework::kPytorchEager) return;
   const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
   const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
-  if (layout.pp != 1 || layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
+  if (layout.pp > 1) {
+    // train_step.py --parallel pp: pipeline stages alone, GPipe (or 1F1B), no model chunks.
+    if (layout.tp != 1 || layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || layout.vpp > 1 ||
+        layout.layers_per_virtual_stage > 0 || layout.schedule == PipelineSchedule::kInterleaved1F1B) {
+      throw InputError(fmt::format("training.framework: pytorch-eager with pp {} models pipeline stages alone (tp 1, "
+                                   "cp 1, dp 1, zero 0, schedule gpipe or 1f1b without virtual stages); got tp {}, "
+                                   "cp {}, dp {}, zero {}, vpp {}; use training.framework: megatron for other layouts",
+                                   layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp));
+    }
+  } else if (layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
     throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "
-                                 "DistributedDataParallel (tp 1, pp 1, cp 1, zero 0, one micro-batch per GPU: "
-                                 "global_batch = micro_batch · dp) or FullyShardedDataParallel (zero 3, or 2 for "
-                                 "SHARD_GRAD_OP); got tp {}, pp {}, cp {}, zero {}, {} micro-batches; use "
-                                 "training.framework: megatron for other layouts",
+                                 "DistributedDataParallel (tp 1, cp 1, zero 0, one micro-batch per GPU: "
+                                 "global_batch = micro_batch · dp), FullyShardedDataParallel (zero 3, or 2 for "
+                                 "SHARD_GRAD_OP) or pipeline stages (pp > 1, dp 1); got tp {}, pp {}, cp {}, zero {}, "
+                                 "{} micro-batches; use training.framework: megatron for other layouts",
                                  layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
   }
   if (training.precision.param_dtype != DataType::kFp32 && !fsdp) {
@@ -514,6 +523,29 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     // accumulation allowed).
     check_pytorch_eager_layout(training, layout);
     const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
+    if (p > 1) {
+      // Pipeline stages (train_step.py --parallel pp): each stage's layers, embedding or head, and
+      // the micro-batches its schedule keeps in flight.
+      std::vector<StageMemory> out;
+      for (int s = 0; s < p; ++s) {
+        StageMemory mem;
+        mem.stage = s;
+        mem.layers = stage_layers[static_cast<size_t>(s)];
+        mem.parameters = stage_parameters(transformer, layout, s).total();
+        EagerStageShare share;
+        share.layers = mem.layers;
+        share.embedding = s == 0;
+        share.head = s == p - 1;
+        share.inflight_microbatches = peak_inflight_passes(layout.schedule, s, p, static_cast<int>(m), 1);
+        mem.inflight_microbatches = static_cast<double>(share.inflight_microbatches);
+        const PytorchEagerMemory eager =
+            pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, nullptr, share);
+        mem.memory = eager.peak;
+        mem.peak_moment = eager.moment;
+        out.push_back(mem);
+      }
+      return out;
+    }
     StageMemory mem;
     mem.layers = layers;
     mem.parameters = params.total();
@@ -526,8 +558,10 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
       const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
       sharding.gathered_bytes = checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes");
     }
-    mem.memory =
-        pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, fsdp ? &sharding : nullptr).peak;
+    const PytorchEagerMemory eager =
+        pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, fsdp ? &sharding : nullptr);
+    mem.memory = eager.peak;
+    mem.peak_moment = eager.moment;
     if (!fsdp && layout.dp > 1) {
       // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
       // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the

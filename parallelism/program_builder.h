@@ -34,6 +34,7 @@
 // tp_comm_overlap (Megatron's default) tensor-parallel communication blocks the compute stream; the
 // MoE dispatch is not overlapped with the shared experts (--moe-shared-expert-overlap).
 
+#include <string>
 #include <vector>
 
 #include "cost_models/compute_cost_model.h"
@@ -58,6 +59,7 @@ struct StageMemory {
   int64_t expert_parameters = 0;    // routed-expert parameters held by the rank (before sharding)
   double inflight_microbatches = 0; // stage-microbatch equivalents held at the peak
   MemoryBreakdown memory;
+  std::string peak_moment;          // pytorch-eager: when the peak occurs (PytorchEagerMemory::moment)
 };
 
 struct TrainingPrograms {

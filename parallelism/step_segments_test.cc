@@ -105,8 +105,8 @@ namespace {
 
 // training.framework pytorch-eager: one micro-batch per GPU, alone or under DistributedDataParallel.
 // With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient) and the step
-// DDP's copies into and out of its buckets; tensor,
-// pipeline and context parallelism, ZeRO and several micro-batches per step are refused.
+// DDP's copies into and out of its buckets. Pipeline stages run alone (dp 1) without interleaving;
+// tensor and context parallelism and ZeRO 1 are refused.
 TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused) {
   TrainingSpec t = testing::training(1024, 2, Recompute::kNone, AttentionKernel::kFlash);
   t.framework = Framework::kPytorchEager;
@@ -130,14 +130,36 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
   EXPECT_EQ(data_parallel[0].memory.comm_buffers, Bytes::of(4 * alone[0].parameters));
   EXPECT_EQ(data_parallel[0].memory.total(), alone[0].memory.total() + Bytes::of(4 * alone[0].parameters));
 
-  for (auto [tp, pp, zero] : {std::tuple{2, 1, 0}, std::tuple{1, 2, 0}, std::tuple{1, 1, 1}}) {
+  for (auto [tp, pp, dp, zero] : {std::tuple{2, 1, 1, 0}, std::tuple{1, 2, 2, 0}, std::tuple{1, 1, 1, 1}}) {
     Layout other;
     other.tp = tp;
     other.pp = pp;
-    other.dp = 1;
+    other.dp = dp;
     other.zero_stage = zero;
-    EXPECT_THROW(stage_memory(transformer, other), InputError) << tp << " " << pp << " " << zero;
+    EXPECT_THROW(stage_memory(dp > 1 ? two : transformer, other), InputError) << tp << " " << pp << " " << dp << " " << zero;
   }
+  // Pipeline stages alone (train_step.py --parallel pp), GPipe: each stage keeps every micro-batch;
+  // the last holds the head, so it has the loss tensors. Interleaving is refused.
+  TrainingSpec t4 = t;
+  t4.global_batch = 8;  // four micro-batches
+  const Transformer four(small_gpt(), t4, ShardSpec{1, false, 1});
+  Layout gpipe;
+  gpipe.pp = 2;
+  gpipe.schedule = PipelineSchedule::kGpipe;
+  const std::vector<StageMemory> stages = stage_memory(four, gpipe);
+  ASSERT_EQ(stages.size(), 2u);
+  for (const StageMemory& stage : stages) EXPECT_EQ(stage.inflight_microbatches, 4.0);
+  EXPECT_EQ(stages[0].memory.logits, Bytes::zero());
+  EXPECT_GT(stages[1].memory.logits, Bytes::zero());
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(stages[static_cast<size_t>(s)].parameters,
+              four.parameters().stage(stages[static_cast<size_t>(s)].layers, 0, s == 0, s == 1, true).total());
+  }
+  EXPECT_EQ(stages[0].layers + stages[1].layers, small_gpt().layers);
+  Layout interleaved = gpipe;
+  interleaved.vpp = 2;
+  interleaved.schedule = PipelineSchedule::kInterleaved1F1B;
+  EXPECT_THROW(stage_memory(four, interleaved), InputError);
   // DDP's copies on the compute stream (program_builder.cc, add_ddp_bucket_copies): every gradient
   // written into its bucket as it is ready (read + write, fp32), and copied back after the
   // reductions. One GPU has neither.

@@ -95,6 +95,8 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
   row.name = measured.at("name").get<std::string>();
   row.ranks = measured.value("world_size", 1);
   if (row.ranks > 1) row.name += fmt::format(" {}×{}", measured.at("config").value("parallel", "?"), row.ranks);
+  const int64_t micro = measured.contains("config") ? measured.at("config").value("microbatches", int64_t{1}) : 1;
+  if (micro > 1) row.name += fmt::format(", {} micro-batches", micro);
   row.scenario = scenario_path;
   // The slowest rank sets a parallel step's pace; memory is the largest rank's.
   row.step_ms = measured.contains("step_time_ms_max_rank") ? measured.at("step_time_ms_max_rank").get<double>()
@@ -129,9 +131,11 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
   row.predicted_forward_ms = forward.to_seconds() * 1e3;
   row.predicted_backward_ms = backward.to_seconds() * 1e3;
   row.parameters = t.parameters().total();
-  row.predicted_peak_bytes = report.programs.memory.at(static_cast<size_t>(report.peak_stage)).memory.allocated().count();
+  const StageMemory& peak = report.programs.memory.at(static_cast<size_t>(report.peak_stage));
+  row.predicted_peak_bytes = peak.memory.allocated().count();
   if (s.training.framework == Framework::kPytorchEager) {
-    row.peak_moment = pytorch_eager_peak_memory(s.model, s.training, t.dims(), row.parameters).moment;
+    row.peak_moment = peak.peak_moment;
+    if (s.layout.pp > 1) row.peak_moment += fmt::format(", stage {}", peak.stage);
   } else {
     row.peak_moment = "Megatron accounting";
   }
@@ -251,11 +255,14 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
       }
       const std::string name = measured.at("name").get<std::string>();
       const int ranks = measured.value("world_size", 1);
-      const std::string variant =
-          measured.contains("config") && measured.at("config").is_object() ? measured.at("config").value("parallel", "none") : "none";
+      const bool has_config = measured.contains("config") && measured.at("config").is_object();
+      const std::string variant = has_config ? measured.at("config").value("parallel", "none") : "none";
+      // Several micro-batches per step (pipeline parallelism): one scenario per count.
+      const int64_t micro = has_config ? measured.at("config").value("microbatches", int64_t{1}) : 1;
+      const std::string suffix = micro > 1 ? fmt::format("-m{}", micro) : "";
       const std::string scenario =
-          (std::filesystem::path(dir) /
-           (ranks > 1 ? fmt::format("h200x{}-{}-{}.yaml", ranks, name, variant) : fmt::format("h200-{}.yaml", name)))
+          (std::filesystem::path(dir) / (ranks > 1 ? fmt::format("h200x{}-{}-{}{}.yaml", ranks, name, variant, suffix)
+                                                   : fmt::format("h200-{}.yaml", name)))
               .string();
       if (!std::filesystem::exists(scenario)) {
         if (ranks == 1) {
@@ -342,7 +349,8 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
     out << "\n## Training steps\n\n";
     out << "Each configuration of the reference files (tools/reference/train_step.py on the same kind of GPU) "
            "simulated from its scenario (`scenarios/reference/h200-<name>.yaml`, or `h200x<ranks>-<name>-<variant>.yaml` "
-           "for a torchrun variant on several GPUs; `training.framework: pytorch-eager`) with this profile. Times in ms "
+           "for a torchrun variant on several GPUs, `h200x<ranks>-<name>-<variant>-m<micro-batches>.yaml` with several "
+           "micro-batches per step; `training.framework: pytorch-eager`) with this profile. Times in ms "
            "(measured: median of the timed steps, the period from one step's start to the next, the slowest rank's); "
            "memory: `torch.cuda.max_memory_allocated` (the largest rank's) against the predicted peak without the "
            "runtime overhead, GiB. Error = predicted / measured − 1. The predicted forward and backward columns are "

@@ -14,7 +14,7 @@
 //   (d) training steps: every configuration of the reference files (tools/reference/train_step.py
 //       output) simulated from its scenario with the profile — scenarios/reference/h200-<name>.yaml
 //       for one GPU, h200x<ranks>-<name>-<variant>.yaml for a torchrun variant (ddp, tp, pp) on
-//       <ranks> GPUs — against the measured step time (the slowest rank's; and the one-GPU rows'
+//       <ranks> GPUs, with -m<micro-batches> before .yaml when a step runs several — against the measured step time (the slowest rank's; and the one-GPU rows'
 //       forward / backward / optimizer split) and peak allocated memory (the largest rank's);
 //       target (issue 4): within 10 % on both for at least six configurations. A torchrun row
 //       without a scenario is listed as not simulated, with the reason.

@@ -325,15 +325,27 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
 }
 
 PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
-                                             const ShardedDims& dims, int64_t parameters, const FsdpSharding* fsdp) {
+                                             const ShardedDims& dims, int64_t parameters, const FsdpSharding* fsdp,
+                                             const EagerStageShare& share) {
   const Dims z = dims_of(model, training, dims);
+  const int64_t layers = share.layers < 0 ? z.layers : share.layers;
+  if (layers > z.layers || share.inflight_microbatches < 1) {
+    throw InputError(fmt::format("pytorch-eager stage of {} layers with {} micro-batches in flight: a stage holds "
+                                 "0 to {} layers and at least one micro-batch",
+                                 layers, share.inflight_microbatches, z.layers));
+  }
+  const int64_t n = share.inflight_microbatches;
   const int64_t Th = z.T * z.h;
   const int64_t TV = z.T * z.vocab;
   const int64_t layer_weights_bf16 = z.weight_casts ? 2 * z.layer_linear_weights() : 0;
-  const int64_t all_layer_weights_bf16 = z.layers * layer_weights_bf16;
-  const int64_t head_weight_bf16 = z.weight_casts ? 2 * z.vocab * z.h : 0;
-  const int64_t saved = z.layers * pytorch_eager_layer_saved_bytes(model, training, dims, z.recompute);
-  const int64_t head_saved = 6 * Th;  // final norm input (fp32) and its bf16 output
+  const int64_t all_layer_weights_bf16 = layers * layer_weights_bf16;
+  const int64_t head_weight_bf16 = share.head && z.weight_casts ? 2 * z.vocab * z.h : 0;
+  // One micro-batch's saved activations: its layers', the head's (final norm input, fp32, and its
+  // bf16 output) or the stage output kept for out.backward(grad), and the received input.
+  const int64_t saved = layers * pytorch_eager_layer_saved_bytes(model, training, dims, z.recompute) +
+                        (share.head ? 6 * Th : z.r * Th) + (share.embedding ? 0 : 2 * Th);
+  const int64_t loss_saved = share.head ? 6 * TV : 0;  // per earlier micro-batch
+  const int64_t others = n - 1;
   // Parameters whose fp32 states this rank holds, and the 16-bit weights it holds gathered.
   const int64_t shards = fsdp != nullptr ? std::max<int64_t>(1, fsdp->shards) : 1;
   const int64_t states = (parameters + shards - 1) / shards;
@@ -346,15 +358,26 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
     int64_t activations;
     int64_t logits;
   };
+  // The bf16 copies the earlier micro-batches' graphs hold: with full recompute a checkpointed
+  // layer keeps none (its re-run casts again), the LM head's stays.
+  const int64_t held_weights = (z.recompute ? 0 : all_layer_weights_bf16) + head_weight_bf16;
+  const int64_t earlier_weights = others * held_weights;
   std::vector<Moment> moments{
-      {"forward (loss)", all_layer_weights_bf16 + head_weight_bf16, 0, saved + head_saved, 8 * TV},
-      {"backward (start)", (z.recompute ? 0 : all_layer_weights_bf16) + head_weight_bf16, 0, saved + head_saved,
-       10 * TV},
+      {share.head ? "forward (loss)" : "forward (end)", earlier_weights + all_layer_weights_bf16 + head_weight_bf16, 0,
+       n * saved, others * loss_saved + (share.head ? 8 * TV : 0)},
       {"backward (end)", 0, 4 * states, 0, 0},
   };
-  if (z.recompute) {
-    moments.push_back({"backward (first recomputed layer)", layer_weights_bf16, 4 * z.vocab * z.h,
-                       saved + head_saved + pytorch_eager_layer_saved_bytes(model, training, dims, false), 0});
+  if (share.head) {
+    moments.push_back({"backward (start)", earlier_weights + held_weights, 0, n * saved, others * loss_saved + 10 * TV});
+  }
+  if (n > 1) {
+    moments.push_back({"backward (first micro-batch done)", earlier_weights, 4 * states, others * saved,
+                       others * loss_saved});
+  }
+  if (z.recompute && layers > 0) {
+    moments.push_back({"backward (first recomputed layer)", earlier_weights + layer_weights_bf16,
+                       share.head ? 4 * z.vocab * z.h : 0,
+                       n * saved + pytorch_eager_layer_saved_bytes(model, training, dims, false), others * loss_saved});
   }
   const Moment* peak = &moments.front();
   auto total = [](const Moment& m) { return m.params_extra + m.grads + m.activations + m.logits; };

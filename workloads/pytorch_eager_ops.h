@@ -6,8 +6,10 @@
 // documented behaviour. One GPU, or data parallelism around it: DistributedDataParallel, or
 // FullyShardedDataParallel with its mixed precision (16-bit param_dtype over a sharded fp32 master:
 // the gathered weights are already 16-bit, so the per-forward weight casts below and autocast's
-// weight copies drop out; the weight gradients are cast to fp32 when reduced in fp32). Tensor,
-// context and pipeline parallelism are Megatron's (framework megatron).
+// weight copies drop out; the weight gradients are cast to fp32 when reduced in fp32); or pipeline
+// stages as train_step.py --parallel pp runs them (contiguous layers per stage, each micro-batch's
+// forward in its own autocast region, bf16 activations between stages). Tensor and context
+// parallelism are Megatron's (framework megatron).
 //
 // What differs from the Megatron op model (workloads/transformer.h), kernel by kernel:
 //   - autocast casts each linear layer's fp32 weight to bf16 in every forward (its cache lives for
@@ -104,9 +106,28 @@ struct FsdpSharding {
   int64_t shards = 1;
   int64_t gathered_bytes = 0;
 };
+// One pipeline stage of the model (train_step.py --parallel pp): `layers` of the model's layers,
+// the input embedding on the first stage, the final norm, LM head and loss on the last, and the
+// activations of `inflight_microbatches` micro-batches alive at once (GPipe: every micro-batch;
+// parallelism/pipeline_schedule.h, peak_inflight_passes). Each micro-batch's forward is its own
+// autocast region, so its graph keeps its own bf16 weight copies (2 B per linear weight of the
+// stage) and, on the last stage, its loss tensors (6TV: bf16 log-probabilities and their fp32
+// copy). A stage without the embedding keeps its received bf16 input (2Th, the leaf its gradient
+// is sent from) and a stage without the head keeps its output (the residual stream, 4Th or 2Th)
+// for out.backward(grad). Moments as above, the current micro-batch's over the others', plus
+// "backward (first micro-batch done)": all gradients allocated, n − 1 micro-batches still held.
+// Measured on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp*.jsonl).
+struct EagerStageShare {
+  int64_t layers = -1;  // layers on the stage; −1: all of the model's
+  bool embedding = true;
+  bool head = true;
+  int64_t inflight_microbatches = 1;
+};
+// Throws InputError for a share with more layers than the model or fewer than one micro-batch.
 PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const TrainingSpec& training,
                                              const ShardedDims& dims, int64_t parameters,
-                                             const FsdpSharding* fsdp = nullptr);
+                                             const FsdpSharding* fsdp = nullptr,
+                                             const EagerStageShare& share = EagerStageShare{});
 
 // The fused AdamW step over `params` fp32 parameters: one kFusedOptimizer op
 // "optimizer.fused_adamw" moving 28 bytes per parameter. Throws InputError for a negative count.

@@ -185,6 +185,44 @@ TEST(PytorchEagerOps, PeakMemoryIsTheLargestOfTheStepsMoments) {
   EXPECT_EQ(end.peak.allocated(), Bytes::of(16 * P));
 }
 
+// GPipe stages (train_step.py --parallel pp): every micro-batch's forward keeps its own activations
+// and bf16 weight copies (one autocast region each) until its backward.
+TEST(PytorchEagerOps, PipelineStageKeepsEveryMicroBatchInFlight) {
+  const ModelSpec m = gpt_1_3b();
+  const TrainingSpec training = eager(2048, 4, Recompute::kNone);
+  const Transformer t(m, training);
+  const int64_t T = 4 * 2048;
+  const int64_t h = 2048;
+  const int64_t V = 50257;
+  const int64_t Th = T * h;
+  const int64_t P = 700'000'000;  // the stage's parameters (any count: they scale 12 B each)
+  const int64_t n = 4;
+  const int64_t layer_bf16 = 2 * 12 * h * h;
+  // First stage, 12 layers: per micro-batch 12 × 36Th of layer activations, the fp32 stage output
+  // kept for out.backward (4Th) and the 12 layers' bf16 weights; at the end of the forward all n.
+  EagerStageShare first{12, true, false, n};
+  const PytorchEagerMemory a = pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, first);
+  EXPECT_EQ(a.moment, "forward (end)");
+  EXPECT_EQ(a.peak.allocated(), Bytes::of(12 * P + n * (12 * 36 * Th + 4 * Th + 12 * layer_bf16)));
+  EXPECT_EQ(a.peak.logits, Bytes::zero());
+  // Last stage: the received bf16 input (2Th) and the head's 6Th per micro-batch, the LM head's
+  // bf16 copy in each graph, 6TV of loss tensors per earlier micro-batch and 10TV for the one whose
+  // backward starts.
+  EagerStageShare last{12, false, true, n};
+  const PytorchEagerMemory b = pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, last);
+  EXPECT_EQ(b.moment, "backward (start)");
+  EXPECT_EQ(b.peak.logits, Bytes::of((n - 1) * 6 * T * V + 10 * T * V));
+  EXPECT_EQ(b.peak.allocated(), Bytes::of(12 * P + n * (12 * 36 * Th + 6 * Th + 2 * Th + 12 * layer_bf16 + 2 * V * h) +
+                                          (n - 1) * 6 * T * V + 10 * T * V));
+  // One micro-batch and the whole model: the one-GPU step.
+  const PytorchEagerMemory whole = pytorch_eager_peak_memory(m, training, t.dims(), P);
+  const PytorchEagerMemory one = pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, EagerStageShare{24, true, true, 1});
+  EXPECT_EQ(one.peak.allocated(), whole.peak.allocated());
+  EXPECT_EQ(one.moment, whole.moment);
+  EXPECT_THROW(pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, EagerStageShare{25, true, true, 1}), InputError);
+  EXPECT_THROW(pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, EagerStageShare{12, true, false, 0}), InputError);
+}
+
 TEST(PytorchEagerOps, FusedAdamwMovesTwentyEightBytesPerParameter) {
   const std::vector<Op> ops = pytorch_eager_optimizer_ops(1000);
   ASSERT_EQ(ops.size(), 1u);

@@ -19,7 +19,8 @@
 # calibrate: the whole calibration only;  reference: the reference steps only (full counts).
 # parallel:  with 2 or more GPUs, the parallel variants only: a --verify check of each on the GPUs
 #            (a tiny model), then the timed ddp, tp and pp steps (REFERENCE_ONLY names the
-#            configurations, default gpt-1.3b,llama-1b-gqa).
+#            configurations, default gpt-1.3b,llama-1b-gqa; REFERENCE_VARIANTS the variants,
+#            default "ddp tp pp").
 # Where one command may run at most 10 minutes, run `calibrate` and `reference` as two commands.
 # Each stage has a time limit and the script goes on after a failure; the exit code is the number of
 # failed stages.
@@ -114,13 +115,13 @@ elif [ "$gpus" -ge 2 ]; then
     # The parallel code paths on the GPUs against the one-GPU model; a hang prints its stacks.
     tiny=(--name tiny --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn-hidden 128 --vocab 512 --seq-len 32
           --micro-batch 2 --mlp swiglu --norm rmsnorm --positions rope --bias false --tie-embeddings true)
-    for variant in ddp tp pp; do
+    for variant in ${REFERENCE_VARIANTS:-ddp tp pp}; do
       run_stage "gpu-verify-$variant" 90 env CLUSTERSIM_REFERENCE_WATCHDOG_S=60 python3 -m torch.distributed.run --standalone \
         --nproc_per_node "$gpus" "$ref" "${tiny[@]}" --verify --parallel "$variant" \
         --microbatches $([ "$variant" = pp ] && echo "$gpus" || echo 1) --warmup 1 --steps 1
     done
   fi
-  for variant in ddp tp pp; do
+  for variant in ${REFERENCE_VARIANTS:-ddp tp pp}; do
     extra=()
     [ "$variant" = pp ] && extra=(--microbatches $((2 * gpus)))
     run_stage "reference-$variant" "$t_variant" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" "$ref" \

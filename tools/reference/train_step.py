@@ -21,7 +21,7 @@ Parallel variants under torchrun (one process per GPU):
         vocabulary; this simplification costs memory, see README.md)
   pp    pipeline parallel, GPipe schedule (Huang et al. 2019): layers split into contiguous
         stages, all forward micro-batches then all backward ones, activations and their
-        gradients passed with batched torch.distributed isend/irecv (see p2p() for a known hang)
+        gradients passed with batched torch.distributed isend/irecv (as Megatron-LM does)
 
 Usage:
   python3 train_step.py --configs configs.json [--only NAME,...] [--steps N] [--warmup N]
@@ -709,11 +709,9 @@ def p2p(rt: Runtime, send=None, recv=None) -> None:
     issued as a batched operation (torch.distributed.batch_isend_irecv, as Megatron-LM's
     p2p_communication does) and waited for.
 
-    Known problem: on two H200s under PyTorch 2.11 (NCCL 2.28), GPipe steps of the gpt-1.3b
-    configuration with 2 or 4 micro-batches never finish, while a small model (4 layers, hidden
-    256) passes --verify and its timed steps with 2; plain send/recv, lazy NCCL initialisation and
-    two-rank broadcasts instead of send/recv hung the same way (tools/calibrate/data/h200x2-2026-11-29/README.md).
-    No pipeline-parallel step time has been measured."""
+    Both sides of a transfer use the same shape and dtype: NCCL send/recv of unequal byte counts
+    does not fail, it waits (a backward receive in the stage output's fp32 against a bf16 send
+    hung the gpt-1.3b GPipe steps on two H200s, tools/calibrate/data/h200x2-2026-11-29/README.md)."""
     dist = rt.torch.distributed
     ops = []
     if send is not None:
@@ -757,9 +755,12 @@ def pipeline_step(cfg: ModelConfig, rt: Runtime, stage, tokens, timer, dtype=Non
         if next_rank is None:
             (out / cfg.microbatches).backward()
         else:
-            grad = torch.empty(shape, dtype=out.dtype, device=rt.device)
+            # The next stage sends the gradient of its input, which has the dtype activations
+            # travel in; this stage's output may be wider (the first stage's fp32 residual stream
+            # under autocast), so receive in `dtype` and widen (NCCL needs equal counts and types).
+            grad = torch.empty(shape, dtype=dtype, device=rt.device)
             p2p(rt, recv=(grad, next_rank))
-            out.backward(grad)
+            out.backward(grad.to(out.dtype))
         if prev_rank is not None:
             p2p(rt, send=(x.grad.contiguous(), prev_rank))
     if stage.tied_group is not None:

@@ -490,11 +490,22 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
                                    "cp {}, dp {}, zero {}, vpp {}; use training.framework: megatron for other layouts",
                                    layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp));
     }
-  } else if (layout.tp != 1 || layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
+  } else if (layout.tp > 1) {
+    // train_step.py --parallel tp: tensor parallelism alone, one micro-batch.
+    if (layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || m != 1 || layout.sequence_parallel ||
+        layout.tp_comm_overlap) {
+      throw InputError(fmt::format("training.framework: pytorch-eager with tp {} models tensor parallelism alone "
+                                   "(cp 1, dp 1, zero 0, one micro-batch, no sequence parallelism or "
+                                   "tp_comm_overlap); got cp {}, dp {}, zero {}, {} micro-batches; use "
+                                   "training.framework: megatron for other layouts",
+                                   layout.tp, layout.cp, layout.dp, layout.zero_stage, m));
+    }
+  } else if (layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
     throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "
                                  "DistributedDataParallel (tp 1, cp 1, zero 0, one micro-batch per GPU: "
                                  "global_batch = micro_batch · dp), FullyShardedDataParallel (zero 3, or 2 for "
-                                 "SHARD_GRAD_OP) or pipeline stages (pp > 1, dp 1); got tp {}, pp {}, cp {}, zero {}, "
+                                 "SHARD_GRAD_OP), pipeline stages (pp > 1, dp 1) or tensor parallelism (tp > 1, dp 1); "
+                                 "got tp {}, pp {}, cp {}, zero {}, "
                                  "{} micro-batches; use training.framework: megatron for other layouts",
                                  layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
   }

@@ -105,8 +105,8 @@ namespace {
 
 // training.framework pytorch-eager: one micro-batch per GPU, alone or under DistributedDataParallel.
 // With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient) and the step
-// DDP's copies into and out of its buckets. Pipeline stages run alone (dp 1) without interleaving;
-// tensor and context parallelism and ZeRO 1 are refused.
+// DDP's copies into and out of its buckets. Pipeline stages and tensor parallelism run alone (dp 1),
+// without interleaving; context parallelism and ZeRO 1 are refused.
 TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused) {
   TrainingSpec t = testing::training(1024, 2, Recompute::kNone, AttentionKernel::kFlash);
   t.framework = Framework::kPytorchEager;
@@ -130,7 +130,7 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
   EXPECT_EQ(data_parallel[0].memory.comm_buffers, Bytes::of(4 * alone[0].parameters));
   EXPECT_EQ(data_parallel[0].memory.total(), alone[0].memory.total() + Bytes::of(4 * alone[0].parameters));
 
-  for (auto [tp, pp, dp, zero] : {std::tuple{2, 1, 1, 0}, std::tuple{1, 2, 2, 0}, std::tuple{1, 1, 1, 1}}) {
+  for (auto [tp, pp, dp, zero] : {std::tuple{2, 1, 2, 0}, std::tuple{1, 2, 2, 0}, std::tuple{1, 1, 1, 1}}) {
     Layout other;
     other.tp = tp;
     other.pp = pp;

@@ -212,7 +212,7 @@ Schema build_scenario_schema() {
   s.key(choice("training.framework",
                "whose kernels run the step: megatron (fused kernels) or pytorch-eager (PyTorch modules under "
                "autocast, as tools/reference/train_step.py; one GPU, DistributedDataParallel, FSDP with zero 3/2, or "
-               "pipeline stages with dp 1)",
+               "pipeline stages or tensor parallelism with dp 1)",
                "megatron", {"megatron", "pytorch-eager"}));
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",

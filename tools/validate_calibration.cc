@@ -145,13 +145,7 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
 }
 
 // Why a torchrun reference row has no scenario (scenarios/reference/h200x<ranks>-<name>-<variant>.yaml).
-std::string not_simulated_reason(const std::string& variant, const std::string& scenario) {
-  if (variant == "tp") {
-    return "train_step.py's tensor parallelism replicates the embedding and the LM head on every rank, which "
-           "clustersim's tensor parallelism (Megatron-LM's) splits over the vocabulary";
-  }
-  return fmt::format("no scenario {}", scenario);
-}
+std::string not_simulated_reason(const std::string& scenario) { return fmt::format("no scenario {}", scenario); }
 
 }  // namespace
 
@@ -269,7 +263,7 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
           throw InputError(fmt::format("{}:{}: configuration \"{}\" has no scenario {}", reference, number, name, scenario));
         }
         v.training_not_simulated.emplace_back(fmt::format("{} {}×{}", name, variant, ranks),
-                                              not_simulated_reason(variant, scenario));
+                                              not_simulated_reason(scenario));
         continue;
       }
       v.training.push_back(predict_reference(measured, scenario, v.profile, collectives));

@@ -14,6 +14,7 @@ namespace {
 struct Dims {
   int64_t b, s, T, h, q, kv, ffn, fc1_out, vocab, heads, kv_heads, head_dim;
   int64_t layers;
+  int64_t tp;  // tensor-parallel ranks splitting each layer's heads and MLP width
   int64_t r;  // residual-stream element bytes: 4 (fp32, promoted by the row-parallel biases) or 2
   bool bias, rope, swiglu, learned, tied, recompute;
   // fp32 parameters: autocast casts each linear weight to bf16 in every forward. With 16-bit
@@ -31,11 +32,11 @@ struct Dims {
 };
 
 Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims) {
-  if (dims.tp != 1 || dims.cp != 1 || dims.sequence_parallel) {
-    throw InputError(fmt::format("training.framework pytorch-eager models one GPU's step (tools/reference/"
-                                 "train_step.py): it needs tp = 1, cp = 1 and no sequence parallelism (got tp {}, "
-                                 "cp {}); use training.framework: megatron for tensor or context parallelism",
-                                 dims.tp, dims.cp));
+  if (dims.cp != 1 || dims.sequence_parallel) {
+    throw InputError(fmt::format("training.framework pytorch-eager models tools/reference/train_step.py's steps: it "
+                                 "needs cp = 1 and no sequence parallelism (got cp {}); use training.framework: "
+                                 "megatron for context or sequence parallelism",
+                                 dims.cp));
   }
   Dims z{};
   z.b = training.micro_batch;
@@ -50,7 +51,10 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
   z.ffn = dims.ffn_per_rank;
   z.swiglu = model.mlp == MlpKind::kSwiglu;
   z.fc1_out = z.ffn * (z.swiglu ? 2 : 1);
-  z.vocab = dims.vocab_per_rank;
+  // Tensor parallelism splits the layers only: every rank holds the whole embedding and LM head and
+  // computes the whole loss (train_step.py --parallel tp), so the vocabulary is not split.
+  z.vocab = padded_vocab_size(model.vocab, model.make_vocab_size_divisible_by, 1);
+  z.tp = dims.tp;
   z.layers = model.layers;
   z.bias = model.linear_bias;
   z.r = z.bias ? 4 : 2;
@@ -98,6 +102,18 @@ class Builder {
     op.saved = Bytes::of(saved);
     ops_.push_back(op);
     return ops_.back();
+  }
+
+  // A blocking all-reduce of `bytes` over the tensor-parallel group (train_step.py's
+  // _ReduceFromTensorParallel forward and _CopyToTensorParallel backward, Megatron's g and f).
+  void tp_all_reduce(std::string_view name, int64_t bytes) {
+    Op op;
+    op.name = name;
+    op.cost = OpCost::kCommunication;
+    op.pass = pass_;
+    op.comm = CommKind::kTpAllReduce;
+    op.comm_bytes = Bytes::of(bytes);
+    ops_.push_back(op);
   }
 
  private:
@@ -163,6 +179,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.rope) add.memory("attention.output_copy", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q, saved(2 * z.T * z.q));
   if (z.weight_casts) add.memory("proj.weight_cast", MemoryAccess::kElementwise, 4 * z.q * z.h, 2 * z.q * z.h);
   add.gemm("proj", z.T, z.h, z.q, z.gemm);
+  if (z.tp > 1) add.tp_all_reduce("proj.tp_all_reduce", 2 * Th);
   if (z.bias) add.memory("proj.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
   add.memory("attention_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
   if (z.r == 2) add.memory("post_attention_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
@@ -180,6 +197,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.weight_casts) add.memory("fc2.weight_cast", MemoryAccess::kElementwise, 4 * z.ffn * z.h, 2 * z.ffn * z.h);
   if (early_stop) return ops;  // checkpoint's recomputation stops once fc2's input is saved again
   add.gemm("fc2", z.T, z.h, z.ffn, z.gemm);
+  if (z.tp > 1) add.tp_all_reduce("fc2.tp_all_reduce", 2 * Th);
   if (z.bias) add.memory("fc2.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
   add.memory("mlp_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
   return ops;
@@ -222,6 +240,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   if (z.grad_casts) add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
   if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
   add.memory("fc1.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+  if (z.tp > 1) add.tp_all_reduce("fc1.input_grad.tp_all_reduce", 4 * Th);  // the norm's fp32 output gradient
   add.memory("post_attention_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
   add.memory("post_attention_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
   residual_join(add, z, "post_attention_norm.to_fp32.backward", "attention_residual.backward");
@@ -258,6 +277,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   if (z.grad_casts) add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
   if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
   add.memory("qkv.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
+  if (z.tp > 1) add.tp_all_reduce("qkv.input_grad.tp_all_reduce", 4 * Th);
   add.memory("input_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
   add.memory("input_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
   residual_join(add, z, "input_norm.to_fp32.backward", "mlp_residual.backward");

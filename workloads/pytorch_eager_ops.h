@@ -8,8 +8,12 @@
 // the gathered weights are already 16-bit, so the per-forward weight casts below and autocast's
 // weight copies drop out; the weight gradients are cast to fp32 when reduced in fp32); or pipeline
 // stages as train_step.py --parallel pp runs them (contiguous layers per stage, each micro-batch's
-// forward in its own autocast region, bf16 activations between stages). Tensor and context
-// parallelism are Megatron's (framework megatron).
+// forward in its own autocast region, bf16 activations between stages); or tensor parallelism as
+// train_step.py --parallel tp runs it: Megatron's column- and row-parallel layers (heads and MLP
+// width split; a blocking all-reduce of the bf16 output after proj and fc2 in forward, of the fp32
+// gradient of the norm output before each norm's backward), while every rank holds the whole
+// embedding and LM head and computes the whole loss. Context and sequence parallelism are
+// Megatron's only (framework megatron).
 //
 // What differs from the Megatron op model (workloads/transformer.h), kernel by kernel:
 //   - autocast casts each linear layer's fp32 weight to bf16 in every forward (its cache lives for
@@ -65,7 +69,8 @@ struct PytorchEagerOps {
 };
 
 // Builds the op lists of one micro-batch. Each forward op's `saved` is what it keeps for backward
-// (see pytorch_eager_layer_saved_bytes). Throws InputError when the shard is not tp = cp = 1.
+// (see pytorch_eager_layer_saved_bytes). Throws InputError when the shard has cp > 1 or sequence
+// parallelism.
 PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims);
 
 // Bytes one layer keeps from its forward to its backward, without recompute (T = b·s tokens,

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "workloads/test_models.h"
@@ -223,6 +226,46 @@ TEST(PytorchEagerOps, PipelineStageKeepsEveryMicroBatchInFlight) {
   EXPECT_THROW(pytorch_eager_peak_memory(m, training, t.dims(), P, nullptr, EagerStageShare{12, true, false, 0}), InputError);
 }
 
+// train_step.py --parallel tp: the layers split as Megatron splits them, four blocking all-reduces
+// per layer (bf16 outputs of proj and fc2 forward, fp32 norm-output gradients backward), the
+// embedding, LM head and loss whole on every rank.
+TEST(PytorchEagerOps, TensorParallelSplitsTheLayersOnly) {
+  const ModelSpec m = gpt_1_3b();
+  const TrainingSpec training = eager(2048, 4, Recompute::kNone);
+  const Transformer one(m, training);
+  const Transformer two(m, training, ShardSpec{2, false, 1});
+  const int64_t Th = int64_t{4} * 2048 * 2048;
+  auto all_reduces = [](const std::vector<Op>& ops) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const Op& op : ops) {
+      if (op.cost == OpCost::kCommunication) {
+        EXPECT_EQ(op.comm, CommKind::kTpAllReduce) << op.name;
+        out.emplace_back(op.name, op.comm_bytes.count());
+      }
+    }
+    return out;
+  };
+  using Expected = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(all_reduces(two.layer_forward()), (Expected{{"proj.tp_all_reduce", 2 * Th}, {"fc2.tp_all_reduce", 2 * Th}}));
+  EXPECT_EQ(all_reduces(two.layer_backward()),
+            (Expected{{"fc1.input_grad.tp_all_reduce", 4 * Th}, {"qkv.input_grad.tp_all_reduce", 4 * Th}}));
+  EXPECT_TRUE(all_reduces(one.layer_forward()).empty());
+  EXPECT_TRUE(all_reduces(one.layer_backward()).empty());
+  // Half the heads and half the MLP width per rank; the LM head GEMM whole (50,257 columns).
+  EXPECT_EQ(find(two.layer_forward(), "qkv").gemm.n, 3 * 2048 / 2);
+  EXPECT_EQ(find(two.layer_forward(), "fc1").gemm.n, 8192 / 2);
+  EXPECT_EQ(find(two.head_forward(), "lm_head").gemm.n, 50257);
+  // Parameters per rank: half of each layer's weight matrices (biases of the row-parallel layers and
+  // norms whole), the whole tied embedding and the position table.
+  const ParameterCounts& p1 = one.parameters();
+  const ParameterCounts& p2 = two.parameters();
+  EXPECT_EQ(p2.word_embedding, p1.word_embedding);
+  EXPECT_EQ(p2.position_embedding, p1.position_embedding);
+  EXPECT_EQ(p2.layer.qkv_weight * 2, p1.layer.qkv_weight);
+  EXPECT_EQ(p2.layer.fc2_weight * 2, p1.layer.fc2_weight);
+  EXPECT_EQ(p2.layer.fc2_bias, p1.layer.fc2_bias);
+}
+
 TEST(PytorchEagerOps, FusedAdamwMovesTwentyEightBytesPerParameter) {
   const std::vector<Op> ops = pytorch_eager_optimizer_ops(1000);
   ASSERT_EQ(ops.size(), 1u);
@@ -251,11 +294,12 @@ TEST(PytorchEagerOps, RejectsWhatTheOpModelDoesNotCover) {
   dropout.hidden_dropout = 0.1;
   EXPECT_THROW(dropout.validate(m), InputError);
   try {
-    Transformer(m, eager(2048, 1, Recompute::kNone), ShardSpec{2, false, 1});
-    FAIL() << "tensor parallelism accepted";
+    Transformer(m, eager(2048, 1, Recompute::kNone), ShardSpec{2, true, 1});
+    FAIL() << "sequence parallelism accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("tp = 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no sequence parallelism"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(Transformer(m, eager(2048, 1, Recompute::kNone), ShardSpec{1, false, 2}), InputError);
   EXPECT_THROW(parse_framework("jax"), InputError);
   EXPECT_EQ(parse_framework(name_of(Framework::kPytorchEager)), Framework::kPytorchEager);
 }

@@ -598,6 +598,14 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
                                  dims_.cp));
   }
   parameters_ = count_parameters(model_, shard_);
+  if (training_.framework == Framework::kPytorchEager && shard_.tp > 1) {
+    // train_step.py's tensor parallelism splits the layers only: each rank holds the whole
+    // (unsplit) embedding and LM head (workloads/pytorch_eager_ops.h).
+    const int64_t table = checked_mul(padded_vocab_size(model_.vocab, model_.make_vocab_size_divisible_by, 1),
+                                      model_.hidden, "embedding parameters");
+    parameters_.word_embedding = table;
+    if (parameters_.lm_head != 0) parameters_.lm_head = table;
+  }
   if (model_.moe.enabled()) {
     expert_rank_shares_ = clustersim::expert_rank_shares(expert_token_shares(model_, training_.moe_routing), dims_.ep);
   }

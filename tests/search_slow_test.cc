@@ -41,10 +41,11 @@ TEST(SearchScenariosSlow, EveryShippedSearchRuns) {
 // is within the top 5. Rows where the simulator disagrees with the paper are listed with the
 // reason in docs/validation/search-sc21.md ("Where the search disagrees with the paper"); for them
 // this test checks what the report states: the paper's layout is simulated, the winner uses less
-// tensor parallelism, and the paper's layout is within 20 % of the winner's step time (11-16 % today:
-// 15 % before collectives of one process group were serialized as NCCL runs them).
+// tensor parallelism, and the paper's layout is within 25 % of the winner's step time (5-24 % today,
+// with the gradient all-reduce after the backward pass as 2021 Megatron-LM ran it; 11-16 % when the
+// search scenarios still overlapped it, which ranked GPT 3.6B's layout 4th).
 TEST(SearchScenariosSlow, Sc21PaperLayoutsRankInTheTopFiveAndTheReportIsCurrent) {
-  const std::set<std::string> open_rows = {"GPT 7.5B", "GPT 18.4B", "GPT 39.1B"};
+  const std::set<std::string> open_rows = {"GPT 3.6B", "GPT 7.5B", "GPT 18.4B", "GPT 39.1B"};
   const auto rows = run_sc21_searches(kSource, 0);
   ASSERT_EQ(rows.size(), 10U);
   for (const auto& row : rows) {
@@ -55,7 +56,7 @@ TEST(SearchScenariosSlow, Sc21PaperLayoutsRankInTheTopFiveAndTheReportIsCurrent)
     }
     const LayoutCandidate& winner = row.result.candidates[row.order.front()];
     EXPECT_LT(winner.layout.tp, row.paper.tp.value_or(0)) << row.paper.model;
-    EXPECT_LE(row.paper_metrics.step_time_s, 1.20 * final_metrics(row.result, row.order.front()).step_time_s)
+    EXPECT_LE(row.paper_metrics.step_time_s, 1.25 * final_metrics(row.result, row.order.front()).step_time_s)
         << row.paper.model;
   }
   std::ostringstream report;

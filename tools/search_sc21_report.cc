@@ -13,6 +13,12 @@ namespace clustersim {
 
 namespace {
 
+// A whole percentage with its sign, without "-0".
+std::string signed_percent(double percent) {
+  const double rounded = std::round(percent);
+  return fmt::format("{:+.0f}", rounded == 0 ? 0.0 : rounded);
+}
+
 bool paper_layout(const Sc21SearchRow& row, const LayoutCandidate& c) {
   return c.layout.tp == row.paper.tp.value_or(0) && c.layout.pp == row.paper.pp.value_or(0) &&
          c.layout.dp == row.paper.dp.value_or(0);
@@ -270,9 +276,9 @@ void write_sc21_search_report(const std::vector<Sc21SearchRow>& rows, const std:
     out << fmt::format("### Where the search disagrees with the paper ({})\n\n", fmt::join(missed, ", "));
     out << "The paper's layout is in the space and simulated for these rows, and the winners are layouts the 2021\n"
            "Megatron-LM could run, so the disagreement is the simulator's, not the search space's. The simulator\n"
-        << fmt::format("predicts every paper layout {:.0f} to {:.0f} % faster than measured (table above), a uniform "
-                       "optimism that does not\n",
-                       error_min, error_max)
+        << fmt::format("predicts the paper's layouts within {} to {} % of the measured TFLOP/s (table above), an "
+                       "error that does not\n",
+                       signed_percent(error_min), signed_percent(error_max))
         << "reorder layouts by itself. What reorders them is the tensor-parallel all-reduce: it blocks the compute\n"
            "stream (Megatron-LM does not overlap it by default), its time per GPU grows with the layers each GPU\n"
            "holds, and pipeline parallelism divides those layers. With 32 or more microbatches per pipeline the\n"

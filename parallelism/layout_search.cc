@@ -203,6 +203,7 @@ LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandi
   o.allow_idle_gpus = problem.space.allow_idle_gpus;
   o.compute_profile = problem.compute_profile;
   o.collective_profile = problem.collective_profile;
+  o.compute_cost = problem.compute_cost.get();
   const TrainingSpec training = candidate.training(problem.training);
   const TrainingReport r = simulate_training(*problem.cluster, problem.model, training, candidate.layout, o);
   LayoutMetrics m;
@@ -325,10 +326,14 @@ bool ranks_before(SearchObjective objective, const LayoutMetrics& a, size_t a_in
   return a_index < b_index;
 }
 
-SearchResult search_layouts(const SearchProblem& problem, const SearchOptions& options) {
-  check_invariant(problem.cluster != nullptr, "search_layouts: no cluster");
-  const Cluster& cluster = *problem.cluster;
+SearchResult search_layouts(const SearchProblem& given, const SearchOptions& options) {
+  check_invariant(given.cluster != nullptr, "search_layouts: no cluster");
+  const Cluster& cluster = *given.cluster;
   check_uniform_gpus(cluster);
+  SearchProblem problem = given;
+  if (!problem.compute_cost) {
+    problem.compute_cost = std::make_shared<const ComputeCostModel>(cluster.node_spec(0).gpu, problem.compute_profile);
+  }
   problem.model.validate();
   const SearchSpace& space = problem.space;
   validate_search_space(space, cluster.node_spec(0).gpu.hbm_capacity);

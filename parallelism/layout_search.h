@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +102,9 @@ struct SearchProblem {
   Fidelity fidelity(int world) const { return fidelity_for ? fidelity_for(world) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;
   const CollectiveProfile* collective_profile = nullptr;
+  // The kernel pricing every candidate shares; search_layouts() builds it from the cluster's GPU and
+  // compute_profile when empty (building a calibrated model takes about a millisecond).
+  std::shared_ptr<const ComputeCostModel> compute_cost;
 };
 
 // The processes that share one search. Process `rank()` evaluates the candidates whose index i

@@ -1,5 +1,7 @@
 #include "parallelism/training_simulation.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 
@@ -60,7 +62,9 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   validate_layout(layout, layout_context(model, training, cluster, options.allow_idle_gpus));
   const Transformer transformer(model, training, shard_spec(layout));
   const GpuSpec& gpu = uniform_gpu(cluster);
-  const ComputeCostModel cost(gpu, options.compute_profile);
+  std::optional<ComputeCostModel> own_cost;
+  const ComputeCostModel& cost =
+      options.compute_cost != nullptr ? *options.compute_cost : own_cost.emplace(gpu, options.compute_profile);
 
   TrainingReport report;
   ProgramOptions program_options;

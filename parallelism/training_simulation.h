@@ -30,6 +30,10 @@ struct TrainingSimulationOptions {
   bool allow_idle_gpus = false;
   const CalibrationProfile* compute_profile = nullptr;
   const CollectiveProfile* collective_profile = nullptr;
+  // Kernel pricing to use; null: built from the cluster's GPU and compute_profile. A caller that
+  // simulates many layouts (clustersim search) builds it once; it must be for the same GPU and
+  // profile.
+  const ComputeCostModel* compute_cost = nullptr;
 };
 
 // Seconds of the critical (last-finishing) rank; they sum to the step time.

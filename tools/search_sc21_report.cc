@@ -237,7 +237,7 @@ void write_sc21_search_report(const std::vector<Sc21SearchRow>& rows, const std:
     if (row.paper_rank) {
       rank = fmt::format("{} of {}", *row.paper_rank, r.evaluated);
       const double tf = sc21_tflops_per_gpu(row.scenario, row.paper_metrics);
-      predicted = fmt::format("{:.0f} ({:+.0f} %)", tf, 100 * (tf / published - 1));
+      predicted = fmt::format("{:.0f} ({} %)", tf, signed_percent(100 * (tf / published - 1)));
       if (*row.paper_rank <= 5) ++within_top5;
     }
     std::string winner = "no feasible layout";

@@ -674,9 +674,13 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
     add.memory("final_norm", seq_hidden, seq_hidden, seq_hidden);
     if (z.sp) add.comm("head.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
     add.gemm("lm_head", z.tokens, z.vocab, z.h, z.act, z.sp ? seq_hidden : z.full_hidden());
-    // Cast to fp32, max, exp, sum, log; saves the fp32 softmax (counted in logits_bytes()).
+    // Megatron-Core's vocab-parallel cross entropy (tensor_parallel/cross_entropy.py), one
+    // unfused PyTorch kernel per step over the [tokens, vocab/tp] logits: .float() (read e, write
+    // 4), max (read 4), in-place subtraction of the max (read 4, write 4), exp in place (read 4,
+    // write 4), sum (read 4) and the in-place division into the softmax it saves for backward (read
+    // 4, write 4; counted in logits_bytes()): e + 20 bytes read and 16 written per logit.
     const int64_t logits = z.tokens * z.vocab;
-    add.memory("cross_entropy", logits * (z.e + 8), logits * 8);
+    add.memory("cross_entropy", logits * (z.e + 20), logits * 16);
     if (z.tp) {
       for (std::string_view name : {"cross_entropy.max_all_reduce", "cross_entropy.target_all_reduce",
                                     "cross_entropy.sum_all_reduce"}) {

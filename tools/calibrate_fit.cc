@@ -162,10 +162,14 @@ std::vector<NcclTestsLogInput> nccl_log_inputs(const std::vector<std::string>& p
   return out;
 }
 
-std::vector<GemmSample> fit_gemm_samples(const RawTable& gemm) {
-  const Rows rows(gemm);
+std::vector<GemmSample> fit_gemm_samples(const RawTable& gemm) { return fit_gemm_samples(std::vector{&gemm}); }
+
+std::vector<GemmSample> fit_gemm_samples(const std::vector<const RawTable*>& tables) {
   // (dtype, m, n, k) → times of every measurement of that shape.
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::vector<double>> times;
+  for (const RawTable* table : tables) {
+  const RawTable& gemm = *table;
+  const Rows rows(gemm);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows.text(i, "status") != "ok") continue;
     if (rows.text(i, "layout") != "TN") {
@@ -183,6 +187,7 @@ std::vector<GemmSample> fit_gemm_samples(const RawTable& gemm) {
     const int64_t n_c = rows.positive(i, "n");
     const int64_t k_c = rows.positive(i, "k");
     times[{static_cast<int>(dtype), n_c, m_c, k_c}].push_back(rows.microseconds(i, "median_us").to_microseconds());
+  }
   }
   std::vector<GemmSample> samples;
   for (const auto& [key, t] : times) {
@@ -435,6 +440,7 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
   profile.name = options.name.empty() && !options.inputs.empty() ? base_name(options.inputs.front()) : options.name;
   std::vector<CollectiveMeasurement> collectives;
   std::vector<std::string> methods;
+  std::vector<const RawTable*> gemm_tables;
   for (const RawTable& t : tables) {
     const std::string kind = kind_of(t);
     if (!t.complete()) note(fmt::format("{}: written without `# complete: true` (cut short); its rows are used", t.source));
@@ -445,11 +451,8 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
       profile.machine = machine_of(t);
     }
     if (kind == "gemm") {
-      const std::vector<GemmSample> samples = fit_gemm_samples(t);
-      profile.gemm_samples.insert(profile.gemm_samples.end(), samples.begin(), samples.end());
-      note(fmt::format("{}: {} GEMM samples", t.source, samples.size()));
-      methods.emplace_back("cuBLASLt TN GEMMs replayed in CUDA graphs on inputs rotated over 3x the L2 cache, "
-                           "median of batches (clustersim-calibrate)");
+      gemm_tables.push_back(&t);  // merged below: a shape swept several times is one sample
+      note(fmt::format("{}: {} GEMM rows", t.source, Rows(t).size()));
     } else if (kind == "memory") {
       profile.copy_bandwidth = fit_copy_bandwidth(t);
       note(fmt::format("{}: copy bandwidth {}", t.source, to_string(*profile.copy_bandwidth)));
@@ -481,6 +484,13 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
     } else {
       note(fmt::format("{}: kind \"{}\" is not fitted; ignored", t.source, kind));
     }
+  }
+  if (!gemm_tables.empty()) {
+    profile.gemm_samples = fit_gemm_samples(gemm_tables);
+    note(fmt::format("{} GEMM samples from {} file(s): one per shape, the median of its sweeps",
+                     profile.gemm_samples.size(), gemm_tables.size()));
+    methods.emplace_back("cuBLASLt TN GEMMs replayed in CUDA graphs on inputs rotated over 3x the L2 cache, "
+                         "median of batches (clustersim-calibrate)");
   }
   for (const NcclTestsLogInput& log : options.nccl_logs) {
     const std::vector<CollectiveMeasurement> m = collective_measurements(log);

@@ -84,7 +84,10 @@ std::vector<NcclTestsLogInput> nccl_log_inputs(const std::vector<std::string>& p
                                                const std::vector<std::string>& protocols);
 
 // Each throws InputError naming the file and the row or column for malformed input.
+// GEMM samples: one per (dtype, M, N, K), the median of every row of that shape's median_us
+// (µs), across all the tables given (several sweeps of the same machine, for instance).
 std::vector<GemmSample> fit_gemm_samples(const calibrate::RawTable& gemm);
+std::vector<GemmSample> fit_gemm_samples(const std::vector<const calibrate::RawTable*>& gemm);
 Bandwidth fit_copy_bandwidth(const calibrate::RawTable& memory);
 struct LaunchOverhead {
   Duration eager;

@@ -57,6 +57,18 @@ TEST(CalibrateFit, GemmSamplesTakeTheFrameworksOrientationAndMergeRepeats) {
   EXPECT_THROW(fit_gemm_samples(table(gemm_file({"file,x,bf16,64,64,64,TN,ok,-3.0"}))), InputError);
 }
 
+// Several sweeps of one machine (files): a shape's sample is the median over all of them.
+TEST(CalibrateFit, GemmSamplesMergeSweepsAcrossFiles) {
+  const auto a = table(gemm_file({"square,,bf16,4096,4096,4096,TN,ok,182.0", "square,,fp32,64,64,64,TN,ok,5.0"}));
+  const auto b = table(gemm_file({"square,,bf16,4096,4096,4096,TN,ok,200.0"}));
+  const auto c = table(gemm_file({"square,,bf16,4096,4096,4096,TN,ok,190.0"}));
+  const auto samples = fit_gemm_samples(std::vector<const calibrate::RawTable*>{&a, &b, &c});
+  ASSERT_EQ(samples.size(), 2u);
+  const auto sq = std::find_if(samples.begin(), samples.end(), [](const GemmSample& s) { return s.shape.m == 4096; });
+  ASSERT_NE(sq, samples.end());
+  EXPECT_EQ(sq->time, Duration::microseconds(190.0));
+}
+
 // Errors name the row's line in the file, comment and header lines counted (the file has
 // gemm_file's five comment lines and a header before the rows).
 TEST(CalibrateFit, ErrorsNameTheFileLine) {

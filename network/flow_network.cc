@@ -30,9 +30,10 @@ constexpr double kSameRate = 1e-12;
 
 class FlowNetwork::Impl {
  public:
-  Impl(Simulator& sim, const Cluster& cluster)
+  Impl(Simulator& sim, const Cluster& cluster, FlowNetworkOptions options)
       : sim_(sim),
         cluster_(cluster),
+        options_(options),
         link_flows_(cluster.links().size()),
         carried_(cluster.links().size(), 0),
         link_mark_(cluster.links().size(), 0),
@@ -51,6 +52,7 @@ class FlowNetwork::Impl {
     }
     const uint32_t slot = allocate();
     Flow& flow = flows_[slot];
+    if (active_ == options_.batch_above_flows) crowded_since_ = sim_.now();
     flow.active = true;
     flow.route = &route;
     flow.size = size.count();
@@ -146,10 +148,22 @@ class FlowNetwork::Impl {
     return std::max(0.0, flow.remaining - sent);
   }
 
-  void request_update() {
-    if (update_pending_) return;
+  // Schedules the rate update: at the end of this instant, or, for a finish while the network is
+  // crowded (FlowNetworkOptions), up to batch_fraction of the crowded time later; an update
+  // already due sooner stands.
+  void request_update(bool finish = false) {
+    Duration delay = Duration::zero();
+    if (finish && active_ > options_.batch_above_flows) {
+      delay = (sim_.now() - crowded_since_).scaled(options_.batch_fraction);
+    }
+    const Time at = sim_.now() + delay;
+    if (update_pending_) {
+      if (pending_at_ <= at) return;
+      sim_.cancel(pending_event_);
+    }
     update_pending_ = true;
-    sim_.schedule_after(Duration::zero(), [this] { update_rates(); }, kRateUpdatePriority);
+    pending_at_ = at;
+    pending_event_ = sim_.schedule_after(delay, [this] { update_rates(); }, kRateUpdatePriority);
   }
 
   // Recomputes the rates of every flow connected, through shared links, to a link whose set of
@@ -229,11 +243,13 @@ class FlowNetwork::Impl {
     const Duration latency = flow.route->latency;
     release(slot);
     if (on_complete) sim_.schedule_after(latency, std::move(on_complete));
-    if (!dirty_links_.empty()) request_update();
+    if (!dirty_links_.empty()) request_update(/*finish=*/true);
   }
 
   Simulator& sim_;
   const Cluster& cluster_;
+  FlowNetworkOptions options_;
+  Time crowded_since_;  // when active_ last rose above options_.batch_above_flows
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_slots_;
   std::vector<std::vector<uint32_t>> link_flows_;  // active flows on each link
@@ -242,6 +258,8 @@ class FlowNetwork::Impl {
 
   // Rate update state.
   bool update_pending_ = false;
+  Time pending_at_;
+  EventId pending_event_;
   std::vector<LinkId> dirty_links_;
   uint32_t mark_ = 0;
   std::vector<uint32_t> link_mark_;
@@ -252,7 +270,12 @@ class FlowNetwork::Impl {
   MaxMinFairShare solver_;
 };
 
-FlowNetwork::FlowNetwork(Simulator& sim, const Cluster& cluster) : impl_(std::make_unique<Impl>(sim, cluster)) {}
+FlowNetwork::FlowNetwork(Simulator& sim, const Cluster& cluster, FlowNetworkOptions options) {
+  if (!std::isfinite(options.batch_fraction) || options.batch_fraction < 0) {
+    throw InputError(fmt::format("flow network: batch_fraction {} must be a finite number >= 0", options.batch_fraction));
+  }
+  impl_ = std::make_unique<Impl>(sim, cluster, options);
+}
 FlowNetwork::~FlowNetwork() = default;
 
 FlowId FlowNetwork::start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {

@@ -18,6 +18,19 @@
 // `on_complete` runs the route latency later, in an event of priority 0. Remaining bytes are
 // doubles internally; the time to send them goes through transfer_time() after rounding up to
 // whole bytes, so a flow alone on its path completes at exactly latency + transfer_time(size, b).
+//
+// Large populations (FlowNetworkOptions): each update costs time proportional to the flows of the
+// component, and on a multi-tier fabric every flow of an all-to-all is in one component whose
+// flows finish at thousands of distinct instants (ECMP spreads their rates), so a 256-GPU all-to-all
+// (65,280 flows) took minutes. While more than `batch_above_flows` flows are in flight (the network
+// is crowded), a finish does not recompute the rates at once: finishes are collected for up to
+// `batch_fraction` of the time since the network became crowded and the rates recomputed once for
+// all of them. In between, the other flows keep their rates (still feasible: a finished flow only
+// frees capacity). Starts are never batched: a new flow gets its rate at the end of its instant.
+// On a 64-GPU all-to-all over spines, batching every finish moved completions by at most 0.32 %
+// and the last one by 0.22 % (network/flow_network_test.cc bounds them at 1 % and 0.5 %); the
+// 256-GPU all-to-all of 1 GiB on 32 DGX H100 took 2.2 s instead of 181 s, with the same time to
+// the 0.01 µs that `clustersim collective` prints.
 
 #include <cstdint>
 #include <functional>
@@ -31,12 +44,20 @@ namespace clustersim {
 
 using FlowId = int64_t;
 
+struct FlowNetworkOptions {
+  // Finishes are batched while more flows than this are in flight (see above); SIZE_MAX: never.
+  size_t batch_above_flows = 8192;
+  // The longest wait of a batched update, as a fraction of the time since the network became crowded.
+  double batch_fraction = 0.002;
+};
+
 class FlowNetwork {
  public:
   using Completion = std::function<void()>;
 
-  // Both references must outlive the network.
-  FlowNetwork(Simulator& sim, const Cluster& cluster);
+  // Both references must outlive the network. Throws InputError for a negative or non-finite
+  // batch_fraction.
+  FlowNetwork(Simulator& sim, const Cluster& cluster, FlowNetworkOptions options = {});
   ~FlowNetwork();
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;

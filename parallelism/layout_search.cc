@@ -399,8 +399,8 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
   std::vector<size_t> again;
   for (size_t i : best) {
     final_outcomes[i] = result.outcomes[i];
-    const int world = result.candidates[i].layout.world_size();
-    if (space.rerank > 0 && (problem.fidelity(world) != Fidelity::kAnalytical || !problem.representative)) {
+    if (space.rerank > 0 &&
+        (problem.fidelity(result.candidates[i].layout) != Fidelity::kAnalytical || !problem.representative)) {
       again.push_back(i);
     }
   }
@@ -409,7 +409,7 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
     const std::vector<size_t> share = my_share(again, partition);
     run_parallel(share, threads, "rerank", options, [&](size_t i) {
       final_outcomes[i].metrics = evaluate_candidate(
-          problem, result.candidates[i], problem.fidelity(result.candidates[i].layout.world_size()),
+          problem, result.candidates[i], problem.fidelity(result.candidates[i].layout),
           problem.representative);
     });
     gather_outcomes(partition, share, final_outcomes);

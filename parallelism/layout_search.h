@@ -94,12 +94,12 @@ struct SearchProblem {
   TrainingSpec training;
   Layout base;
   SearchSpace space;
-  // The scenario's fidelity for a layout of `world` GPUs, used for re-ranking (what `clustersim run`
-  // would use for it; scenarios::resolve_fidelity). Empty: analytical for every layout.
-  std::function<Fidelity(int world)> fidelity_for;
+  // The scenario's fidelity for a layout, used for re-ranking (what `clustersim run` would use for
+  // it; scenarios::resolve_fidelity). Empty: analytical for every layout.
+  std::function<Fidelity(const Layout&)> fidelity_for;
   bool representative = true;
 
-  Fidelity fidelity(int world) const { return fidelity_for ? fidelity_for(world) : Fidelity::kAnalytical; }
+  Fidelity fidelity(const Layout& layout) const { return fidelity_for ? fidelity_for(layout) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;
   const CollectiveProfile* collective_profile = nullptr;
   // The kernel pricing every candidate shares; search_layouts() builds it from the cluster's GPU and

@@ -46,7 +46,7 @@ struct Fixture {
     problem.space.zero = {0, 1};
     problem.space.recompute = {Recompute::kNone, Recompute::kFull};
     problem.space.top = 5;
-    problem.fidelity_for = [](int) { return Fidelity::kFlow; };
+    problem.fidelity_for = [](const Layout&) { return Fidelity::kFlow; };
   }
 };
 

@@ -285,10 +285,15 @@ Schema build_scenario_schema() {
 
   s.section("simulation", "how to simulate");
   s.key(choice("simulation.fidelity",
-               "flow: collectives as flows sharing links; analytical: closed forms; auto: flow up to flow_max_gpus",
+               "flow: collectives as flows sharing links; analytical: closed forms; auto: flow up to flow_max_gpus "
+               "and flow_max_all_to_all_ranks",
                "auto", {"auto", "flow", "analytical"}));
   s.key(integer("simulation.flow_max_gpus", "largest cluster simulated with flow fidelity under auto", "256", 1,
                 kMaxClusterGpus));
+  s.key(integer("simulation.flow_max_all_to_all_ranks",
+                "largest expert- or context-parallel group (max(ep, cp)) simulated with flow fidelity under auto: "
+                "an all-to-all of n ranks is n(n-1) flows",
+                "64", 1, kMaxClusterGpus));
   s.key(key("simulation.representative", ValueType::kBool,
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
@@ -626,18 +631,23 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   problem.training = scenario.training;
   problem.base = scenario.layout;
   problem.space = *scenario.search;
-  problem.fidelity_for = [settings = scenario.simulation](int world) { return resolve_fidelity(settings, world); };
+  problem.fidelity_for = [settings = scenario.simulation](const Layout& l) { return resolve_fidelity(settings, l); };
   problem.representative = scenario.simulation.representative;
   return problem;
 }
 
-Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus) {
+Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus, int all_to_all_ranks) {
   switch (settings.fidelity) {
     case FidelityChoice::kFlow: return Fidelity::kFlow;
     case FidelityChoice::kAnalytical: return Fidelity::kAnalytical;
     case FidelityChoice::kAuto: break;
   }
-  return gpus <= settings.flow_max_gpus ? Fidelity::kFlow : Fidelity::kAnalytical;
+  return gpus <= settings.flow_max_gpus && all_to_all_ranks <= settings.flow_max_all_to_all_ranks ? Fidelity::kFlow
+                                                                                                  : Fidelity::kAnalytical;
+}
+
+Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layout) {
+  return resolve_fidelity(settings, layout.world_size(), std::max(layout.ep, layout.cp));
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides, const std::string& data_dir,
@@ -704,6 +714,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
                           : fidelity == "analytical" ? FidelityChoice::kAnalytical
                                                      : FidelityChoice::kAuto;
   s.simulation.flow_max_gpus = static_cast<int>(doc.get_int("simulation.flow_max_gpus"));
+  s.simulation.flow_max_all_to_all_ranks = static_cast<int>(doc.get_int("simulation.flow_max_all_to_all_ranks"));
   s.simulation.representative = doc.get_bool("simulation.representative");
   s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
   return s;

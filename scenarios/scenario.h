@@ -52,8 +52,12 @@ enum class FidelityChoice { kAuto, kFlow, kAnalytical };
 
 struct SimulationSettings {
   FidelityChoice fidelity = FidelityChoice::kAuto;
-  // `auto` uses flow fidelity up to this many GPUs and analytical beyond.
+  // `auto` uses flow fidelity up to this many GPUs and analytical beyond, and analytical for layouts
+  // whose expert- or context-parallel all-to-alls span more than flow_max_all_to_all_ranks ranks:
+  // an all-to-all of n ranks is n(n − 1) flows, and its flow simulation costs about the square of
+  // that (a 256-rank one, 65,280 flows, takes seconds per collective).
   int flow_max_gpus = 256;
+  int flow_max_all_to_all_ranks = 64;
   bool representative = true;
   bool allow_idle_gpus = false;
 };
@@ -92,8 +96,11 @@ ModelSpec load_model_preset(const std::string& name_or_path, const std::string& 
 // Names of the shipped model presets, sorted.
 std::vector<std::string> model_preset_names(const std::string& data_dir = "");
 
-// The fidelity `auto` resolves to for a cluster of `gpus` GPUs.
-Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus);
+// The fidelity `auto` resolves to for a cluster of `gpus` GPUs whose largest all-to-all group
+// (ep, or cp with Ulysses-style all-to-alls; 1 without) has `all_to_all_ranks` ranks.
+Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus, int all_to_all_ranks = 1);
+// The same for a layout: its world size and max(ep, cp).
+Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layout);
 
 // The search that `scenario`'s search: section describes on `cluster` (the Cluster built from
 // scenario.cluster; it must outlive the result): model, training, the fixed layout fields as the

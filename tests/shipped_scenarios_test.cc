@@ -54,3 +54,28 @@ INSTANTIATE_TEST_SUITE_P(All, ShippedScenario, ::testing::ValuesIn(shipped_scena
 
 }  // namespace
 }  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+// `auto` fidelity: flow up to simulation.flow_max_gpus GPUs and up to
+// simulation.flow_max_all_to_all_ranks ranks in an expert- or context-parallel group.
+TEST(ResolveFidelity, AutoFollowsGpusAndAllToAllRanks) {
+  SimulationSettings s;
+  Layout l;
+  l.dp = 256;
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kFlow);
+  l.ep = 64;
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kFlow);
+  l.ep = 128;  // 16,256 flows per all-to-all
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kAnalytical);
+  s.flow_max_all_to_all_ranks = 128;
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kFlow);
+  l.dp = 512;
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kAnalytical);
+  s.fidelity = FidelityChoice::kFlow;
+  EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kFlow);
+}
+
+}  // namespace
+}  // namespace clustersim

@@ -99,7 +99,7 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
     d.index = order[k];
     const LayoutCandidate& c = result.candidates[d.index];
     TrainingSimulationOptions o;
-    o.fidelity = problem.fidelity(c.layout.world_size());
+    o.fidelity = problem.fidelity(c.layout);
     o.representative = problem.representative;
     o.record_trace = true;
     o.compute_profile = problem.compute_profile;

@@ -99,7 +99,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
   const std::string& calibration = profiles.path;
 
   TrainingSimulationOptions sim;
-  sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout.world_size());
+  sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout);
   sim.representative = scenario.simulation.representative;
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.record_trace = !options.trace.empty();

@@ -95,8 +95,20 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  collectives    {}\n", c.calibration.empty() ? "datasheet link bandwidths with NCCL protocol "
                                                                         "costs (no calibration profile)"
                                                                       : "calibrated by " + c.calibration);
-  out << fmt::format("  simulation     {} fidelity, {} simulated ranks, {} events, {:.3f} s wall\n",
-                     fidelity_name(c.fidelity), r.step.ranks.size(), r.step.events, c.wall_s);
+  std::string why;
+  if (c.scenario != nullptr && c.scenario->simulation.fidelity == FidelityChoice::kAuto) {
+    const SimulationSettings& sim = c.scenario->simulation;
+    const Layout& l = c.scenario->layout;
+    const int a2a = std::max(l.ep, l.cp);
+    if (l.world_size() > sim.flow_max_gpus) {
+      why = fmt::format(" (auto: {} GPUs > simulation.flow_max_gpus {})", l.world_size(), sim.flow_max_gpus);
+    } else if (a2a > sim.flow_max_all_to_all_ranks) {
+      why = fmt::format(" (auto: all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {})", a2a,
+                        sim.flow_max_all_to_all_ranks);
+    }
+  }
+  out << fmt::format("  simulation     {} fidelity{}, {} simulated ranks, {} events, {:.3f} s wall\n",
+                     fidelity_name(c.fidelity), why, r.step.ranks.size(), r.step.events, c.wall_s);
   out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
 }
 

@@ -160,7 +160,7 @@ std::vector<Sc21SearchRow> run_sc21_searches(const std::string& source_dir, int 
       row.paper_metrics = reranked || !row.result.reranked
                               ? final_metrics(row.result, pi)
                               : evaluate_candidate(problem, row.result.candidates[pi],
-                                                   problem.fidelity(row.result.candidates[pi].layout.world_size()),
+                                                   problem.fidelity(row.result.candidates[pi].layout),
                                                    problem.representative);
     }
     if (row.paper_rank && *row.paper_rank > 5) {

@@ -113,7 +113,7 @@ TrainingValidationRow predict_reference(const nlohmann::json& measured, const st
   const Scenario s = load_scenario(scenario_path);
   const Cluster cluster(s.cluster);
   TrainingSimulationOptions sim;
-  sim.fidelity = resolve_fidelity(s.simulation, s.layout.world_size());
+  sim.fidelity = resolve_fidelity(s.simulation, s.layout);
   sim.compute_profile = &profile;
   sim.collective_profile = collectives ? &*collectives : nullptr;
   const TrainingReport report = simulate_training(cluster, s.model, s.training, s.layout, sim);

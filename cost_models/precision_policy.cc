@@ -57,21 +57,21 @@ PrecisionPolicy PrecisionPolicy::pure_fp32() {
 void PrecisionPolicy::validate() const {
   if (param_dtype == DataType::kFp8 || param_dtype == DataType::kTf32) {
     throw InputError(fmt::format(
-        "precision.param_dtype \"{}\" is not a storage format for weights (valid: bf16, fp16, fp32; fp8 "
+        "training.params_dtype \"{}\" is not a storage format for weights (valid: bf16, fp16, fp32; fp8 "
         "training keeps 16-bit weights and casts them per GEMM)",
         name_of(param_dtype)));
   }
   if (grad_dtype == DataType::kFp8 || grad_dtype == DataType::kTf32) {
-    throw InputError(fmt::format("precision.grad_dtype \"{}\" is not valid (valid: bf16, fp16, fp32)",
+    throw InputError(fmt::format("training.grads_dtype \"{}\" is not valid (valid: bf16, fp16, fp32)",
                                  name_of(grad_dtype)));
   }
   if (master_weights && param_dtype == DataType::kFp32) {
     throw InputError(
-        "precision.master_weights is on but precision.param_dtype is fp32: an fp32 master copy of fp32 "
-        "weights is redundant (turn master_weights off, or use bf16/fp16 parameters)");
+        "training.master_weights is on but training.params_dtype is fp32: an fp32 master copy of fp32 "
+        "weights is redundant (set training.master_weights: false, or use bf16/fp16 parameters)");
   }
   if (optimizer_state_dtype == DataType::kFp8 || optimizer_state_dtype == DataType::kTf32) {
-    throw InputError(fmt::format("precision.optimizer_state_dtype \"{}\" is not valid (valid: fp32, bf16, fp16)",
+    throw InputError(fmt::format("training.optimizer_state_dtype \"{}\" is not valid (valid: fp32, bf16, fp16)",
                                  name_of(optimizer_state_dtype)));
   }
 }

@@ -486,19 +486,23 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
     if (layout.tp != 1 || layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || layout.vpp > 1 ||
         layout.layers_per_virtual_stage > 0 || layout.schedule == PipelineSchedule::kInterleaved1F1B) {
       throw InputError(fmt::format("training.framework: pytorch-eager with pp {} models pipeline stages alone (tp 1, "
-                                   "cp 1, dp 1, zero 0, schedule gpipe or 1f1b without virtual stages); got tp {}, "
-                                   "cp {}, dp {}, zero {}, vpp {}; use training.framework: megatron for other layouts",
-                                   layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp));
+                                   "cp 1, dp 1, zero 0 and no distributed_optimizer, schedule gpipe or 1f1b without "
+                                   "virtual stages); got tp {}, cp {}, dp {}, zero {}, vpp {}, schedule {}; use "
+                                   "training.framework: megatron for other layouts",
+                                   layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp,
+                                   name_of(layout.schedule)));
     }
   } else if (layout.tp > 1) {
     // train_step.py --parallel tp: tensor parallelism alone, one micro-batch.
     if (layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || m != 1 || layout.sequence_parallel ||
         layout.tp_comm_overlap) {
       throw InputError(fmt::format("training.framework: pytorch-eager with tp {} models tensor parallelism alone "
-                                   "(cp 1, dp 1, zero 0, one micro-batch, no sequence parallelism or "
-                                   "tp_comm_overlap); got cp {}, dp {}, zero {}, {} micro-batches; use "
+                                   "(cp 1, dp 1, zero 0 and no distributed_optimizer, one micro-batch: global_batch = "
+                                   "micro_batch, sequence_parallel and tp_comm_overlap off); got cp {}, dp {}, zero {}, "
+                                   "{} micro-batches, sequence_parallel {}, tp_comm_overlap {}; use "
                                    "training.framework: megatron for other layouts",
-                                   layout.tp, layout.cp, layout.dp, layout.zero_stage, m));
+                                   layout.tp, layout.cp, layout.dp, layout.zero_stage, m,
+                                   layout.sequence_parallel ? "on" : "off", layout.tp_comm_overlap ? "on" : "off"));
     }
   } else if (layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
     throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "

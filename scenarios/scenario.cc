@@ -201,10 +201,14 @@ Schema build_scenario_schema() {
   s.key(integer("training.global_batch", "sequences per optimizer step", "", 1, kMaxGlobalBatch));
   s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1, kMaxGlobalBatch));
   s.key(choice("training.precision", "GEMM compute dtype", "bf16", {"bf16", "fp16", "fp8"}));
-  s.key(choice("training.params_dtype", "working copy of the parameters (default: bf16, fp16 for fp16 training)", "",
+  s.key(choice("training.params_dtype",
+               "working copy of the parameters (default: bf16, fp16 for fp16 training, fp32 with framework "
+               "pytorch-eager)",
+               "",
                kDtypes16));
   s.key(choice("training.grads_dtype", "gradient buffer dtype (Megatron: fp32 main grads)", "fp32", kDtypes16));
-  s.key(key("training.master_weights", ValueType::kBool, "fp32 master copy of the parameters", "true"));
+  s.key(key("training.master_weights", ValueType::kBool,
+            "fp32 master copy of the parameters (default false with framework pytorch-eager)", "true"));
   s.key(key("training.fp32_grad_copy", ValueType::kBool,
             "an extra fp32 gradient copy next to 16-bit gradients (DeepSpeed ZeRO's accounting)", "false"));
   s.key(choice("training.optimizer_state_dtype", "Adam moments dtype", "fp32", {"fp32", "bf16"}));
@@ -222,8 +226,10 @@ Schema build_scenario_schema() {
                "cuDNN backend under pytorch-eager) or sdpa-flash (a FlashAttention-2-class kernel, as SDPA's "
                "flash backend, priced per call shape)",
                "cudnn", {"cudnn", "sdpa-flash"}));
-  s.key(real("training.hidden_dropout", "dropout after attention and MLP (0 stores no mask)", "0.1", 0, 1));
-  s.key(real("training.attention_dropout", "dropout on attention probabilities", "0.1", 0, 1));
+  s.key(real("training.hidden_dropout",
+             "dropout after attention and MLP (0 stores no mask; default 0 with framework pytorch-eager)", "0.1", 0, 1));
+  s.key(real("training.attention_dropout",
+             "dropout on attention probabilities (default 0 with framework pytorch-eager)", "0.1", 0, 1));
   s.section("training.moe_routing", "how a mixture-of-experts router spreads tokens (workloads/moe_routing.h)");
   s.key(real("training.moe_routing.skew",
              "the busiest expert's tokens over the mean expert's (1 = balanced; at most num_experts / top_k)", "1", 1,
@@ -464,11 +470,17 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   t.global_batch = doc.get_int("training.global_batch");
   t.micro_batch = doc.get_int("training.micro_batch");
   t.compute_dtype = parse_data_type(doc.get_string("training.precision"));
-  const DataType default_params = t.compute_dtype == DataType::kFp16 ? DataType::kFp16 : DataType::kBf16;
+  t.framework = parse_framework(doc.get_string("training.framework"));
+  // pytorch-eager's defaults are train_step.py's: fp32 parameters under autocast, no master copy,
+  // no dropout; a key the scenario sets wins.
+  const bool eager = t.framework == Framework::kPytorchEager;
+  const DataType default_params = eager                                ? DataType::kFp32
+                                  : t.compute_dtype == DataType::kFp16 ? DataType::kFp16
+                                                                       : DataType::kBf16;
   PrecisionPolicy p = PrecisionPolicy::megatron_mixed(default_params);
   if (doc.has("training.params_dtype")) p.param_dtype = parse_data_type(doc.get_string("training.params_dtype"));
   p.grad_dtype = parse_data_type(doc.get_string("training.grads_dtype"));
-  p.master_weights = doc.get_bool("training.master_weights");
+  p.master_weights = eager && !doc.has("training.master_weights") ? false : doc.get_bool("training.master_weights");
   p.fp32_grad_copy = doc.get_bool("training.fp32_grad_copy");
   p.optimizer_state_dtype = parse_data_type(doc.get_string("training.optimizer_state_dtype"));
   located(doc, "training", [&] {
@@ -477,12 +489,12 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   });
   t.precision = p;
   t.optimizer = parse_optimizer(doc.get_string("training.optimizer"));
-  t.framework = parse_framework(doc.get_string("training.framework"));
   t.recompute = parse_recompute(doc.get_string("training.recompute"));
   t.attention = parse_attention_kernel(doc.get_string("training.attention"));
   t.flash_kernel = parse_fused_attention_kernel(doc.get_string("training.flash_kernel"));
-  t.hidden_dropout = doc.get_real("training.hidden_dropout");
-  t.attention_dropout = doc.get_real("training.attention_dropout");
+  t.hidden_dropout = eager && !doc.has("training.hidden_dropout") ? 0.0 : doc.get_real("training.hidden_dropout");
+  t.attention_dropout =
+      eager && !doc.has("training.attention_dropout") ? 0.0 : doc.get_real("training.attention_dropout");
   t.moe_routing.skew = doc.get_real("training.moe_routing.skew");
   for (int64_t n : doc.get_int_list("training.moe_routing.expert_load")) {
     t.moe_routing.expert_load.push_back(static_cast<double>(n));

@@ -131,6 +131,22 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   r = run("run " + eager + " --set parallelism.zero=0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("eager.yaml:3:61: training.params_dtype"), std::string::npos) << r.output;
+  // pytorch-eager's defaults are train_step.py's (fp32 parameters, no master copy, no dropout):
+  // pipeline stages or tensor parallelism run without setting them.
+  const std::string eager_pp = write_temp("eager_pp.yaml",
+                                          "cluster: {node: hgx-h200, nodes: 1, gpus_per_node: 2}\n"
+                                          "model: {preset: gpt3-1.3b}\n"
+                                          "training: {seq_len: 2048, global_batch: 8, micro_batch: 2, framework: "
+                                          "pytorch-eager}\n"
+                                          "parallelism: {pp: 2, schedule: gpipe}\n");
+  r = run("run " + eager_pp);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2 "
+          "--set parallelism.sequence_parallel=true");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("sequence_parallel on"), std::string::npos) << r.output;
   r = run("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("eager.yaml:4:34: training.framework"), std::string::npos) << r.output;

@@ -83,7 +83,16 @@ ScenarioProfiles load_scenario_profiles(const std::optional<std::string>& calibr
 int run_command(const RunOptions& options, std::ostream& out) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
-  const Scenario scenario = load_scenario(options.scenario, overrides);
+  const Scenario scenario = [&] {
+    try {
+      return load_scenario(options.scenario, overrides);
+    } catch (const InputError& e) {
+      if (options.layout_from_scenario.empty()) throw;
+      throw InputError(fmt::format("{} (the layout comes from --layout-from, a search of scenario \"{}\", applied as "
+                                   "--set overrides of the parallelism keys)",
+                                   e.what(), options.layout_from_scenario));
+    }
+  }();
   if (options.warnings != nullptr && !options.layout_from_scenario.empty() &&
       options.layout_from_scenario != scenario.name) {
     *options.warnings << fmt::format("warning: --layout-from holds a search of scenario \"{}\", not of \"{}\"; its "

@@ -7,6 +7,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -158,6 +163,49 @@ TEST(ValidateCalibration, ReferenceWithoutResultsIsBadInput) {
     FAIL() << "empty reference accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("no train_step.py result"), std::string::npos) << e.what();
+  }
+}
+
+// Reference lines are checked before use: wrong types and impossible values are input errors that
+// name the file, line and key, never a crash or a silently wrong comparison.
+TEST(ValidateCalibration, BadReferenceValuesAreInputErrors) {
+  std::ifstream in(kSource + "/tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json good = nlohmann::json::parse(line);
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"step_time_ms_max_rank", "x"}, {"step_time_ms_max_rank", -5}, {"step_time_ms_max_rank", 0},
+      {"step_time_ms_max_rank", 1e308}, {"step_time_ms", -5}, {"world_size", 2.7},
+      {"world_size", -3}, {"world_size", 1e20}, {"name", 7}, {"name", "../x"},
+      {"peak_allocated_bytes_per_rank", nlohmann::json::array({-1, -1})},
+      {"peak_allocated_bytes_per_rank", nlohmann::json::array({1})}, {"config", "pp"},
+      {"device", "NVIDIA A100"}};
+  for (const auto& [key, value] : cases) {
+    nlohmann::json bad = good;
+    bad[key] = value;
+    const std::string path = ::testing::TempDir() + "bad_reference.jsonl";
+    { std::ofstream(path) << bad.dump() << "\n"; }
+    CalibrationValidationOptions o = committed();
+    o.nccl_raw.clear();
+    o.references = {path};
+    try {
+      validate_calibration(o);
+      ADD_FAILURE() << key << " = " << value.dump() << " accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("bad_reference.jsonl:1: \"" + key), std::string::npos) << key << ": " << what;
+    }
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"parallel", "zz"}, {"parallel", 3}, {"microbatches", 4.5}, {"microbatches", -3}, {"microbatches", 1e20}}) {
+    nlohmann::json bad = good;
+    bad["config"][key] = value;
+    const std::string path = ::testing::TempDir() + "bad_reference.jsonl";
+    { std::ofstream(path) << bad.dump() << "\n"; }
+    CalibrationValidationOptions o = committed();
+    o.nccl_raw.clear();
+    o.references = {path};
+    EXPECT_THROW(validate_calibration(o), InputError) << key << " = " << value.dump();
   }
 }
 

@@ -36,7 +36,9 @@ PipelinePass interleaved_pass(PassKind kind, int k, int stages, int chunks) {
 int warmup_passes(PipelineSchedule schedule, int rank, int stages, int microbatches, int chunks) {
   check_arguments(rank, stages, microbatches, chunks);
   switch (schedule) {
-    case PipelineSchedule::kGpipe: return microbatches * chunks;
+    // One stage has no pipeline: micro-batches run forward then backward, one at a time, whatever
+    // the schedule (Megatron-LM's forward_backward_no_pipelining).
+    case PipelineSchedule::kGpipe: return stages == 1 ? 0 : microbatches * chunks;
     case PipelineSchedule::kOneFOneB: return std::min(stages - rank - 1, microbatches);
     case PipelineSchedule::kInterleaved1F1B:
       return std::min((stages - rank - 1) * 2 + (chunks - 1) * stages, microbatches * chunks);

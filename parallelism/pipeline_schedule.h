@@ -25,7 +25,8 @@ struct PipelinePass {
   bool operator==(const PipelinePass&) const = default;
 };
 
-// Forward passes a rank runs before its first backward: GPipe m·v; 1F1B min(p − r − 1, m);
+// Forward passes a rank runs before its first backward: GPipe m·v (0 with one stage, which has no
+// pipeline: Megatron-LM's forward_backward_no_pipelining); 1F1B min(p − r − 1, m);
 // interleaved min((p − r − 1)·2 + (v − 1)·p, m·v). Throws InputError for rank outside [0, p) or
 // non-positive p, m, v.
 int warmup_passes(PipelineSchedule schedule, int rank, int stages, int microbatches, int chunks);

@@ -62,3 +62,25 @@ TEST(PipelineSchedule, OneFOneBWarmupAndGpipe) {
 
 }  // namespace
 }  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+// One stage has no pipeline: every schedule runs each micro-batch forward then backward, one at a
+// time (Megatron-LM's forward_backward_no_pipelining), so GPipe holds one micro-batch, not m.
+TEST(PipelineSchedule, OneStageRunsMicroBatchesOneAtATime) {
+  for (PipelineSchedule schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    EXPECT_EQ(warmup_passes(schedule, 0, 1, 8, 1), 0);
+    EXPECT_EQ(peak_inflight_passes(schedule, 0, 1, 8, 1), 1);
+    const std::vector<PipelinePass> passes = schedule_passes(schedule, 0, 1, 3, 1);
+    ASSERT_EQ(passes.size(), 6u);
+    for (size_t i = 0; i < passes.size(); ++i) {
+      EXPECT_EQ(passes[i].kind, i % 2 == 0 ? PassKind::kForward : PassKind::kBackward) << i;
+      EXPECT_EQ(passes[i].microbatch, static_cast<int>(i / 2)) << i;
+    }
+  }
+  EXPECT_EQ(peak_inflight_passes(PipelineSchedule::kGpipe, 0, 2, 8, 1), 8);  // two stages: all m
+}
+
+}  // namespace
+}  // namespace clustersim

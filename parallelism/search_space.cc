@@ -220,6 +220,12 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
           for (PipelineSchedule schedule : schedules) {
             const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
             if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
+            // One stage has no pipeline, so its schedules are one layout: keep the first listed.
+            if (pp == 1 && schedule != *std::find_if(schedules.begin(), schedules.end(), [](PipelineSchedule x) {
+                  return x != PipelineSchedule::kInterleaved1F1B;
+                })) {
+              continue;
+            }
             for (int ep : eps) {
               for (int etp : etps) {
                 for (int64_t mb : micro_batches) {

@@ -151,7 +151,12 @@ GpuSpec HardwareCatalog::gpu(const std::string& name) const {
   }
   if (g.dense_peak.empty()) throw doc.error_at("dense_peak", "give at least one dense peak (bf16, fp16, ...)");
   g.hbm_capacity = doc.get_bytes("hbm_capacity");
+  if (g.hbm_capacity <= Bytes::zero()) throw doc.error_at("hbm_capacity", "must be positive, e.g. \"80 GB\"");
   g.hbm_bandwidth = doc.get_bandwidth("hbm_bandwidth");
+  // Kernel times are int64 picoseconds: a GPU's memory moves at least gigabytes per second.
+  if (g.hbm_bandwidth.bytes_per_second() < 1e9) {
+    throw doc.error_at("hbm_bandwidth", "must be at least 1 GB/s, e.g. \"3.35 TB/s\"");
+  }
   if (doc.has("nvlink_bandwidth")) g.nvlink_bandwidth = doc.get_bandwidth("nvlink_bandwidth");
   g.nvlink_links = static_cast<int>(doc.get_int("nvlink_links"));
   g.sm_count = static_cast<int>(doc.get_int("sm_count"));
@@ -179,6 +184,16 @@ NodeSpec HardwareCatalog::node(const std::string& name) const {
   for (const auto& e : doc.get_sections("mesh")) {
     n.mesh.push_back(NvLinkMeshEdge{static_cast<int>(e.get_int("gpu_a")), static_cast<int>(e.get_int("gpu_b")),
                                     static_cast<int>(e.get_int("links"))});
+  }
+  if (n.intra == IntraNodeFabric::kNvLinkMesh && n.mesh.empty() && n.gpus > 1) {
+    throw doc.error_at("intra", "nvlink-mesh needs the mesh: edges between the GPUs (mesh: [{gpu_a, gpu_b, links}, "
+                                "...]); use intra: nvswitch or pcie for other nodes");
+  }
+  for (size_t i = 0; i < n.mesh.size(); ++i) {
+    if (n.mesh[i].gpu_a == n.mesh[i].gpu_b) {
+      throw doc.error_at("mesh", fmt::format("edge {} joins GPU {} to itself; an edge joins two different GPUs", i,
+                                             n.mesh[i].gpu_a));
+    }
   }
   n.pcie.switch_link = doc.get_bandwidth("pcie.switch_link");
   n.pcie.host_bridge = doc.get_bandwidth("pcie.host_bridge");

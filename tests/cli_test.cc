@@ -156,6 +156,38 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   EXPECT_NE(r.output.find("parallelism.grad_bucket_elements: 1 makes"), std::string::npos) << r.output;
 }
 
+// Hardware files that describe no real GPU or node are refused with their file:line.
+TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
+  const std::string gpu = write_temp("tiny_gpu.yaml",
+                                     "name: tiny\ndense_peak: {bf16: \"100 TFLOP/s\"}\nhbm_capacity: \"0 GB\"\n"
+                                     "hbm_bandwidth: \"1 TB/s\"\nnvlink_links: 0\nsm_count: 10\nsupports_nvls: false\n");
+  const std::string node = write_temp("tiny_node.yaml", "name: tiny-node\ngpu: " + gpu +
+                                                            "\ngpus: 2\nintra: pcie\nnic: cx7-400g\nnics: 1\n");
+  const std::string scenario = write_temp("tiny.yaml", "cluster: {node: " + node +
+                                                            ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
+                                                            "training: {seq_len: 1024, global_batch: 2}\n");
+  Result r = run("run " + scenario);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("tiny_gpu.yaml:3:1: hbm_capacity"), std::string::npos) << r.output;
+  const std::string slow_gpu = write_temp("slow_gpu.yaml",
+                                          "name: slow\ndense_peak: {bf16: \"100 TFLOP/s\"}\nhbm_capacity: \"80 GB\"\n"
+                                          "hbm_bandwidth: \"1 B/s\"\nnvlink_links: 0\nsm_count: 10\nsupports_nvls: false\n");
+  const std::string slow_node = write_temp("slow_node.yaml", "name: slow-node\ngpu: " + slow_gpu +
+                                                                 "\ngpus: 2\nintra: pcie\nnic: cx7-400g\nnics: 1\n");
+  r = run("run " + write_temp("slow.yaml", "cluster: {node: " + slow_node +
+                                               ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
+                                               "training: {seq_len: 1024, global_batch: 2}\n"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("slow_gpu.yaml:4:1: hbm_bandwidth"), std::string::npos) << r.output;
+  const std::string mesh = write_temp("mesh_node.yaml", "name: mesh-node\ngpu: h100-sxm5-80gb\ngpus: 4\n"
+                                                        "intra: nvlink-mesh\nnic: cx7-400g\nnics: 1\n");
+  r = run("run " + write_temp("mesh.yaml", "cluster: {node: " + mesh +
+                                               ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
+                                               "training: {seq_len: 1024, global_batch: 4}\n"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mesh_node.yaml:4:1: intra"), std::string::npos) << r.output;
+}
+
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
   const std::string base = "run " + scenario("llama3-8b-dgx-h100.yaml");
   for (const char* set : {"parallelism.tp=3", "cluster.node=dgx-h1000", "training.seq_len=-4",

@@ -50,8 +50,8 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  model      {} · {} layers · h {} · seq {} · global batch {} · micro batch {}\n", s.model.name,
                      s.model.layers, s.model.hidden, s.training.seq_len, s.training.global_batch,
                      s.training.micro_batch);
-  out << fmt::format("  layout     {} · {} microbatches per pipeline · recompute {}\n", describe_layout(s.layout),
-                     r.microbatches, name_of(s.training.recompute));
+  out << fmt::format("  layout     {} · {} {} per pipeline · recompute {}\n", describe_layout(s.layout),
+                     r.microbatches, r.microbatches == 1 ? "microbatch" : "microbatches", name_of(s.training.recompute));
   out << "\n";
   if (!r.fits) {
     out << fmt::format("  WARNING: does not fit: stage {} needs {} GB of the GPU's {} GB; the times below are for a "

@@ -504,7 +504,7 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
 
   out << "\n## Collectives\n\n";
   if (v.collectives.empty()) {
-    out << "No NCCL measurement was given. The profile's machine had one GPU, where the calibrator skips NCCL.\n";
+    out << "No NCCL measurement was given (--nccl-raw, --nccl-tests-log).\n";
   }
   for (const CollectiveFitCheck& c : v.collectives) {
     out << fmt::format("### {}: {} ({} / {}), {} ranks on {} node(s)\n\n", c.source, name_of(c.fit.op),

@@ -499,7 +499,7 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
       throw InputError(fmt::format("training.framework: pytorch-eager with tp {} models tensor parallelism alone "
                                    "(cp 1, dp 1, zero 0 and no distributed_optimizer, one micro-batch: global_batch = "
                                    "micro_batch, sequence_parallel and tp_comm_overlap off); got cp {}, dp {}, zero {}, "
-                                   "{} micro-batches, sequence_parallel {}, tp_comm_overlap {}; use "
+                                   "micro-batches per step {}, sequence_parallel {}, tp_comm_overlap {}; use "
                                    "training.framework: megatron for other layouts",
                                    layout.tp, layout.cp, layout.dp, layout.zero_stage, m,
                                    layout.sequence_parallel ? "on" : "off", layout.tp_comm_overlap ? "on" : "off"));
@@ -510,7 +510,7 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
                                  "global_batch = micro_batch · dp), FullyShardedDataParallel (zero 3, or 2 for "
                                  "SHARD_GRAD_OP), pipeline stages (pp > 1, dp 1) or tensor parallelism (tp > 1, dp 1); "
                                  "got tp {}, pp {}, cp {}, zero {}, "
-                                 "{} micro-batches; use training.framework: megatron for other layouts",
+                                 "micro-batches per GPU {}; use training.framework: megatron for other layouts",
                                  layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
   }
   if (training.precision.param_dtype != DataType::kFp32 && !fsdp) {

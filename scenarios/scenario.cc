@@ -78,7 +78,9 @@ void add_model_keys(Schema& s, const std::string& prefix) {
                 kMaxSeqLen));
   s.key(key(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
   s.key(integer(prefix + "make_vocab_size_divisible_by",
-                "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by)", "128", 1,
+                "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by; default 1, "
+                "no padding, with framework pytorch-eager)",
+                "128", 1,
                 kMaxVocab));
   s.key(key(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
   s.key(key(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
@@ -682,6 +684,11 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   apply_model_keys(doc, "model.", s.model);
   if (s.model.name.empty()) s.model.name = "model";
   s.training = load_training(doc);
+  // PyTorch keeps the tokenizer's vocabulary as it is; Megatron's padding applies to framework
+  // megatron only, unless the scenario sets it.
+  if (s.training.framework == Framework::kPytorchEager && !doc.has("model.make_vocab_size_divisible_by")) {
+    s.model.make_vocab_size_divisible_by = 1;
+  }
   if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
     s.model.max_position_embeddings = s.training.seq_len;
   }

@@ -139,8 +139,13 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
                                           "training: {seq_len: 2048, global_batch: 8, micro_batch: 2, framework: "
                                           "pytorch-eager}\n"
                                           "parallelism: {pp: 2, schedule: gpipe}\n");
-  r = run("run " + eager_pp);
+  r = run("run " + eager_pp + " --json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  // ... and with the tokenizer's vocabulary unpadded (50,257 for GPT-3): Megatron's padding to 50,304
+  // makes the step different.
+  const Result padded = run("run " + eager_pp + " --json --set model.make_vocab_size_divisible_by=128");
+  EXPECT_EQ(padded.exit_code, 0) << padded.output;
+  EXPECT_NE(r.output, padded.output);
   r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2 "

@@ -107,8 +107,9 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                         sim.flow_max_all_to_all_ranks);
     }
   }
-  out << fmt::format("  simulation     {} fidelity{}, {} simulated ranks, {} events, {:.3f} s wall\n",
-                     fidelity_name(c.fidelity), why, r.step.ranks.size(), r.step.events, c.wall_s);
+  out << fmt::format("  simulation     {} fidelity{}, {} simulated {}, {} events, {:.3f} s wall\n",
+                     fidelity_name(c.fidelity), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
+                     r.step.events, c.wall_s);
   out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
 }
 

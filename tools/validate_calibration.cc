@@ -105,7 +105,8 @@ ReferenceMeasurement parse_reference(const nlohmann::json& j, const std::string&
   };
   // Milliseconds (at most 1e9, eleven days) or bytes (at most 1e15).
   auto number = [&](const nlohmann::json& obj, const std::string& key, double min_exclusive, double max = 1e9) {
-    if (!obj.contains(key) || !obj.at(key).is_number()) throw bad(key, "missing number");
+    if (!obj.contains(key)) throw bad(key, "missing number");
+    if (!obj.at(key).is_number()) throw bad(key, fmt::format("{} is not a number", obj.at(key).dump()));
     const double v = obj.at(key).get<double>();
     if (!std::isfinite(v) || v <= min_exclusive || v > max) {
       throw bad(key, fmt::format("{} is out of range; valid: {} 0 and at most {:g}", v, min_exclusive < 0 ? ">=" : ">", max));
@@ -170,6 +171,56 @@ ReferenceMeasurement parse_reference(const nlohmann::json& j, const std::string&
     throw bad("peak_allocated_bytes_per_rank", "missing (a torchrun result gives every rank's peak)");
   }
   return m;
+}
+
+// Throws InputError unless the measured configuration (train_step.py's "config") is the one the
+// scenario describes: every dimension the line gives is compared with the scenario's.
+void check_reference_matches(const nlohmann::json& j, const Scenario& s, const std::string& where,
+                             const std::string& scenario_path) {
+  if (!j.contains("config")) return;
+  const nlohmann::json& c = j.at("config");
+  auto mismatch = [&](const std::string& key, const std::string& measured, const std::string& simulated,
+                      const std::string& scenario_key) {
+    return InputError(fmt::format("{}: \"config.{}\": {}, but {} has {} {}; the measurement does not describe that "
+                                  "scenario",
+                                  where, key, measured, scenario_path, scenario_key, simulated));
+  };
+  const ModelSpec& m = s.model;
+  const std::vector<std::tuple<const char*, int64_t, const char*>> counts = {
+      {"layers", m.layers, "model.layers"},         {"hidden", m.hidden, "model.hidden"},
+      {"heads", m.heads, "model.heads"},            {"kv_heads", m.kv_head_count(), "model.kv_heads"},
+      {"ffn_hidden", m.ffn_hidden, "model.ffn_hidden"}, {"vocab", m.vocab, "model.vocab"},
+      {"seq_len", s.training.seq_len, "training.seq_len"}, {"micro_batch", s.training.micro_batch, "training.micro_batch"}};
+  for (const auto& [key, simulated, scenario_key] : counts) {
+    if (!c.contains(key)) continue;
+    const nlohmann::json& v = c.at(key);
+    if (v.is_null() && std::string(key) == "kv_heads") {
+      if (m.kv_head_count() != m.heads) throw mismatch(key, "null (= heads)", std::to_string(simulated), scenario_key);
+      continue;
+    }
+    if (!v.is_number_integer()) throw InputError(fmt::format("{}: \"config.{}\": {} is not a whole number", where, key, v.dump()));
+    if (v.get<int64_t>() != simulated) throw mismatch(key, v.dump(), std::to_string(simulated), scenario_key);
+  }
+  const std::vector<std::tuple<const char*, std::string, const char*>> names = {
+      {"mlp", std::string(name_of(m.mlp)), "model.mlp"},
+      {"norm", std::string(name_of(m.norm)), "model.norm"},
+      {"positions", std::string(name_of(m.position_embedding)), "model.position_embedding"}};
+  for (const auto& [key, simulated, scenario_key] : names) {
+    if (!c.contains(key)) continue;
+    if (!c.at(key).is_string()) throw InputError(fmt::format("{}: \"config.{}\": not a string", where, key));
+    if (c.at(key).get<std::string>() != simulated) throw mismatch(key, c.at(key).dump(), simulated, scenario_key);
+  }
+  const std::vector<std::tuple<const char*, bool, const char*>> flags = {
+      {"bias", m.linear_bias, "model.linear_bias"},
+      {"tie_embeddings", m.tied_embeddings, "model.tied_embeddings"},
+      {"recompute", s.training.recompute == Recompute::kFull, "training.recompute full"}};
+  for (const auto& [key, simulated, scenario_key] : flags) {
+    if (!c.contains(key)) continue;
+    if (!c.at(key).is_boolean()) throw InputError(fmt::format("{}: \"config.{}\": not true or false", where, key));
+    if (c.at(key).get<bool>() != simulated) {
+      throw mismatch(key, c.at(key).dump(), simulated ? "true" : "false", scenario_key);
+    }
+  }
 }
 
 TrainingValidationRow predict_reference(const ReferenceMeasurement& measured, const std::string& scenario_path,
@@ -344,6 +395,7 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
                                               not_simulated_reason(scenario));
         continue;
       }
+      check_reference_matches(measured, load_scenario(scenario), where, scenario);
       v.training.push_back(predict_reference(m, scenario, v.profile, collectives));
       if (v.training.back().within()) ++v.training_within;
       const Scenario s = load_scenario(scenario);

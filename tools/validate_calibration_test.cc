@@ -197,7 +197,10 @@ TEST(ValidateCalibration, BadReferenceValuesAreInputErrors) {
     }
   }
   for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"parallel", "zz"}, {"parallel", 3}, {"microbatches", 4.5}, {"microbatches", -3}, {"microbatches", 1e20}}) {
+           {"parallel", "zz"}, {"parallel", 3}, {"microbatches", 4.5}, {"microbatches", -3}, {"microbatches", 1e20},
+           // A configuration other than the scenario's is not compared with it.
+           {"hidden", 4096}, {"layers", 25}, {"seq_len", 8192}, {"recompute", true}, {"mlp", "swiglu"},
+           {"kv_heads", 4}}) {
     nlohmann::json bad = good;
     bad["config"][key] = value;
     const std::string path = ::testing::TempDir() + "bad_reference.jsonl";

@@ -163,34 +163,26 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
 
 // Hardware files that describe no real GPU or node are refused with their file:line.
 TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
-  const std::string gpu = write_temp("tiny_gpu.yaml",
-                                     "name: tiny\ndense_peak: {bf16: \"100 TFLOP/s\"}\nhbm_capacity: \"0 GB\"\n"
-                                     "hbm_bandwidth: \"1 TB/s\"\nnvlink_links: 0\nsm_count: 10\nsupports_nvls: false\n");
-  const std::string node = write_temp("tiny_node.yaml", "name: tiny-node\ngpu: " + gpu +
-                                                            "\ngpus: 2\nintra: pcie\nnic: cx7-400g\nnics: 1\n");
-  const std::string scenario = write_temp("tiny.yaml", "cluster: {node: " + node +
+  // A GPU file with `hbm` as its memory lines, on a two-GPU PCIe node.
+  auto gpu_node = [](const std::string& name, const std::string& hbm) {
+    const std::string gpu = write_temp(name + "_gpu.yaml", "name: " + name + "\ndense_peak: {bf16: \"100 TFLOP/s\"}\n" +
+                                                               hbm + "nvlink_links: 0\nsm_count: 10\nsupports_nvls: false\n");
+    return write_temp(name + "_node.yaml",
+                      "name: " + name + "-node\ngpu: " + gpu + "\ngpus: 2\nintra: pcie\nnic: cx7-400g\nnics: 1\n");
+  };
+  // Runs a small model on one node of `node` and expects exit 2 at `where`.
+  auto refused_at = [](const std::string& node, const std::string& where) {
+    const Result r = run("run " + write_temp("hw.yaml", "cluster: {node: " + node +
                                                             ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
-                                                            "training: {seq_len: 1024, global_batch: 2}\n");
-  Result r = run("run " + scenario);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("tiny_gpu.yaml:3:1: hbm_capacity"), std::string::npos) << r.output;
-  const std::string slow_gpu = write_temp("slow_gpu.yaml",
-                                          "name: slow\ndense_peak: {bf16: \"100 TFLOP/s\"}\nhbm_capacity: \"80 GB\"\n"
-                                          "hbm_bandwidth: \"1 B/s\"\nnvlink_links: 0\nsm_count: 10\nsupports_nvls: false\n");
-  const std::string slow_node = write_temp("slow_node.yaml", "name: slow-node\ngpu: " + slow_gpu +
-                                                                 "\ngpus: 2\nintra: pcie\nnic: cx7-400g\nnics: 1\n");
-  r = run("run " + write_temp("slow.yaml", "cluster: {node: " + slow_node +
-                                               ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
-                                               "training: {seq_len: 1024, global_batch: 2}\n"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("slow_gpu.yaml:4:1: hbm_bandwidth"), std::string::npos) << r.output;
-  const std::string mesh = write_temp("mesh_node.yaml", "name: mesh-node\ngpu: h100-sxm5-80gb\ngpus: 4\n"
-                                                        "intra: nvlink-mesh\nnic: cx7-400g\nnics: 1\n");
-  r = run("run " + write_temp("mesh.yaml", "cluster: {node: " + mesh +
-                                               ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
-                                               "training: {seq_len: 1024, global_batch: 4}\n"));
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("mesh_node.yaml:4:1: intra"), std::string::npos) << r.output;
+                                                            "training: {seq_len: 1024, global_batch: 4}\n"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(where), std::string::npos) << r.output;
+  };
+  refused_at(gpu_node("tiny", "hbm_capacity: \"0 GB\"\nhbm_bandwidth: \"1 TB/s\"\n"), "tiny_gpu.yaml:3:1: hbm_capacity");
+  refused_at(gpu_node("slow", "hbm_capacity: \"80 GB\"\nhbm_bandwidth: \"1 B/s\"\n"), "slow_gpu.yaml:4:1: hbm_bandwidth");
+  refused_at(write_temp("mesh_node.yaml", "name: mesh-node\ngpu: h100-sxm5-80gb\ngpus: 4\n"
+                                          "intra: nvlink-mesh\nnic: cx7-400g\nnics: 1\n"),
+             "mesh_node.yaml:4:1: intra");
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {

@@ -40,6 +40,13 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path.string();
 }
 
+// Runs `command` and expects it refused as bad input (exit 2) with `message` in its output.
+void expect_refused(const std::string& command, const std::string& message) {
+  const Result r = run(command);
+  EXPECT_EQ(r.exit_code, 2) << command << ": " << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << command << ": " << r.output;
+}
+
 std::string read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -93,22 +100,14 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   EXPECT_NE(r.output.find("A100-SXM4-80GB"), std::string::npos) << r.output;
   r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set calibration=h200-2026-11-29");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run("run " + a100 + " --set model.layers=2147483648");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("[1, 10000]"), std::string::npos) << r.output;
-  r = run("run " + a100 + " --set training.global_batch=4000000000");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("at most 65536"), std::string::npos) << r.output;
+  expect_refused("run " + a100 + " --set model.layers=2147483648", "[1, 10000]");
+  expect_refused("run " + a100 + " --set training.global_batch=4000000000", "at most 65536");
   const std::string mixed = write_temp("mixed.yaml",
                                        "cluster:\n  node_groups:\n    - {node: dgx-h100}\n    - {node: dgx-a100}\n"
                                        "model: {preset: llama3-8b}\ntraining: {seq_len: 4096, global_batch: 16}\n"
                                        "parallelism: {tp: 8}\n");
-  r = run("run " + mixed);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("mixed.yaml:4:8: cluster.node_groups[1].node"), std::string::npos) << r.output;
-  r = run("run " + a100 + " --set cluster.node=/tmp");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("is a directory"), std::string::npos) << r.output;
+  expect_refused("run " + mixed, "mixed.yaml:4:8: cluster.node_groups[1].node");
+  expect_refused("run " + a100 + " --set cluster.node=/tmp", "is a directory");
   // More GPUs per node than the node has: blamed on gpus_per_node, with the valid range.
   const std::string crowded = write_temp("crowded.yaml",
                                          "cluster:\n  node: dgx-h100\n  nodes: 1\n  gpus_per_node: 9\n"
@@ -128,9 +127,7 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
                                        "parallelism: {dp: 8, zero: 3}\n");
   r = run("run " + eager);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run("run " + eager + " --set parallelism.zero=0");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("eager.yaml:3:61: training.params_dtype"), std::string::npos) << r.output;
+  expect_refused("run " + eager + " --set parallelism.zero=0", "eager.yaml:3:61: training.params_dtype");
   // pytorch-eager's defaults are train_step.py's (fp32 parameters, no master copy, no dropout):
   // pipeline stages or tensor parallelism run without setting them.
   const std::string eager_pp = write_temp("eager_pp.yaml",
@@ -148,17 +145,12 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   EXPECT_NE(r.output, padded.output);
   r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2 "
-          "--set parallelism.sequence_parallel=true");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("sequence_parallel on"), std::string::npos) << r.output;
-  r = run("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("eager.yaml:4:34: training.framework"), std::string::npos) << r.output;
+  expect_refused("run " + eager_pp + " --set parallelism.pp=1 --set parallelism.tp=2 --set training.global_batch=2 "
+                 "--set parallelism.sequence_parallel=true",
+                 "sequence_parallel on");
+  expect_refused("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4", "eager.yaml:4:34: training.framework");
   // A bucket size that would make millions of buckets is refused at once, not simulated for hours.
-  r = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set parallelism.grad_bucket_elements=1");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallelism.grad_bucket_elements: 1 makes"), std::string::npos) << r.output;
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set parallelism.grad_bucket_elements=1", "parallelism.grad_bucket_elements: 1 makes");
 }
 
 // Hardware files that describe no real GPU or node are refused with their file:line.
@@ -172,11 +164,10 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
   };
   // Runs a small model on one node of `node` and expects exit 2 at `where`.
   auto refused_at = [](const std::string& node, const std::string& where) {
-    const Result r = run("run " + write_temp("hw.yaml", "cluster: {node: " + node +
-                                                            ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
-                                                            "training: {seq_len: 1024, global_batch: 4}\n"));
-    EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find(where), std::string::npos) << r.output;
+    expect_refused("run " + write_temp("hw.yaml", "cluster: {node: " + node +
+                                                      ", nodes: 1}\nmodel: {preset: gpt3-125m}\n"
+                                                      "training: {seq_len: 1024, global_batch: 4}\n"),
+                   where);
   };
   refused_at(gpu_node("tiny", "hbm_capacity: \"0 GB\"\nhbm_bandwidth: \"1 TB/s\"\n"), "tiny_gpu.yaml:3:1: hbm_capacity");
   refused_at(gpu_node("slow", "hbm_capacity: \"80 GB\"\nhbm_bandwidth: \"1 B/s\"\n"), "slow_gpu.yaml:4:1: hbm_bandwidth");
@@ -215,9 +206,7 @@ TEST(Cli, RunFlagsThatCannotWorkExitWith2) {
   Result r = run(base + " --rank 1");  // without --layout-from
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--layout-from"), std::string::npos) << r.output;
-  r = run(base + " --trace ''");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
+  expect_refused(base + " --trace ''", "--trace");
 }
 
 // A scenario file with a second YAML document: yaml-cpp would read the first one only.
@@ -249,12 +238,8 @@ TEST(Cli, CollectiveFabricTakesTheScenarioNames) {
   Result r = run("collective --fabric single-switch --nodes 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("single-switch fabric"), std::string::npos) << r.output;
-  r = run("collective --fabric torus");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("valid: rail-optimized, fat-tree, single-switch"), std::string::npos) << r.output;
-  r = run("collective --oversubscription 0.5");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--oversubscription"), std::string::npos) << r.output;
+  expect_refused("collective --fabric torus", "valid: rail-optimized, fat-tree, single-switch");
+  expect_refused("collective --oversubscription 0.5", "--oversubscription");
   r = run("collective --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text : {"rail-optimized | fat-tree | single-switch", "--oversubscription", "--leaf-ports"}) {
@@ -294,18 +279,12 @@ TEST(Cli, ValidateTakesOneKindAndRejectsEmptyFiles) {
   r = run("validate --collectives " + collectives + " --calibration h200-2026-11-29");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   // --json is for --runs only; the other kinds write Markdown.
-  r = run("validate --collectives " + collectives + " --json");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
-  r = run("validate --calibration h200-2026-11-29 --json");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--json is available with --runs only"), std::string::npos) << r.output;
+  expect_refused("validate --collectives " + collectives + " --json", "--json is available with --runs only");
+  expect_refused("validate --calibration h200-2026-11-29 --json", "--json is available with --runs only");
   // The header of the shipped file, no rows.
   const std::string header = read(runs).substr(0, read(runs).find('\n') + 1);
   const std::string empty = write_temp("empty_runs.csv", header);
-  r = run("validate --runs " + empty);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("no data rows"), std::string::npos) << r.output;
+  expect_refused("validate --runs " + empty, "no data rows");
   // The exit codes, 3 included, are in the help.
   r = run("validate --help");
   EXPECT_EQ(r.exit_code, 0);
@@ -361,9 +340,7 @@ TEST(Cli, QuotedNumbersInAScenarioExitWith2) {
   const std::string where = path + ":" + std::to_string(line_of(path, "nodes:")) + ":3: cluster.nodes: ";
   EXPECT_NE(r.output.find(where + "expected integer in [1, 16384], got the quoted string \"1\""), std::string::npos)
       << r.output;
-  r = run("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--set training.seq_len: training.seq_len: expected integer"), std::string::npos) << r.output;
+  expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'", "--set training.seq_len: training.seq_len: expected integer");
 }
 
 // With flash attention selective recomputation recomputes nothing: a search lists it once, as
@@ -485,9 +462,7 @@ TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--set search.tp: search.tp: 2 is listed twice; list each value once"), std::string::npos)
       << r.output;
-  r = run(search + " --set 'search.recompute=[none,full,none]'");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("search.recompute: none is listed twice"), std::string::npos) << r.output;
+  expect_refused(search + " --set 'search.recompute=[none,full,none]'", "search.recompute: none is listed twice");
 }
 
 // Starting 100,000 threads failed as an internal error; --threads has a range.

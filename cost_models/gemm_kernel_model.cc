@@ -77,7 +77,12 @@ GemmKernelModel::Breakdown GemmKernelModel::explain(const GemmShape& shape, Flop
   const Duration latency = cuda_core ? Duration::zero() : Duration::microseconds(kWaveLatencyUs);
   const double depth_overhead =
       cuda_core ? 0.0 : GemmEfficiencyModel::kDepthOverheadBytes / static_cast<double>(bytes_per_element(shape.dtype));
-  const int64_t max_split = cuda_core ? kCudaCoreMaxSplitK : kTensorCoreMaxSplitK;
+  int64_t max_split = kTensorCoreMaxSplitK;
+  if (cuda_core) {
+    const int64_t square_tiles = checked_mul(
+        checked_mul(ceil_div(shape.m, 128), ceil_div(shape.n, 128), "GEMM tiles"), shape.batch, "GEMM tiles");
+    max_split = square_tiles < kCudaCoreSplitWaves * sm_count_ ? kCudaCoreMaxSplitK : 1;
+  }
   // Line straddling of the A operand (leading dimension K, or M when stored transposed) and of B
   // (leading dimension N); only the TMA-fed fast path pays it.
   const bool fed = family == GemmKernelFamily::kTensorCore;

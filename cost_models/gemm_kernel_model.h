@@ -60,7 +60,11 @@ enum class GemmKernelFamily {
 //                      otherwise); split-K ≤ 4.
 //   kCudaCore          the three large tiles, split-K ≤ 8 (cuBLAS chose up to 6 for fp32 in the
 //                      sweep), neither latency nor K0: small CUDA-core CTAs share an SM and overlap
-//                      one's prologue with another's main loop.
+//                      one's prologue with another's main loop. K is split only when 128×128 tiles
+//                      fill fewer than kCudaCoreSplitWaves waves: in the sweep cuBLAS split every
+//                      fp32 grid of up to 4.4 such waves whose last wave was not nearly full (3071³:
+//                      4.36 waves, split 5) and none of 5.2 waves or more (2048×5461×2048: 5.21
+//                      waves, split 1, 42 TFLOP/s, the rate of six full waves; 4097³: 8.25, split 1).
 // Not modelled: cuBLAS's exact heuristic (it sometimes picks a slower tile than the best candidate),
 // clock changes, the partial last K-step.
 class GemmKernelModel {
@@ -76,6 +80,8 @@ class GemmKernelModel {
   // CUDA-core kernels.
   static constexpr int64_t kTensorCoreMaxSplitK = 4;
   static constexpr int64_t kCudaCoreMaxSplitK = 8;
+  // CUDA-core kernels split K only below this many waves of 128×128 tiles (see the class comment).
+  static constexpr int64_t kCudaCoreSplitWaves = 5;
 
   struct Breakdown {
     GemmKernelFamily family = GemmKernelFamily::kTensorCore;

@@ -132,6 +132,20 @@ TEST(GemmKernelModel, TileCataloguesByFamily) {
   EXPECT_GT(fp32.split_k, GemmKernelModel::kTensorCoreMaxSplitK);
 }
 
+TEST(GemmKernelModel, CudaCoreKernelsSplitOnlySmallGrids) {
+  // In the H200 sweep cuBLAS split K for fp32 3071³ (576 tiles of 128×128, 4.36 waves on 132 SMs)
+  // and not for 2048×5461×2048 (688 tiles, 5.21 waves), which ran as six full waves: three times
+  // 2048³'s two waves (1083.6 µs against 356.0 µs, gemm.csv).
+  const GemmKernelModel model(132);
+  const FlopRate fp32_peak = FlopRate::teraflop_per_s(67);
+  EXPECT_GT(model.explain(shape(3071, 3071, 3071, DataType::kFp32), fp32_peak).split_k, 1);
+  const auto wide = model.explain(shape(2048, 5461, 2048, DataType::kFp32), fp32_peak);
+  EXPECT_EQ(wide.split_k, 1);
+  const auto square = model.explain(shape(2048, 2048, 2048, DataType::kFp32), fp32_peak);
+  EXPECT_EQ(square.split_k, 1);
+  EXPECT_NEAR(wide.compute().to_seconds() / square.compute().to_seconds(), 1083.6 / 356.0, 0.1);
+}
+
 TEST(GemmKernelModel, SlowPathRunsAtTheAlignmentFactor) {
   // Same tiles and waves, the rate scaled by the measured slow-path ratio: a large misaligned GEMM
   // takes about 1/0.195 the main loop of its aligned neighbour on the large tiles.

@@ -39,12 +39,11 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   EXPECT_LE(v.step_gemms_max, CalibrationTargets::kGemmMax);
   EXPECT_TRUE(std::any_of(v.step_gemms.begin(), v.step_gemms.end(),
                           [](const auto& r) { return r.shape.n == 50257 || r.shape.k == 50257; }));
-  // Over every sample (five dtypes, squares down to 256³; each the median of six sweeps): the median
-  // meets the target (2.4 %); the maximum (17.1 %, fp32 5461×2048×2048, measured at 1084–1133 µs in
-  // the six sweeps and predicted at 933 µs) misses it: both bounded here at their committed level so
-  // that they cannot grow unnoticed.
+  // Over every sample (five dtypes, squares down to 256³; each the median of six sweeps): median
+  // 2.4 %, max 14.6 % (fp8 256³), both within the targets. The median is bounded at its committed
+  // level so that it cannot grow unnoticed.
   EXPECT_LE(v.gemm.median_abs_error, 0.025);
-  EXPECT_LE(v.gemm.max_abs_error, 0.175);
+  EXPECT_LE(v.gemm.max_abs_error, CalibrationTargets::kGemmMax);
   // Training steps: every reference configuration predicted; at least six within 10 % on step
   // time and on peak memory.
   ASSERT_EQ(v.training.size(), 10u);

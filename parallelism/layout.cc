@@ -27,6 +27,22 @@ PipelineSchedule parse_pipeline_schedule(std::string_view text) {
   throw InputError(fmt::format("unknown pipeline schedule \"{}\" (valid: gpipe, 1f1b, interleaved-1f1b)", text));
 }
 
+std::string_view name_of(GradReduceOp op) {
+  switch (op) {
+    case GradReduceOp::kAuto: return "auto";
+    case GradReduceOp::kAllReduce: return "all_reduce";
+    case GradReduceOp::kReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+GradReduceOp parse_grad_reduce_op(std::string_view text) {
+  for (auto op : {GradReduceOp::kAuto, GradReduceOp::kAllReduce, GradReduceOp::kReduceScatter}) {
+    if (name_of(op) == text) return op;
+  }
+  throw InputError(fmt::format("unknown gradient collective \"{}\" (valid: auto, all_reduce, reduce_scatter)", text));
+}
+
 namespace {
 
 std::vector<int> divisors(int n) {
@@ -359,6 +375,15 @@ void validate_layout(const Layout& l, const LayoutContext& c) {
     throw InputError(fmt::format("parallelism.zero3_bucket_elements = {}: bucketed ZeRO-3 gathers are not modelled for "
                                  "mixture-of-experts models ({} experts); use 0 (one gather per layer)",
                                  l.zero3_bucket_elements, c.experts));
+  }
+  if (l.grad_reduce_op == GradReduceOp::kAllReduce && l.zero_stage > 1) {
+    throw InputError(fmt::format("parallelism.grad_reduce_op = all_reduce keeps whole gradients on every rank, which "
+                                 "ZeRO stage {} shards; use auto or reduce_scatter, or zero: 0 or 1",
+                                 l.zero_stage));
+  }
+  if (l.grad_reduce_op == GradReduceOp::kReduceScatter && l.zero_stage == 0) {
+    throw InputError("parallelism.grad_reduce_op = reduce_scatter leaves each rank a gradient shard, which needs a "
+                     "sharded optimizer (parallelism.zero >= 1 or distributed_optimizer: true); use auto or all_reduce");
   }
   validate_order(l.order);
   validate_world(l, c);

@@ -27,6 +27,17 @@ enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved1F1B };
 std::string_view name_of(PipelineSchedule schedule);
 PipelineSchedule parse_pipeline_schedule(std::string_view text);
 
+// The data-parallel gradient collective. kAuto: all-reduce without ZeRO, reduce-scatter with ZeRO >= 1
+// (Megatron's distributed optimizer, DeepSpeed ZeRO-2/3). kAllReduce with ZeRO 1: every rank
+// all-reduces the whole gradient and then updates its optimizer shard, as DeepSpeed's pipeline engine
+// does with its bf16 optimizer (PipelineEngine._exec_reduce_grads → _bf16_reduce_grads, a
+// buffered all-reduce of the optimizer's fp32 gradients; BLOOM's Megatron-DeepSpeed runs).
+enum class GradReduceOp { kAuto, kAllReduce, kReduceScatter };
+
+// "auto", "all_reduce", "reduce_scatter".
+std::string_view name_of(GradReduceOp op);
+GradReduceOp parse_grad_reduce_op(std::string_view text);
+
 struct Layout {
   int tp = 1;   // tensor-parallel size
   int pp = 1;   // pipeline-parallel size (stages)
@@ -53,6 +64,8 @@ struct Layout {
   bool overlap_grad_reduce = true;    // gradient reduction overlapped with backward (bucketed)
   bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
   int64_t grad_bucket_elements = 40'000'000;  // Megatron DDP bucket size in parameters (default 40M)
+  // The gradient collective (GradReduceOp); all_reduce needs zero <= 1, reduce_scatter zero >= 1.
+  GradReduceOp grad_reduce_op = GradReduceOp::kAuto;
   // Megatron-Core --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters next to the
   // QKV, projection and MLP GEMMs run overlapped with them as Transformer Engine's userbuffers do
   // (parallelism/tp_comm_overlap.h). Needs tp > 1 and sequence parallelism (Megatron's requirement).
@@ -96,7 +109,7 @@ struct LayoutContext {
 //   divisible by cp; sequence parallel needs tp > 1; zero_stage in 0..3; the order string is a
 //   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given); tp_comm_overlap needs
 //   tp > 1 and sequence parallelism; zero3_bucket_elements is not negative and needs zero_stage 3 and a
-//   dense model.
+//   dense model; grad_reduce_op all_reduce needs zero_stage <= 1, reduce_scatter zero_stage >= 1.
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.

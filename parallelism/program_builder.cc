@@ -453,7 +453,10 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
       }
     }
     stage.data_group = data_group;
-    stage.gradients.op = layout.zero_stage >= 1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+    stage.gradients.op = layout.grad_reduce_op == GradReduceOp::kAllReduce       ? CollectiveOp::kAllReduce
+                         : layout.grad_reduce_op == GradReduceOp::kReduceScatter ? CollectiveOp::kReduceScatter
+                         : layout.zero_stage >= 1                                ? CollectiveOp::kReduceScatter
+                                                                                 : CollectiveOp::kAllReduce;
     stage.gradients.bytes_per_element = precision.grad_bytes();
     stage.gradients.bucket_elements = layout.grad_bucket_elements;
     stage.gradients.overlap = layout.overlap_grad_reduce;

@@ -259,6 +259,11 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                             // The base layout's overlap and ZeRO-3 gather choices apply where they can.
                             c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
                             c.layout.zero3_bucket_elements = zero == 3 ? base.zero3_bucket_elements : 0;
+                            const bool op_applies =
+                                base.grad_reduce_op == GradReduceOp::kAllReduce ? zero <= 1
+                                : base.grad_reduce_op == GradReduceOp::kReduceScatter ? zero >= 1
+                                                                                      : true;
+                            c.layout.grad_reduce_op = op_applies ? base.grad_reduce_op : GradReduceOp::kAuto;
                             c.layout.order = order;
                             c.micro_batch = mb;
                             c.recompute = recompute;

@@ -111,7 +111,8 @@ struct SearchContext {
 // The candidates of `space` in a fixed order (tp, cp, pp, vpp, schedule, ep, etp, micro batch,
 // recompute, zero, sequence parallel, order, dp, outermost first): the same on every process and
 // thread. Layout fields the space does not vary (overlap options, bucket size, ...) come from `base`
-// (tp_comm_overlap only where tp > 1 with sequence parallelism, zero3_bucket_elements only with ZeRO-3);
+// (tp_comm_overlap only where tp > 1 with sequence parallelism, zero3_bucket_elements only with ZeRO-3,
+// grad_reduce_op only with the ZeRO stages it applies to, else auto);
 // `base.stage_layers` is not used (stages are even, or uneven_stages). Throws InputError when no
 // combination is a layout at all (an empty space), naming the lists to widen.
 std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,

@@ -51,6 +51,37 @@ TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
   EXPECT_TRUE(r.fits);
 }
 
+// DeepSpeed's pipeline engine with its bf16 optimizer all-reduces whole gradients under ZeRO-1
+// (grad_reduce_op all_reduce); Megatron's distributed optimizer reduce-scatters them. Reduced after
+// the backward pass, the all-reduce moves about twice a reduce-scatter's bytes (ring: 2·(n−1)/n
+// against (n−1)/n of the buffer), so the exposed communication grows by about one reduce-scatter.
+TEST(TrainingSimulation, WholeGradientAllReduceUnderZeroOne) {
+  const Cluster cluster(testing::h100_cluster(2));
+  Layout scatter{.tp = 2, .pp = 2, .dp = 4, .zero_stage = 1, .overlap_grad_reduce = false};
+  Layout all_reduce = scatter;
+  all_reduce.grad_reduce_op = GradReduceOp::kAllReduce;
+  const TrainingReport a = simulate_training(cluster, small_gpt(), small_training(), scatter);
+  const TrainingReport b = simulate_training(cluster, small_gpt(), small_training(), all_reduce);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(a.programs.stages[s].gradients.op, CollectiveOp::kReduceScatter);
+    EXPECT_EQ(b.programs.stages[s].gradients.op, CollectiveOp::kAllReduce);
+    EXPECT_EQ(b.programs.stages[s].data_param_gather, a.programs.stages[s].data_param_gather);  // shard update
+  }
+  const double extra = b.breakdown.exposed_comm - a.breakdown.exposed_comm;
+  EXPECT_GT(extra, 0);
+  // The extra time is about one more reduce-scatter: at most the whole exposed reduction before.
+  EXPECT_LT(extra, a.breakdown.exposed_comm);
+  EXPECT_NEAR(b.step_time_s - a.step_time_s, extra, 1e-9);
+  // Memory is unchanged: ZeRO-1 keeps whole gradients either way.
+  EXPECT_EQ(a.programs.memory[0].memory.total(), b.programs.memory[0].memory.total());
+  // all_reduce with sharded gradients, reduce_scatter without a sharded optimizer: refused.
+  Layout zero2 = all_reduce;
+  zero2.zero_stage = 2;
+  EXPECT_THROW(simulate_training(cluster, small_gpt(), small_training(), zero2), InputError);
+  Layout zero0{.tp = 2, .pp = 2, .dp = 4, .grad_reduce_op = GradReduceOp::kReduceScatter};
+  EXPECT_THROW(simulate_training(cluster, small_gpt(), small_training(), zero0), InputError);
+}
+
 // "other" is the step time less the parts, a difference of sums in seconds: where the parts add up
 // to the step time in whole picoseconds it is exactly +0, never a rounding residue such as
 // -1.5e-15 s (printed "-0.0000 s").

@@ -281,6 +281,11 @@ Schema build_scenario_schema() {
             "overlap the distributed optimizer's parameter all-gather with the next forward", "false"));
   s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
                 "40000000", 1));
+  s.key(choice("parallelism.grad_reduce_op",
+               "data-parallel gradient collective: auto (all_reduce without ZeRO, reduce_scatter with it), all_reduce "
+               "(with zero 1: DeepSpeed's bf16 optimizer under pipeline parallelism all-reduces whole fp32 gradients, "
+               "then each rank updates its shard), reduce_scatter (needs zero >= 1)",
+               "auto", {"auto", "all_reduce", "reduce_scatter"}));
   s.key(key("parallelism.tp_comm_overlap", ValueType::kBool,
             "Megatron --tp-comm-overlap: sequence-parallel all-gathers and reduce-scatters overlapped with the QKV, "
             "projection and MLP GEMMs as Transformer Engine's userbuffers run them (needs tp > 1 and sequence_parallel)",
@@ -525,6 +530,7 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.overlap_grad_reduce = doc.get_bool("parallelism.overlap_grad_reduce");
   l.overlap_param_gather = doc.get_bool("parallelism.overlap_param_gather");
   l.grad_bucket_elements = doc.get_int("parallelism.grad_bucket_elements");
+  l.grad_reduce_op = parse_grad_reduce_op(doc.get_string("parallelism.grad_reduce_op"));
   l.tp_comm_overlap = doc.get_bool("parallelism.tp_comm_overlap");
   l.zero3_bucket_elements = doc.get_int("parallelism.zero3_bucket_elements");
   const int64_t dp = doc.get_int("parallelism.dp");

@@ -640,6 +640,15 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
       ctx.assume("no gradient-reduction overlap", "2021-22 Megatron-LM and DeepSpeed reduce after the backward pass");
     }
   }
+  if (conv == SourceConvention::kBigScience && l.zero_stage == 1 && l.pp > 1 && l.dp > 1) {
+    // Megatron-DeepSpeed with bf16 and ZeRO-1 under pipeline parallelism: DeepSpeed's PipelineEngine
+    // reduces with _bf16_reduce_grads, a buffered all-reduce of the BF16_Optimizer's fp32 gradients
+    // (deepspeed/runtime/pipe/engine.py), and each rank then updates its shard and all-gathers the
+    // bf16 parameters.
+    l.grad_reduce_op = GradReduceOp::kAllReduce;
+    ctx.assume("gradients all-reduced (fp32), not reduce-scattered",
+               "DeepSpeed's pipeline engine with its bf16 optimizer all-reduces whole gradients under ZeRO-1");
+  }
   if (l.zero_stage == 3 && megatron_2021) {
     t.precision = PrecisionPolicy::deepspeed_mixed(params_dtype, false);  // Table 2's ZeRO-3 runs are DeepSpeed's
     // DeepSpeed's defaults (deepspeed/runtime/zero/config.py): stage3_prefetch_bucket_size 5e7 parameters

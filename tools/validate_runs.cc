@@ -319,6 +319,7 @@ std::string describe_setup(const PublishedScenario& ps) {
   if (l.zero3_bucket_elements > 0) {
     layout += fmt::format(" (buckets of {:g})", static_cast<double>(l.zero3_bucket_elements));
   }
+  if (l.grad_reduce_op != GradReduceOp::kAuto) layout += fmt::format(" · gradients {}", name_of(l.grad_reduce_op));
   const int gpus = l.world_size();
   return fmt::format("{} · mb {} · gb {} · s {} · {} · recompute {} · {} attention on {} × {}{}", layout,
                      t.micro_batch, t.global_batch, t.seq_len, name_of(t.compute_dtype), name_of(t.recompute),

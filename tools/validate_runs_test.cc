@@ -75,6 +75,9 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   EXPECT_LE(mape_of(dense_without_cp), 0.22);
   // llm-foundry (MPT under Composer + FSDP, priced by the PyTorch eager op model): issue 8's 15 %.
   EXPECT_LE(source("mosaicml/llm-foundry scripts/train/benchmarking/README.md").mape, 0.15);
+  // BLOOM-176B (Megatron-DeepSpeed, whose pipeline engine all-reduces the bf16 optimizer's fp32
+  // gradients): issue 8's 15 %.
+  EXPECT_LE(source("BigScience tr11-176B-ml README").mape, 0.15);
 }
 
 // Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):

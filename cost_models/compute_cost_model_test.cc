@@ -203,11 +203,14 @@ TEST(ComputeCostModel, LeaveOneOutOnTheH200Sweep) {
   // Each of the sweep's samples predicted from the others (ratio to the calibrated baseline
   // interpolated in log space). The sweep is sparse (99 shapes scattered over 5 decades), so the
   // calibration issue's target (median ≤ 5 %, max ≤ 15 %) is asserted for the median only; the
-  // median (3.9 %) and max (22.4 %, bf16 16×4096×4096) over this sweep are bounded at their level.
+  // median (4.2 %) and max (22.4 %, bf16 16×4096×4096) over this sweep are bounded at their level. The
+  // median was 3.9 % before twins (GemmPredictor) and the slow path's 6 µs wave latency
+  // (GemmKernelModel), which the cuBLASLt sweeps of the h200-2026-11-29 profile chose: 4.0 % with
+  // the twins alone.
   const CalibrationProfile profile = load_calibration_profile(kSweep);
   const LeaveOneOutResult loo = leave_one_out_gemm(profile, testing::h200());
   ASSERT_EQ(loo.rows.size(), profile.gemm_samples.size());
-  EXPECT_LE(loo.median_abs_error, 0.04);
+  EXPECT_LE(loo.median_abs_error, 0.043);
   EXPECT_LE(loo.max_abs_error, 0.23);
   std::cout << "leave-one-out over " << loo.rows.size() << " samples: median " << 100 * loo.median_abs_error
             << " %, max " << 100 * loo.max_abs_error << " %\n";

@@ -12,8 +12,8 @@ namespace {
 // Large-GEMM ceilings (fraction of the dense datasheet peak), fitted as described in the header.
 constexpr double kPeakFraction16Bit = 0.75;
 constexpr double kPeakFractionFp8 = 0.71;
-// Slow-path ratios measured on the H200 (header): strides 8-byte aligned, and worse.
-constexpr double kHalfAlignedFactor = 0.31;
+// Slow-path ratios measured on the H200 (header): strides 4- or 8-byte aligned, and worse.
+constexpr double kFourByteAlignedFactor = 0.31;
 constexpr double kMisalignedFactor = 0.195;
 
 struct TileShape {
@@ -28,7 +28,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 GemmAlignment stride_alignment(int64_t elements, int64_t element_bytes) {
   const int64_t bytes = elements * element_bytes;
   if (bytes % 16 == 0) return GemmAlignment::kAligned;
-  if (bytes % 8 == 0) return GemmAlignment::kHalfAligned;
+  if (bytes % 4 == 0) return GemmAlignment::kFourByteAligned;
   return GemmAlignment::kMisaligned;
 }
 
@@ -55,8 +55,8 @@ double GemmEfficiencyModel::alignment_factor(GemmAlignment alignment) {
   switch (alignment) {
     case GemmAlignment::kAligned:
       return 1.0;
-    case GemmAlignment::kHalfAligned:
-      return kHalfAlignedFactor;
+    case GemmAlignment::kFourByteAligned:
+      return kFourByteAlignedFactor;
     case GemmAlignment::kMisaligned:
       return kMisalignedFactor;
   }

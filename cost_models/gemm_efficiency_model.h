@@ -14,7 +14,14 @@ namespace clustersim {
 // at ~140 TFLOP/s), and strides that are multiples of 8 bytes (4100) are less slow than odd ones.
 // fp32 GEMMs run on the CUDA cores and have no such path: every fp32 shape is kAligned (H200,
 // tools/calibrate/data/h200-2026-11-29/gemm.csv: 4091³ 52.2 TFLOP/s, 4096³ 50.0).
-enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
+// The byte alignment of a GEMM's leading dimensions, as it selects cuBLAS's Hopper kernel family:
+// kAligned every stride a multiple of 16 bytes (TMA kernels); kFourByteAligned the worst a multiple of
+// 4 or 8 bytes; kMisaligned of 2 or 1. In the H200 sweeps cuBLASLt 13.1 ran 4- and 8-byte strides on
+// the same algorithm (algo_id 23) at the same rate (bf16 4098×4096×4096 279.5 TFLOP/s against 280.0
+// for 4100; 2050×2048×2048 164.6 against 166.0; tf32 with odd strides, 4-byte, ~130 like 8-byte
+// 4098) and 2-byte strides on another (algo_id 24: 4097×4096×4096 96.0)
+// (tools/calibrate/data/h200-2026-11-29/gemm-align4-*.csv).
+enum class GemmAlignment { kAligned, kFourByteAligned, kMisaligned };
 
 // The default (uncalibrated) efficiency of one GEMM on one GPU: the fraction of the datasheet dense
 // peak of its dtype that the kernel's arithmetic reaches. Memory traffic and launch overhead are not
@@ -30,7 +37,7 @@ enum class GemmAlignment { kAligned, kHalfAligned, kMisaligned };
 //                    better (cuBLAS's split-K / stream-K kernels); the best candidate is taken.
 //   depth ramp       each tile's main loop of K' = K/split steps pays a fixed prologue/epilogue
 //                    worth K0 = 300 bytes of K (150 bf16 elements): factor K'/(K' + K0).
-//   alignment        kHalfAligned × 0.31, kMisaligned × 0.195 (measured ratios of slow-path to
+//   alignment        kFourByteAligned × 0.31, kMisaligned × 0.195 (measured ratios of slow-path to
 //                    aligned throughput on the H200: 4091³ 146.5 vs ~700 TFLOP/s, 4096×50257×4096
 //                    132 vs 683 TFLOP/s for 50304; 4100³ 213 TFLOP/s; the issue's own readings
 //                    127 vs 696 and 129 vs 744 give 0.18). fp8 GEMMs need 16-element strides

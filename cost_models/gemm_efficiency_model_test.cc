@@ -49,7 +49,13 @@ TEST(GemmEfficiencyModel, OnlyLeadingDimensionsDecideAlignment) {
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4091, 4096, 4096)), GemmAlignment::kAligned);
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4096, 4091, 4096)), GemmAlignment::kMisaligned);
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4096, 4096, 4091)), GemmAlignment::kMisaligned);
-  EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4100, 4100, 4100)), GemmAlignment::kHalfAligned);
+  EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4100, 4100, 4100)), GemmAlignment::kFourByteAligned);
+  // 4-byte strides run on the 8-byte strides' kernels (H200: bf16 4098 279.5, 4100 280.0 TFLOP/s).
+  EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4096, 4098, 4096)), GemmAlignment::kFourByteAligned);
+  EXPECT_EQ(GemmEfficiencyModel::alignment_of(bf16(4096, 4096, 4098)), GemmAlignment::kFourByteAligned);
+  // tf32 strides are always whole 4-byte words: odd ones take the 4-byte kernels (~130 TFLOP/s).
+  EXPECT_EQ(GemmEfficiencyModel::alignment_of(GemmShape{4096, 4097, 4096, 1, DataType::kTf32, false}),
+            GemmAlignment::kFourByteAligned);
   // The weight-gradient GEMM reads its A operand transposed, so M becomes a leading dimension.
   GemmShape wgrad = bf16(50257, 4096, 8192);
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(wgrad), GemmAlignment::kAligned);
@@ -57,7 +63,7 @@ TEST(GemmEfficiencyModel, OnlyLeadingDimensionsDecideAlignment) {
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(wgrad), GemmAlignment::kMisaligned);
   // 16 bytes = 8 bf16, 16 fp8, 4 tf32 elements.
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(GemmShape{4096, 4104, 4096, 1, DataType::kFp8, false}),
-            GemmAlignment::kHalfAligned);
+            GemmAlignment::kFourByteAligned);
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(GemmShape{4096, 4100, 4096, 1, DataType::kTf32, false}),
             GemmAlignment::kAligned);
   // fp32 runs on the CUDA cores, which have no slow path: the H200 ran fp32 4091³ at 52.2 TFLOP/s

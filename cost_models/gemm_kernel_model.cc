@@ -74,7 +74,10 @@ GemmKernelModel::Breakdown GemmKernelModel::explain(const GemmShape& shape, Flop
                                : 1.0;
   const FlopRate per_sm =
       peak * (GemmEfficiencyModel::peak_fraction(shape.dtype) * slow_path / static_cast<double>(sm_count_));
-  const Duration latency = cuda_core ? Duration::zero() : Duration::microseconds(kWaveLatencyUs);
+  const Duration latency = cuda_core ? Duration::zero()
+                           : family == GemmKernelFamily::kTensorCoreSlowPath
+                               ? Duration::microseconds(kSlowPathWaveLatencyUs)
+                               : Duration::microseconds(kWaveLatencyUs);
   const double depth_overhead =
       cuda_core ? 0.0 : GemmEfficiencyModel::kDepthOverheadBytes / static_cast<double>(bytes_per_element(shape.dtype));
   int64_t max_split = kTensorCoreMaxSplitK;

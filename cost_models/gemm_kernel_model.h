@@ -57,7 +57,13 @@ enum class GemmKernelFamily {
 //                      wave is the better stand-in.
 //   kTensorCoreSlowPath the three large tiles, GemmEfficiencyModel::alignment_factor on the rate,
 //                      no operand-feed term (TMA needs 16-byte strides, so these kernels load
-//                      otherwise); split-K ≤ 4.
+//                      otherwise); split-K ≤ 4; a per-wave latency of 6 µs, not 2: without TMA the
+//                      prologue and epilogue of a wave take longer (bf16 1024×1024×1025, one wave
+//                      of 128×128 tiles, ran 28.6 µs where 2 µs of latency leaves 22 µs). The 6 µs
+//                      was chosen by the leave-one-out maximum over the 437 samples of the profile
+//                      among 2, 4, 6, 8 and 10 µs (20.5, 15.9, 14.6, 15.6, 19.2 %);
+//                      docs/validation/calibration.md also checks it on 79 shapes outside the
+//                      profile.
 //   kCudaCore          the three large tiles, split-K ≤ 8 (cuBLAS chose up to 6 for fp32 in the
 //                      sweep), neither latency nor K0: small CUDA-core CTAs share an SM and overlap
 //                      one's prologue with another's main loop. K is split only when 128×128 tiles
@@ -74,6 +80,7 @@ class GemmKernelModel {
 
   // Per-wave latency of tensor-core kernels and the operand-feed constants (see the class comment).
   static constexpr double kWaveLatencyUs = 2.0;
+  static constexpr double kSlowPathWaveLatencyUs = 6.0;  // kTensorCoreSlowPath kernels
   static constexpr double kOperandFeedElements = 64.0;
   static constexpr double kLineStraddleCost = 0.5;
   // Largest split of K tried: tensor-core kernels (slow-path kernels chose 1 to 4 in the sweep) and

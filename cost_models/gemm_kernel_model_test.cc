@@ -26,7 +26,10 @@ Duration expected_wave_time(const GemmKernelModel::Breakdown& b, const GemmShape
       cuda_core ? 0.0 : GemmEfficiencyModel::kDepthOverheadBytes / static_cast<double>(bytes_per_element(s.dtype));
   const double depth = static_cast<double>(s.k) / static_cast<double>(b.split_k) + k0;
   const FlopRate per_sm = peak * (GemmEfficiencyModel::peak_fraction(s.dtype) * slow / sm_count) * b.operand_feed;
-  const Duration latency = cuda_core ? Duration::zero() : Duration::microseconds(GemmKernelModel::kWaveLatencyUs);
+  const Duration latency = cuda_core ? Duration::zero()
+                           : b.family == GemmKernelFamily::kTensorCoreSlowPath
+                               ? Duration::microseconds(GemmKernelModel::kSlowPathWaveLatencyUs)
+                               : Duration::microseconds(GemmKernelModel::kWaveLatencyUs);
   return latency + compute_time(2.0 * static_cast<double>(b.tile_m * b.tile_n) * depth, per_sm);
 }
 
@@ -144,6 +147,20 @@ TEST(GemmKernelModel, CudaCoreKernelsSplitOnlySmallGrids) {
   const auto square = model.explain(shape(2048, 2048, 2048, DataType::kFp32), fp32_peak);
   EXPECT_EQ(square.split_k, 1);
   EXPECT_NEAR(wide.compute().to_seconds() / square.compute().to_seconds(), 1083.6 / 356.0, 0.1);
+}
+
+TEST(GemmKernelModel, SlowPathWavesPayALongerLatency) {
+  // One wave of slow-path tiles costs kSlowPathWaveLatencyUs more than its main loop; a
+  // tensor-core wave kWaveLatencyUs.
+  const GemmKernelModel model(132);
+  const auto slow = model.explain(shape(1024, 1025, 1024), kBf16Peak);
+  ASSERT_EQ(slow.family, GemmKernelFamily::kTensorCoreSlowPath);
+  const double depth = 1024.0 / static_cast<double>(slow.split_k) + 150.0;  // K0 = 300 bytes of bf16
+  const double rate = 989e12 * GemmEfficiencyModel::peak_fraction(DataType::kBf16) *
+                      GemmEfficiencyModel::alignment_factor(GemmAlignment::kMisaligned) / 132;
+  const double main_loop = 2.0 * static_cast<double>(slow.tile_m * slow.tile_n) * depth / rate;
+  EXPECT_NEAR(slow.wave_time.to_seconds(), GemmKernelModel::kSlowPathWaveLatencyUs * 1e-6 + main_loop, 1e-9);
+  EXPECT_GT(GemmKernelModel::kSlowPathWaveLatencyUs, GemmKernelModel::kWaveLatencyUs);
 }
 
 TEST(GemmKernelModel, SlowPathRunsAtTheAlignmentFactor) {

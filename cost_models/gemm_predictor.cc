@@ -15,6 +15,8 @@ constexpr size_t kNeighbours = 8;
 constexpr double kSigmaOctaves = 1.0;
 // Distance added between a bf16 and an fp16 sample (header).
 constexpr double kOtherDtypeOctaves = 2.0;
+// A sample this close (octaves) of the same class is a twin (header).
+constexpr double kTwinOctaves = 0.05;
 
 void coordinates_of(const GemmShape& s, double out[4]) {
   out[0] = std::log2(static_cast<double>(s.m));
@@ -105,6 +107,10 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
   if (by_distance.front().first == 0 && same_class(points_[by_distance.front().second].shape, shape)) {
     return samples_[by_distance.front().second].time;
+  }
+  if (by_distance.front().first <= kTwinOctaves * kTwinOctaves &&
+      same_class(points_[by_distance.front().second].shape, shape)) {
+    return base.scaled(std::exp(points_[by_distance.front().second].log_ratio));
   }
   double weight_sum = 0;
   double weighted = 0;

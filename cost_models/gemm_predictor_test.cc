@@ -30,6 +30,21 @@ TEST(GemmPredictor, ASampledShapeReturnsItsTimeAndLeaveOneOutExcludesIt) {
               1.2, 1e-6);
 }
 
+TEST(GemmPredictor, ATwinSampleAloneCorrectsItsShape) {
+  // 1026 and 1028 (4- and 8-byte strides, one class) run the same kernel: the twin's ratio applies,
+  // not a weighted mean with the samples an octave away.
+  const GemmPredictor p({sample(shape(1024, 1028, 1024), 1.8), sample(shape(2048, 2052, 2048), 1.0),
+                         sample(shape(1024, 2052, 1024), 1.0), sample(shape(2048, 1028, 1024), 1.0)},
+                        flat_baseline);
+  EXPECT_NEAR(ratio_of(p, shape(1024, 1026, 1024)), 1.8, 1e-6);
+  // 0.1 octave away is not a twin: the neighbours' weights count.
+  const double r = ratio_of(p, shape(1100, 1028, 1024));
+  EXPECT_LT(r, 1.8);
+  EXPECT_GT(r, 1.0);
+  // The other 16-bit dtype is never a twin (two octaves away).
+  EXPECT_LT(ratio_of(p, shape(1024, 1026, 1024, DataType::kFp16)), 1.8);
+}
+
 TEST(GemmPredictor, InterpolatesLogRatiosWithGaussianWeights) {
   // Two samples one octave away in M on either side: equal weights, geometric mean of the ratios.
   const GemmPredictor p({sample(shape(1024, 2048, 2048), 1.0), sample(shape(4096, 2048, 2048), 2.0)}, flat_baseline);
@@ -84,12 +99,14 @@ TEST(GemmPredictor, Fp32HasNoSlowPathClass) {
   const GemmShape even = shape(4096, 4096, 4096, DataType::kFp32);
   const GemmShape odd = shape(8191, 8191, 8191, DataType::kFp32);
   const GemmPredictor p({sample(even, 0.5), sample(odd, 2.0)}, flat_baseline);
-  const double d_even = std::log2(4096.0 / 4091.0);
-  const double d_odd = std::log2(8191.0 / 4091.0);
+  const double d_even = std::log2(4500.0 / 4096.0);
+  const double d_odd = std::log2(8191.0 / 4500.0);
   const double w_even = std::exp(-3 * d_even * d_even / 2);
   const double w_odd = std::exp(-3 * d_odd * d_odd / 2);
-  EXPECT_NEAR(ratio_of(p, shape(4091, 4091, 4091, DataType::kFp32)),
+  EXPECT_NEAR(ratio_of(p, shape(4500, 4500, 4500, DataType::kFp32)),
               std::exp((w_even * std::log(0.5) + w_odd * std::log(2.0)) / (w_even + w_odd)), 1e-6);
+  // 4091³ is 4096³'s twin (0.003 octaves away): its ratio alone applies, odd strides or not.
+  EXPECT_NEAR(ratio_of(p, shape(4091, 4091, 4091, DataType::kFp32)), 0.5, 1e-6);
 }
 
 }  // namespace

@@ -146,6 +146,10 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--nccl-raw", calibration_validation.nccl_raw,
                            "with --calibration: clustersim-calibrate nccl.csv files to fit and check (repeatable)")
       ->check(CLI::ExistingFile);
+  validate_cmd->add_option("--gemm-holdout", calibration_validation.gemm_holdout,
+                           "with --calibration: clustersim-calibrate gemm.csv files of shapes outside the profile, "
+                           "predicted from all of it (repeatable)")
+      ->check(CLI::ExistingFile);
   validate_cmd->add_option("--gpu", calibration_validation.gpu, "with --calibration: GPU preset of the profile")
       ->capture_default_str();
   add_nccl_log_options(validate_cmd);
@@ -231,6 +235,12 @@ int main(int argc, char** argv) {
       if (validate_json_option->count() > 0 && validate_runs_options.csv.empty()) {
         throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
                          "report (--out)");
+      }
+      if (calibration_validation.profile.empty() &&
+          (!calibration_validation.references.empty() || !calibration_validation.nccl_raw.empty() ||
+           !calibration_validation.gemm_holdout.empty())) {
+        throw InputError("--reference, --nccl-raw and --gemm-holdout belong to --calibration PROFILE; give the "
+                         "profile (e.g. --calibration h200-2026-11-29)");
       }
       if (!calibration_validation.profile.empty()) {
         calibration_validation.out = validate_out;

@@ -17,7 +17,11 @@
 //       <ranks> GPUs, with -m<micro-batches> before .yaml when a step runs several — against the measured step time (the slowest rank's; and the one-GPU rows'
 //       forward / backward / optimizer split) and peak allocated memory (the largest rank's);
 //       target (issue 4): within 10 % on both for at least six configurations. A torchrun row
-//       without a scenario is listed as not simulated, with the reason.
+//       without a scenario is listed as not simulated, with the reason;
+//   (e) with --gemm-holdout: GEMMs measured apart from the profile (clustersim-calibrate raw files;
+//       a shape's repeated measurements merged to their median, as the fit merges them) predicted
+//       by the whole profile. A shape the profile has is left out of this check (the prediction
+//       would be the sample itself). No target: the issue's is the leave-one-out one (a).
 
 #include <optional>
 #include <ostream>
@@ -36,6 +40,7 @@ struct CalibrationValidationOptions {
   std::string scenario_dir;             // "" = <data dir>/reference
   std::vector<std::string> nccl_raw;    // raw nccl.csv files
   std::vector<NcclTestsLogInput> nccl_logs;
+  std::vector<std::string> gemm_holdout;  // raw gemm.csv files of shapes outside the profile
   std::string gpu = "h200-sxm-141gb";   // GPU preset for GEMM and attention peaks
   std::string out;                      // report path ("" = standard output)
 };
@@ -103,6 +108,10 @@ struct CalibrationValidation {
   // weight-gradient GEMMs), left out like the others: the shapes the step predictions rely on.
   std::vector<LeaveOneOutResult::Row> step_gemms;
   double step_gemms_median = 0, step_gemms_max = 0;
+  // (e) GEMMs outside the profile, predicted by all of it (LeaveOneOutResult's rows and summary).
+  LeaveOneOutResult holdout;
+  std::vector<GemmClassSummary> holdout_classes;
+  int holdout_in_profile = 0;  // holdout shapes the profile already has (not checked)
   std::vector<AttentionLooRow> attention;
   double attention_median = 0, attention_max = 0;
   std::vector<CollectiveFitCheck> collectives;

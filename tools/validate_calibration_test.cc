@@ -39,10 +39,11 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   EXPECT_LE(v.step_gemms_max, CalibrationTargets::kGemmMax);
   EXPECT_TRUE(std::any_of(v.step_gemms.begin(), v.step_gemms.end(),
                           [](const auto& r) { return r.shape.n == 50257 || r.shape.k == 50257; }));
-  // Over every sample (five dtypes, squares down to 256³; each the median of six sweeps): median
-  // 2.4 %, max 14.6 % (fp8 256³), both within the targets. The median is bounded at its committed
-  // level so that it cannot grow unnoticed.
-  EXPECT_LE(v.gemm.median_abs_error, 0.025);
+  // Over every sample (five dtypes, squares down to 256³, the 4-, 8- and 2-byte stride probes; each
+  // the median of its sweeps): median 2.2 %, max 14.6 % (fp8 256³), both within the targets. The
+  // median is bounded at its committed level so that it cannot grow unnoticed.
+  EXPECT_GE(v.gemm.rows.size(), 437u);
+  EXPECT_LE(v.gemm.median_abs_error, 0.023);
   EXPECT_LE(v.gemm.max_abs_error, CalibrationTargets::kGemmMax);
   // Training steps: every reference configuration predicted; at least six within 10 % on step
   // time and on peak memory.
@@ -70,6 +71,41 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   EXPECT_LE(v.collectives[0].fit.segments.size(), 3u);
   EXPECT_LE(v.collectives[0].max_fitted_error, 0.15);
   EXPECT_LE(v.collectives[0].median_left_out_error, 0.05);
+}
+
+// GEMMs measured apart from the profile (tools/calibrate/data/h200-2026-11-29-holdout: the shapes of
+// three shipped scenarios that the calibration list lacks and 45 random ones, six sweeps) predicted
+// from all of it. No target of the issue applies; the figures (median 6.5 %, max 25.3 %, tf32
+// 4416×1344×1330) are bounded at their level, and shapes the profile has are not counted.
+TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
+  CalibrationValidationOptions o = committed();
+  o.references.clear();
+  o.nccl_raw.clear();
+  for (int i = 1; i <= 6; ++i) {
+    o.gemm_holdout.push_back(kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout" +
+                             std::to_string(i) + ".csv");
+  }
+  const CalibrationValidation v = validate_calibration(o);
+  // 81 shapes listed, two fp8 shapes with odd strides unsupported by cuBLASLt.
+  ASSERT_EQ(v.holdout.rows.size(), 79u);
+  EXPECT_EQ(v.holdout_in_profile, 0);
+  EXPECT_LE(v.holdout.median_abs_error, 0.07);
+  EXPECT_LE(v.holdout.max_abs_error, 0.26);
+  for (const auto& r : v.holdout.rows) {
+    EXPECT_EQ(r.relative_error, (static_cast<double>(r.predicted.ps()) - static_cast<double>(r.measured.ps())) /
+                                    static_cast<double>(r.measured.ps()));
+  }
+  std::ostringstream report;
+  write_calibration_report(v, o, report);
+  EXPECT_NE(report.str().find("## GEMM shapes outside the profile"), std::string::npos);
+  // A file that is not a gemm sweep is refused with its name.
+  o.gemm_holdout = {kSource + "/tools/calibrate/data/h200-2026-11-29/memory.csv"};
+  try {
+    validate_calibration(o);
+    ADD_FAILURE() << "a memory sweep was accepted as GEMM holdout";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory.csv"), std::string::npos) << e.what();
+  }
 }
 
 // The torchrun runs on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-b.jsonl): DDP

@@ -370,6 +370,11 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const PrecisionPolicy& precision = training.precision;
   const GroupKind data_group = layout.cp > 1 ? GroupKind::kDataContext : GroupKind::kData;
+  // The deepep dispatcher's traffic needs the expert-parallel group's node layout
+  // (simulate_training sets it); without it the programs would price a plain all-to-all.
+  check_invariant(transformer.dims().dispatcher != MoeDispatcher::kDeepEp || transformer.dims().ep <= 1 ||
+                      transformer.dims().ep_ranks_per_node > 0,
+                  "deepep programs built without the expert-parallel group's ranks per node");
 
   // Price each kind of layer once; every chunk copies it.
   const ParameterCounts& params = transformer.parameters();

@@ -55,12 +55,44 @@ double seconds(Duration d) { return d.to_seconds(); }
 
 }  // namespace
 
+int64_t expert_ranks_per_node(const Layout& layout, const Cluster& cluster) {
+  if (layout.ep <= 1) return 0;
+  const std::vector<int> group = RankGrid(layout).group_of(GroupKind::kExpert, 0);
+  const auto size = static_cast<int64_t>(group.size());
+  int64_t per_node = 0;
+  while (per_node < size && cluster.node_of(group[static_cast<size_t>(per_node)]) == cluster.node_of(group.front())) {
+    ++per_node;
+  }
+  if (size % per_node != 0) return 0;
+  std::vector<int> nodes_seen;
+  for (int64_t i = 0; i < size; i += per_node) {
+    const int node = cluster.node_of(group[static_cast<size_t>(i)]);
+    if (std::find(nodes_seen.begin(), nodes_seen.end(), node) != nodes_seen.end()) return 0;
+    nodes_seen.push_back(node);
+    for (int64_t j = i; j < i + per_node; ++j) {
+      if (cluster.node_of(group[static_cast<size_t>(j)]) != node) return 0;
+    }
+  }
+  return per_node;
+}
+
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
                                  const Layout& layout, const TrainingSimulationOptions& options) {
   model.validate();
   training.validate(model);
   validate_layout(layout, layout_context(model, training, cluster, options.allow_idle_gpus));
-  const Transformer transformer(model, training, shard_spec(layout));
+  ShardSpec shard = shard_spec(layout);
+  if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1) {
+    shard.ep_ranks_per_node = expert_ranks_per_node(layout, cluster);
+    if (shard.ep_ranks_per_node == 0) {
+      throw InputError(fmt::format("parallelism.moe_dispatcher deepep needs each expert-parallel group laid out node by "
+                                   "node (its ranks consecutive in group order, the same number on every node it "
+                                   "spans); parallelism.order {} with ep {} places them otherwise (put ep next to tp, "
+                                   "e.g. tp-cp-ep-dp-pp)",
+                                   layout.order, layout.ep));
+    }
+  }
+  const Transformer transformer(model, training, shard);
   const GpuSpec& gpu = uniform_gpu(cluster);
   std::optional<ComputeCostModel> own_cost;
   const ComputeCostModel& cost =

@@ -70,6 +70,12 @@ struct TrainingReport {
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
                                  const Layout& layout, const TrainingSimulationOptions& options = {});
 
+// The ranks of an expert-parallel group on each node it spans (ShardSpec::ep_ranks_per_node): the
+// group of rank 0, which must lie node by node (consecutive group ranks on one node, the same
+// number on each, each node once); 0 when it does not or ep = 1. Ranks are GPUs of `cluster` in
+// order.
+int64_t expert_ranks_per_node(const Layout& layout, const Cluster& cluster);
+
 // The LayoutContext validate_layout() needs, from the model, training spec and cluster.
 LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& training, const Cluster& cluster,
                              bool allow_idle_gpus);

@@ -94,6 +94,12 @@ void add_model_keys(Schema& s, const std::string& prefix) {
                 "total intermediate size of the shared experts (0 = shared_experts × moe_ffn_hidden)", "0", 0,
                 4 * kMaxHidden));
   s.key(integer(moe + ".first_dense_layers", "leading layers with a dense MLP", "0", 0, kMaxLayers));
+  s.key(integer(moe + ".router_num_groups",
+                "group-limited routing: contiguous expert groups (Megatron --moe-router-num-groups; 0 = no limit)", "0",
+                0, kMaxExperts));
+  s.key(integer(moe + ".router_group_topk",
+                "group-limited routing: groups each token's experts come from (Megatron --moe-router-group-topk)", "0",
+                0, kMaxExperts));
   s.key(choice(moe + ".load_balancing",
                "router balancing: aux_loss (auxiliary loss), aux_loss_free (DeepSeek-V3's expert bias) or none; "
                "changes only the router's cost",
@@ -252,8 +258,10 @@ Schema build_scenario_schema() {
   s.key(integer("parallelism.ep", "expert-parallel size", "1", 1, kMaxClusterGpus));
   s.key(integer("parallelism.etp", "expert tensor-parallel size", "1", 1, kMaxClusterGpus));
   s.key(choice("parallelism.moe_dispatcher",
-               "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall or allgather", "alltoall",
-               {"alltoall", "allgather"}));
+               "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall, allgather, or deepep "
+               "(DeepEP's kernels, Megatron's flex dispatcher: a token crosses the network once per destination node "
+               "and NVLink forwards it to the experts' GPUs; dispatched in fp8 when training.precision is fp8)",
+               "alltoall", {"alltoall", "allgather", "deepep"}));
   s.key(choice("parallelism.cp_comm",
                "context-parallel attention (Megatron --cp-comm-type): p2p (ring, K/V blocks overlapped with "
                "attention) or a2a (Ulysses all-to-all)",
@@ -355,6 +363,8 @@ void apply_model_keys(const ConfigDocument& doc, const std::string& prefix, Mode
   int_key("moe.moe_ffn_hidden", m.moe.moe_ffn_hidden);
   int_key("moe.shared_experts", m.moe.shared_experts);
   int_key("moe.first_dense_layers", m.moe.first_dense_layers);
+  int_key("moe.router_num_groups", m.moe.router_num_groups);
+  int_key("moe.router_group_topk", m.moe.router_group_topk);
   int_key("moe.shared_ffn_hidden", m.moe.shared_ffn_hidden);
   if (doc.has(prefix + "moe.load_balancing")) {
     m.moe.balancing = parse_moe_balancing(doc.get_string(prefix + "moe.load_balancing"));

@@ -596,6 +596,14 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
   l.dp = static_cast<int>(dp);
   l.ep = static_cast<int>(c.ep.value_or(1));
   if (out.scenario.model.moe.enabled()) l.order = "tp-cp-ep-dp-pp";
+  if (contains(c.model, "DeepSeek-V3") && l.ep > 1) {
+    // DeepSeek's own run: DeepEP's node-limited dispatch (§3.2.2: each token to at most 4 nodes over
+    // InfiniBand, forwarded over NVLink; FP8 dispatch, BF16 combine, §3.3.2).
+    l.moe_dispatcher = MoeDispatcher::kDeepEp;
+    ctx.assume("moe_dispatcher = deepep",
+               "the report's all-to-all kernels: a token crosses InfiniBand once per node (at most 4, the routing's "
+               "node limit) and NVLink to its experts; dispatched in FP8, combined in BF16");
+  }
   if (c.sequence_parallel == "yes" && tp > 1) {
     l.sequence_parallel = true;
   } else if (c.sequence_parallel == "yes") {

@@ -30,6 +30,7 @@ std::string describe_layout(const Layout& l) {
                            : fmt::format("tp {} · pp {} · no dp fits", l.tp, l.pp);
   if (l.cp > 1) s += fmt::format(" · cp {}", l.cp);
   if (l.ep > 1) s += fmt::format(" · ep {}", l.ep);
+  if (l.ep > 1 && l.moe_dispatcher != MoeDispatcher::kAllToAll) s += fmt::format(" ({})", name_of(l.moe_dispatcher));
   if (l.etp > 1) s += fmt::format(" · etp {}", l.etp);
   if (l.vpp > 1) s += fmt::format(" · vpp {}", l.vpp);
   if (l.layers_per_virtual_stage > 0) s += fmt::format(" · {} layers/chunk", l.layers_per_virtual_stage);

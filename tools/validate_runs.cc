@@ -312,6 +312,7 @@ std::string describe_setup(const PublishedScenario& ps) {
   std::string layout = fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp);
   if (l.cp > 1) layout += fmt::format(" · cp {}", l.cp);
   if (l.ep > 1) layout += fmt::format(" · ep {}", l.ep);
+  if (l.ep > 1 && l.moe_dispatcher != MoeDispatcher::kAllToAll) layout += fmt::format(" ({})", name_of(l.moe_dispatcher));
   if (l.vpp > 1) layout += fmt::format(" · vpp {}", l.vpp);
   if (l.sequence_parallel) layout += " · sp";
   if (l.tp_comm_overlap) layout += " · tp-comm-overlap";
@@ -542,12 +543,13 @@ void write_runs_report(const RunValidation& v, const std::string& command, std::
     out << fmt::format(
         "## Mixture-of-experts and context-parallel rows\n\nContext parallelism (ring attention, zig-zag sharded): "
         "MAPE {} over {} rows. Mixture-of-experts (expert-parallel all-to-all dispatch, grouped expert GEMMs, "
-        "balanced routing as the sources force it): MAPE {} over {} rows. Not modelled, and the likely causes of the "
-        "MoE errors: the host synchronisation of Megatron's dropless all-to-all dispatcher (token counts copied to "
-        "the CPU in every MoE layer) and the launch-bound small kernels of fine-grained experts, which make the "
-        "measured Megatron-Bridge runs slower than predicted; DeepSeek-V3's DualPipe overlap of the all-to-alls "
-        "with another micro-batch's computation, its node-limited routing (at most 4 nodes per token, so less "
-        "InfiniBand traffic) and FP8 dispatch, which make its own run faster than predicted.\n\n",
+        "balanced routing as the sources force it; DeepSeek-V3's own run with DeepEP's dispatch: a token crosses "
+        "InfiniBand once per node, at most 4 under its node-limited routing, dispatched in FP8): MAPE {} over {} "
+        "rows. Not modelled, and the likely causes of the MoE errors: the host synchronisation of Megatron's "
+        "dropless all-to-all dispatcher (token counts copied to the CPU in every MoE layer) and the launch-bound "
+        "small kernels of fine-grained experts, which make the measured Megatron-Bridge runs slower than "
+        "predicted; for DeepSeek-V3's run, DualPipe's overlap of the all-to-alls with another micro-batch's "
+        "computation (faster) and the multi-token-prediction module (slower).\n\n",
         cp_n > 0 ? pct(cp_sum / cp_n) : "—", cp_n, moe_n > 0 ? pct(moe_sum / moe_n) : "—", moe_n);
     out << "| config | model | metric | published | predicted | error | step | compute | exposed comm | bubble | "
            "setup |\n|---|---|---|---|---|---|---|---|---|---|---|\n";

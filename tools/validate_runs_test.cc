@@ -78,14 +78,17 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   // BLOOM-176B (Megatron-DeepSpeed, whose pipeline engine all-reduces the bf16 optimizer's fp32
   // gradients): issue 8's 15 %.
   EXPECT_LE(source("BigScience tr11-176B-ml README").mape, 0.15);
+  // DeepSeek-V3's own run (DeepEP's node-limited dispatch): issue 8's 15 %.
+  EXPECT_LE(source("DeepSeek-AI").mape, 0.15);
 }
 
 // Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):
 // 8 % before tensor-parallel communication overlap was modelled, 18 % since (+13 % on H100, +17 … +24 %
 // on B200: the overlap removed the exposed collectives that had offset optimistic compute, see
 // docs/validation/error_budget.md section 2); the bound is a regression bound above today's value. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's
-// fine-grained MoE runs (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 on B200) and 1.5× too slow for
-// DeepSeek-V3's own run (no DualPipe overlap, no node-limited routing): regression bounds only.
+// fine-grained MoE runs (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 on B200); DeepSeek-V3's own run,
+// 1.5× too slow until DeepEP's node-limited dispatch was modelled, is now within 5 %: regression
+// bounds only.
 TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
   int cp_rows = 0, moe_rows = 0;
   for (const auto& r : committed().rows) {
@@ -96,7 +99,7 @@ TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
   EXPECT_GE(cp_rows, 6);
   EXPECT_GE(moe_rows, 10);
   EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.cp > 1 && r.ep == 1; }), 0.20);
-  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.ep > 1; }), 1.8);
+  EXPECT_LE(mape_of([](const RunValidationRow& r) { return r.ep > 1; }), 1.3);
 }
 
 TEST(ValidateRuns, EveryRowIsPredictedOrNamesWhatIsMissing) {

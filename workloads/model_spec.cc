@@ -94,7 +94,7 @@ void ModelSpec::validate_moe() const {
       throw InputError(fmt::format("model.moe.num_experts must be >= 0 (got {}; 0 = dense)", moe.num_experts));
     }
     if (moe.top_k != 0 || moe.moe_ffn_hidden != 0 || moe.shared_experts != 0 || moe.shared_ffn_hidden != 0 ||
-        moe.first_dense_layers != 0) {
+        moe.first_dense_layers != 0 || moe.router_num_groups != 0 || moe.router_group_topk != 0) {
       throw InputError(fmt::format("model \"{}\": model.moe.* fields are set but model.moe.num_experts = 0; give the "
                                    "number of routed experts (or remove the moe section for a dense model)",
                                    name));
@@ -117,6 +117,20 @@ void ModelSpec::validate_moe() const {
   if (moe.shared_ffn_hidden > 0 && moe.shared_experts == 0) {
     throw InputError(fmt::format("model.moe.shared_ffn_hidden = {} needs model.moe.shared_experts >= 1",
                                  moe.shared_ffn_hidden));
+  }
+  if (moe.router_num_groups != 0 || moe.router_group_topk != 0) {
+    if (moe.router_num_groups < 1 || moe.num_experts % moe.router_num_groups != 0) {
+      throw InputError(fmt::format("model.moe.router_num_groups = {} must divide model.moe.num_experts = {} (DeepSeek-V3: "
+                                   "8 groups of 32 experts)",
+                                   moe.router_num_groups, moe.num_experts));
+    }
+    if (moe.router_group_topk < 1 || moe.router_group_topk > moe.router_num_groups ||
+        moe.router_group_topk * (moe.num_experts / moe.router_num_groups) < moe.top_k) {
+      throw InputError(fmt::format("model.moe.router_group_topk = {} must be in 1..router_num_groups = {} and its groups "
+                                   "must hold at least top_k = {} experts ({} per group)",
+                                   moe.router_group_topk, moe.router_num_groups, moe.top_k,
+                                   moe.num_experts / moe.router_num_groups));
+    }
   }
   if (moe.first_dense_layers < 0 || moe.first_dense_layers >= layers) {
     throw InputError(fmt::format("model.moe.first_dense_layers = {} must be in 0..{} (layers = {}; at least one layer "

@@ -49,6 +49,12 @@ struct MoeSpec {
   int64_t shared_ffn_hidden = 0;   // their total intermediate size; 0 = shared_experts × moe_ffn_hidden
   int64_t first_dense_layers = 0;  // leading layers with a dense MLP of ffn_hidden (DeepSeek-V3: 3)
   MoeBalancing balancing = MoeBalancing::kAuxLoss;
+  // Group-limited routing (Megatron --moe-router-num-groups / --moe-router-group-topk; DeepSeek-V3's
+  // node-limited routing, arXiv:2412.19437 §2.1.2: 8 groups, 4 chosen): the experts are cut into
+  // router_num_groups contiguous groups and each token's top_k experts come from router_group_topk
+  // of them. 0 = no limit. Only the deepep dispatcher's traffic depends on it (Transformer).
+  int64_t router_num_groups = 0;
+  int64_t router_group_topk = 0;
 
   bool enabled() const { return num_experts > 0; }
   int64_t shared_ffn() const { return shared_ffn_hidden > 0 ? shared_ffn_hidden : shared_experts * moe_ffn_hidden; }

@@ -9,7 +9,12 @@
 namespace clustersim {
 
 std::string_view name_of(MoeDispatcher dispatcher) {
-  return dispatcher == MoeDispatcher::kAllToAll ? "alltoall" : "allgather";
+  switch (dispatcher) {
+    case MoeDispatcher::kAllToAll: return "alltoall";
+    case MoeDispatcher::kAllGather: return "allgather";
+    case MoeDispatcher::kDeepEp: return "deepep";
+  }
+  return "?";
 }
 
 std::string_view name_of(ContextParallelComm comm) { return comm == ContextParallelComm::kRing ? "p2p" : "a2a"; }
@@ -17,7 +22,9 @@ std::string_view name_of(ContextParallelComm comm) { return comm == ContextParal
 MoeDispatcher parse_moe_dispatcher(std::string_view text) {
   if (text == "alltoall") return MoeDispatcher::kAllToAll;
   if (text == "allgather") return MoeDispatcher::kAllGather;
-  throw InputError(fmt::format("unknown parallelism.moe_dispatcher \"{}\" (valid: alltoall, allgather)", text));
+  if (text == "deepep") return MoeDispatcher::kDeepEp;
+  throw InputError(
+      fmt::format("unknown parallelism.moe_dispatcher \"{}\" (valid: alltoall, allgather, deepep)", text));
 }
 
 ContextParallelComm parse_context_parallel_comm(std::string_view text) {
@@ -129,6 +136,7 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard) {
   d.ep = shard.ep;
   d.etp = shard.etp;
   d.dispatcher = shard.dispatcher;
+  d.ep_ranks_per_node = shard.ep_ranks_per_node;
   d.cp_comm = shard.cp_comm;
   d.sequence_parallel = shard.sequence_parallel && tp > 1;
   d.head_dim = model.v_head_size();

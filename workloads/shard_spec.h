@@ -13,8 +13,14 @@ namespace clustersim {
 //   alltoall   the router's permuted tokens go to their experts' ranks by an all-to-all on the
 //              expert-parallel group and come back by a second one (MoEAlltoAllTokenDispatcher);
 //   allgather  every rank all-gathers the tokens of its expert-parallel group, runs its experts on
-//              those routed to them and reduce-scatters the outputs (MoEAllGatherTokenDispatcher).
-enum class MoeDispatcher { kAllToAll, kAllGather };
+//              those routed to them and reduce-scatters the outputs (MoEAllGatherTokenDispatcher);
+//   deepep     DeepEP's normal kernels (Megatron's flex dispatcher; DeepSeek-V3, arXiv:2412.19437
+//              §3.2.2): a token crosses the network once per destination node, to the GPU of its own
+//              rail there, which forwards it over NVLink to the GPUs holding its experts; the combine
+//              runs the reverse way. Tokens and the gradients of the expert outputs are dispatched
+//              in fp8 (1 byte per element and a 4-byte scale per 128) when the GEMMs run in fp8, the
+//              combine and the dispatch's backward in the activation dtype (DeepSeek-V3 §3.3.2).
+enum class MoeDispatcher { kAllToAll, kAllGather, kDeepEp };
 // How context parallelism runs attention (Megatron --cp-comm-type):
 //   p2p  ring attention: cp − 1 steps each passing a K/V block to the next rank, overlapped with the
 //        attention of the block in hand (TransformerEngine's context-parallel attention);
@@ -22,7 +28,7 @@ enum class MoeDispatcher { kAllToAll, kAllGather };
 //        into head shards before attention and back after it.
 enum class ContextParallelComm { kRing, kAllToAll };
 
-std::string_view name_of(MoeDispatcher dispatcher);      // "alltoall", "allgather"
+std::string_view name_of(MoeDispatcher dispatcher);      // "alltoall", "allgather", "deepep"
 std::string_view name_of(ContextParallelComm comm);      // "p2p", "a2a"
 MoeDispatcher parse_moe_dispatcher(std::string_view text);
 ContextParallelComm parse_context_parallel_comm(std::string_view text);
@@ -40,6 +46,9 @@ struct ShardSpec {
   int64_t etp = 1;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   ContextParallelComm cp_comm = ContextParallelComm::kRing;
+  // The expert-parallel group's ranks per node, the group laid out node by node (group ranks
+  // g·G .. g·G + G − 1 on one node); 0 = unknown. The deepep dispatcher's traffic needs it.
+  int64_t ep_ranks_per_node = 0;
 };
 
 // Per-rank dimensions of a model under a ShardSpec.
@@ -51,6 +60,7 @@ struct ShardedDims {
   bool sequence_parallel = false;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   ContextParallelComm cp_comm = ContextParallelComm::kRing;
+  int64_t ep_ranks_per_node = 0;  // ShardSpec::ep_ranks_per_node
   int64_t head_dim = 0;           // value/output size per head (MLA: v_head_dim)
   int64_t qk_head_dim = 0;        // query/key size per head (MLA: head_dim + rope_head_dim)
   int64_t heads_per_rank = 0;     // a / tp

@@ -102,6 +102,8 @@ inline ModelSpec deepseek_v3() {
   m.moe.shared_experts = 1;
   m.moe.first_dense_layers = 3;
   m.moe.balancing = MoeBalancing::kAuxLossFree;
+  m.moe.router_num_groups = 8;  // config.json n_group, topk_group: each token on at most 4 nodes
+  m.moe.router_group_topk = 4;
   m.mla.q_lora_rank = 1536;
   m.mla.kv_lora_rank = 512;
   m.mla.rope_head_dim = 64;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "workloads/deepep_traffic.h"
 #include "workloads/pytorch_eager_ops.h"
 
 namespace clustersim {
@@ -124,6 +125,9 @@ struct Sizes {
   bool allgather;         // allgather token dispatcher
   MoeBalancing balancing;
   std::vector<int64_t> dispatch_matrix;  // bytes, [sender][receiver]; empty when balanced
+  // The combine's [sender][receiver] bytes when they are not the dispatch's transpose (deepep: the
+  // dispatch in fp8, the combine in the activation dtype).
+  std::vector<int64_t> combine_matrix;
 
   int64_t hidden_tokens() const { return seq_tokens * h * e; }  // a [T(/tp), h] activation in bytes
   int64_t full_hidden() const { return tokens * h * e; }        // a [T, h] activation in bytes
@@ -132,6 +136,16 @@ struct Sizes {
     return static_cast<int64_t>(std::ceil(static_cast<double>(routed * top_k) * kept)) * h * e;
   }
 };
+
+std::vector<int64_t> transposed(const std::vector<int64_t>& matrix) {
+  if (matrix.empty()) return {};
+  const size_t n = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(matrix.size()))));
+  std::vector<int64_t> out(matrix.size());
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) out[j * n + i] = matrix[i * n + j];
+  }
+  return out;
+}
 
 Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims,
                const std::vector<double>& rank_shares) {
@@ -197,7 +211,21 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
     z.expert_tokens = z.dispatched * z.etp;
     bool even = true;
     for (double share : rank_shares) even = even && std::abs(share - 1.0 / static_cast<double>(z.ep)) < 1e-12;
-    if (!even && z.ep > 1 && !z.allgather) {
+    if (dims.dispatcher == MoeDispatcher::kDeepEp && z.ep > 1) {
+      if (!even) {
+        throw InputError("parallelism.moe_dispatcher deepep is modelled for balanced routing only; remove "
+                         "training.moe_routing (skew, expert_load, capacity_factor) or use moe_dispatcher alltoall");
+      }
+      // Known when the expert-parallel group's layout over the nodes is (simulate_training); memory
+      // estimates do not need it.
+      if (dims.ep_ranks_per_node > 0) {
+        const double dispatch_element = z.gemm == DataType::kFp8 ? 1.0 + 4.0 / 128.0 : static_cast<double>(z.e);
+        z.dispatch_matrix = deepep_dispatch_matrix(model.moe, z.ep, dims.ep_ranks_per_node, z.routed,
+                                                   static_cast<double>(z.h) * dispatch_element);
+        z.combine_matrix = transposed(deepep_dispatch_matrix(model.moe, z.ep, dims.ep_ranks_per_node, z.routed,
+                                                             static_cast<double>(z.h * z.e)));
+      }
+    } else if (!even && z.ep > 1 && !z.allgather) {
       // Every sender routes its tokens in the group's proportions (all expert-parallel groups alike).
       const size_t n = rank_shares.size();
       const double sent = static_cast<double>(z.routed * z.top_k * z.h * z.e);
@@ -212,14 +240,19 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   return z;
 }
 
-std::vector<int64_t> transposed(const std::vector<int64_t>& matrix) {
-  if (matrix.empty()) return {};
+// The bytes one rank sends in a dispatch-direction (or combine-direction) all-to-all: its row of
+// the matrix when there is one, else `balanced`.
+int64_t row_bytes(const std::vector<int64_t>& matrix, int64_t balanced) {
+  if (matrix.empty()) return balanced;
   const size_t n = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(matrix.size()))));
-  std::vector<int64_t> out(matrix.size());
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) out[j * n + i] = matrix[i * n + j];
-  }
-  return out;
+  int64_t sum = 0;
+  for (size_t j = 0; j < n; ++j) sum += matrix[j];
+  return sum;
+}
+
+// The combine's matrix: its own (deepep) or the dispatch's transpose.
+std::vector<int64_t> combine_matrix_of(const Sizes& z) {
+  return z.combine_matrix.empty() ? transposed(z.dispatch_matrix) : z.combine_matrix;
 }
 
 double core_flops(const Sizes& z) {
@@ -471,7 +504,8 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
   } else {
     add.memory("moe.permute", z.routed * z.h * z.e, z.permuted());
     if (z.ep > 1) {
-      add.comm("moe.dispatch", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix = z.dispatch_matrix;
+      add.comm("moe.dispatch", CommKind::kEpAllToAll, row_bytes(z.dispatch_matrix, z.routed * z.top_k * z.h * z.e))
+          .comm_matrix = z.dispatch_matrix;
       if (z.local_experts > 1) add.memory("moe.sort_chunks", received, received);
     }
   }
@@ -487,8 +521,9 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
   } else {
     if (z.ep > 1) {
       if (z.local_experts > 1) add.memory("moe.unsort_chunks", received, received);
-      add.comm("moe.combine", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
-          transposed(z.dispatch_matrix);
+      const std::vector<int64_t> combine = combine_matrix_of(z);
+      add.comm("moe.combine", CommKind::kEpAllToAll, row_bytes(combine, z.routed * z.top_k * z.h * z.e)).comm_matrix =
+          combine;
     }
     // The weighted sum of each token's k expert outputs; the outputs are kept for the gradient of
     // the routing probabilities.
@@ -509,8 +544,9 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
   } else {
     add.memory("moe.unpermute.backward", z.routed * z.h * z.e + z.permuted(), z.permuted() + z.routed * z.top_k * 4);
     if (z.ep > 1) {
-      add.comm("moe.combine.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
-          z.dispatch_matrix;
+      add.comm("moe.combine.backward", CommKind::kEpAllToAll,
+               row_bytes(z.dispatch_matrix, z.routed * z.top_k * z.h * z.e))
+          .comm_matrix = z.dispatch_matrix;
       if (z.local_experts > 1) add.memory("moe.unsort_chunks.backward", received, received);
     }
   }
@@ -528,8 +564,9 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
   } else {
     if (z.ep > 1) {
       if (z.local_experts > 1) add.memory("moe.sort_chunks.backward", received, received);
-      add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, z.routed * z.top_k * z.h * z.e).comm_matrix =
-          transposed(z.dispatch_matrix);
+      const std::vector<int64_t> combine = combine_matrix_of(z);
+      add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, row_bytes(combine, z.routed * z.top_k * z.h * z.e))
+          .comm_matrix = combine;
     }
     add.memory("moe.permute.backward", z.permuted(), z.routed * z.h * z.e);
   }

@@ -480,6 +480,13 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
       stage.expert_param_gather = Bytes::of(stage_params.expert) * precision.param_bytes();
     }
     stage.overlap_param_gather = layout.overlap_param_gather;
+    // Tied word embedding split over the first and the last stage (Megatron; pytorch-eager's
+    // reference pipeline unties nothing across stages it does not model): their gradients are
+    // summed between the two before the optimizer.
+    if (model.tied_embeddings && p > 1 && (s == 0 || s == p - 1) && training.framework == Framework::kMegatron) {
+      stage.embedding_grad_reduce =
+          Bytes::of(checked_mul(params.word_embedding, precision.grad_bytes(), "embedding gradient bytes"));
+    }
     out.stages.push_back(std::move(stage));
   }
   return out;

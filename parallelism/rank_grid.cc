@@ -106,6 +106,17 @@ std::vector<int> RankGrid::group_of(GroupKind kind, int rank) const {
     case GroupKind::kContext: vary(kCp, layout_.cp); return out;
     case GroupKind::kData: vary(kDp, layout_.dp); return out;
     case GroupKind::kPipeline: vary(kPp, layout_.pp); return out;
+    case GroupKind::kEmbedding: {
+      RankCoord first = me;
+      first.pp = 0;
+      out.push_back(rank_of(first));
+      if (layout_.pp > 1) {
+        RankCoord last = me;
+        last.pp = layout_.pp - 1;
+        out.push_back(rank_of(last));
+      }
+      return out;
+    }
     case GroupKind::kDataContext:
       // dp·cp ranks in rank order (a ring over them visits neighbours first).
       for (int d = 0; d < layout_.dp; ++d) {

@@ -19,8 +19,20 @@
 
 namespace clustersim {
 
-enum class GroupKind { kTensor, kContext, kData, kPipeline, kExpert, kExpertTensor, kExpertData, kDataContext };
-inline constexpr int kGroupKindCount = 8;
+// kEmbedding: the first and the last pipeline stage's ranks of one (tp, cp, dp) position, which hold
+// the tied word embedding and LM head (Megatron's embedding group; one rank when pp = 1).
+enum class GroupKind {
+  kTensor,
+  kContext,
+  kData,
+  kPipeline,
+  kExpert,
+  kExpertTensor,
+  kExpertData,
+  kDataContext,
+  kEmbedding
+};
+inline constexpr int kGroupKindCount = 9;
 
 struct RankCoord {
   int tp = 0;

@@ -17,6 +17,16 @@ TEST(RankGrid, DefaultOrderKeepsTensorGroupsConsecutive) {
   for (int r = 0; r < 16; ++r) EXPECT_EQ(grid.rank_of(grid.coord_of(r)), r);
 }
 
+TEST(RankGrid, EmbeddingGroupJoinsTheFirstAndLastStage) {
+  Layout l{.tp = 4, .pp = 3, .dp = 2};
+  RankGrid grid(l);
+  // Rank 5 is tp 1, dp 1, stage 0; its position on the last stage is 16 + 5.
+  EXPECT_EQ(grid.group_of(GroupKind::kEmbedding, 5), (std::vector<int>{5, 21}));
+  EXPECT_EQ(grid.group_of(GroupKind::kEmbedding, 21), (std::vector<int>{5, 21}));
+  EXPECT_EQ(grid.group_of(GroupKind::kEmbedding, 13), (std::vector<int>{5, 21}));  // a middle stage's position
+  EXPECT_EQ(RankGrid(Layout{.tp = 2, .dp = 2}).group_of(GroupKind::kEmbedding, 3), (std::vector<int>{3}));
+}
+
 TEST(RankGrid, OrderStringChangesPlacement) {
   Layout l{.tp = 2, .pp = 1, .dp = 4, .order = "dp-tp-cp-pp"};
   RankGrid grid(l);

@@ -125,6 +125,11 @@ struct StageProgram {
   // group after the optimizer (bytes = gathered output per rank); zero = none.
   Bytes data_param_gather;
   Bytes expert_param_gather;  // the same on the expert-data-parallel group
+  // Tied word embedding with pp > 1, first and last stage: the all-reduce of the embedding's
+  // gradient between them (GroupKind::kEmbedding) after the data-parallel reductions, before the
+  // optimizer (Megatron's _allreduce_word_embedding_grads in finalize_model_grads; DeepSpeed's
+  // ReduceTiedGrads); bytes per rank, zero = none.
+  Bytes embedding_grad_reduce;
   // The group of the dense parameters' gradient reduction and parameter gather: kData, or
   // kDataContext (dp·cp ranks) with context parallelism. Expert parameters use kExpertData.
   GroupKind data_group = GroupKind::kData;

@@ -31,6 +31,7 @@ const char* stream_of(GroupKind kind) {
     case GroupKind::kExpertTensor: return "etp";
     case GroupKind::kExpertData: return "edp";
     case GroupKind::kDataContext: return "dp";
+    case GroupKind::kEmbedding: return "emb";
   }
   return "?";
 }
@@ -39,7 +40,16 @@ using Matrix = std::shared_ptr<const std::vector<int64_t>>;
 
 enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions };
 
-enum class Phase { kPasses, kFlushGradients, kAwaitReductions, kAfterReductions, kOptimizer, kParamGather, kDone };
+enum class Phase {
+  kPasses,
+  kFlushGradients,
+  kAwaitReductions,
+  kAfterReductions,
+  kEmbeddingReduce,
+  kOptimizer,
+  kParamGather,
+  kDone
+};
 
 class StepSimulation {
  public:
@@ -610,9 +620,21 @@ class StepSimulation {
           r.phase = Phase::kAfterReductions;
           break;
         case Phase::kAfterReductions:
-          r.phase = Phase::kOptimizer;
+          r.phase = Phase::kEmbeddingReduce;
           if (program.after_reductions > Duration::zero()) {
             run_compute(r, "ddp.bucket_to_grad", WorkKind::kBackward, program.after_reductions);
+            return;
+          }
+          break;
+        case Phase::kEmbeddingReduce:
+          r.phase = Phase::kOptimizer;
+          if (program.embedding_grad_reduce.count() > 0) {
+            ++r.outstanding_reductions;
+            issue_collective(r, GroupKind::kEmbedding, CollectiveOp::kAllReduce, program.embedding_grad_reduce,
+                             DataType::kFp32, "embedding_grad_all_reduce", [this, rank] {
+                               if (--rank->outstanding_reductions == 0) resume(*rank);
+                             });
+            begin_wait(r, WaitKind::kReductions);
             return;
           }
           break;

@@ -82,6 +82,37 @@ TEST(TrainingSimulation, WholeGradientAllReduceUnderZeroOne) {
   EXPECT_THROW(simulate_training(cluster, small_gpt(), small_training(), zero0), InputError);
 }
 
+// A tied word embedding with pp > 1: the first and the last stage all-reduce its fp32 gradient
+// (vocab/tp × h × 4 bytes) between them before the optimizer; untied, or with pp = 1, nothing.
+TEST(TrainingSimulation, TiedEmbeddingGradientsAreSummedAcrossTheEndStages) {
+  const Cluster cluster(testing::h100_cluster(2));
+  ModelSpec tied = small_gpt();
+  tied.tied_embeddings = true;
+  ModelSpec untied = tied;
+  untied.tied_embeddings = false;
+  const Layout layout{.tp = 2, .pp = 2, .dp = 4, .overlap_grad_reduce = false};
+  TrainingSimulationOptions o;
+  o.record_trace = true;
+  const TrainingReport a = simulate_training(cluster, tied, small_training(), layout, o);
+  const TrainingReport b = simulate_training(cluster, untied, small_training(), layout, o);
+  const int64_t vocab_per_rank = padded_vocab_size(tied.vocab, tied.make_vocab_size_divisible_by, 2) / 2;
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(a.programs.stages[s].embedding_grad_reduce.count(), vocab_per_rank * tied.hidden * 4) << s;
+    EXPECT_EQ(b.programs.stages[s].embedding_grad_reduce.count(), 0) << s;
+  }
+  int spans = 0;
+  for (const TraceSpan& span : a.step.trace) {
+    if (span.name != "embedding_grad_all_reduce") continue;
+    ++spans;
+    EXPECT_EQ(span.stream, "emb");
+    EXPECT_GT(span.end, span.start);
+  }
+  EXPECT_EQ(spans, 2);  // the representative rank of each end stage
+  EXPECT_GT(a.breakdown.exposed_comm, b.breakdown.exposed_comm);
+  const TrainingReport one = simulate_training(cluster, tied, small_training(), Layout{.tp = 2, .dp = 8}, o);
+  EXPECT_EQ(one.programs.stages[0].embedding_grad_reduce.count(), 0);
+}
+
 // "other" is the step time less the parts, a difference of sums in seconds: where the parts add up
 // to the step time in whole picoseconds it is exactly +0, never a rounding residue such as
 // -1.5e-15 s (printed "-0.0000 s").

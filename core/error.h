@@ -1,5 +1,6 @@
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +26,13 @@ class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message) : std::logic_error(message) {}
 };
+
+// Flushes `out` and throws InputError naming `what` (a file or "standard output") when a write to
+// it failed: a full disk, /dev/full, a closed pipe. Output that did not arrive is not a success.
+inline void check_written(std::ostream& out, const std::string& what) {
+  out.flush();
+  if (!out) throw InputError(what + ": writing failed (the device is full or not writable)");
+}
 
 // Throws InternalError with `message` when `condition` is false. For invariants, not user input.
 inline void check_invariant(bool condition, const char* message) {

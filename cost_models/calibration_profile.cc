@@ -300,7 +300,7 @@ void save_calibration_profile(const CalibrationProfile& profile, const std::stri
   std::ofstream out(path);
   if (!out) throw InputError(fmt::format("cannot write calibration profile \"{}\"", path));
   out << to_json(profile);
-  if (!out) throw InputError(fmt::format("failed writing calibration profile \"{}\"", path));
+  check_written(out, fmt::format("calibration profile \"{}\"", path));
 }
 
 }  // namespace clustersim

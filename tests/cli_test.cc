@@ -210,6 +210,15 @@ TEST(Cli, RunFlagsThatCannotWorkExitWith2) {
 }
 
 // A scenario file with a second YAML document: yaml-cpp would read the first one only.
+// Output that cannot be written (a full device) is an error, not a success with an empty file.
+TEST(Cli, FailedWritesExitWith2) {
+  if (!std::ifstream("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::string s = scenario("gpt3-1.3b-single-h200.yaml");
+  expect_refused("run " + s + " --trace /dev/full", "--trace /dev/full: writing failed");
+  EXPECT_EQ(run("run " + s + " > /dev/full").exit_code, 2);  // its message goes to /dev/full as well
+  expect_refused("validate --calibration h200-2026-11-29 --out /dev/full", "--out /dev/full: writing failed");
+}
+
 TEST(Cli, SecondYamlDocumentExitsWith2AndNamesItsLine) {
   const std::string first = read(scenario("gpt3-1.3b-single-h200.yaml"));
   const std::string path = write_temp("two_documents.yaml", first + "---\nname: second\n");

@@ -22,10 +22,12 @@ int main(int argc, char** argv) {
   try {
     if (out_path.empty()) {
       write_layout_report(options, std::cout);
+      check_written(std::cout, "standard output");
     } else {
       std::ofstream file(out_path);
       if (!file) throw InputError("--out " + out_path + ": cannot open the file for writing");
       write_layout_report(options, file);
+      check_written(file, "--out " + out_path);
     }
     return 0;
   } catch (const InputError& e) {

@@ -197,129 +197,136 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (run_cmd->parsed()) {
-      if (!layout_from.empty()) {
-        std::vector<std::string> sets = overrides_from_search_json(layout_from, layout_rank, &run.layout_from_scenario);
-        run.warnings = &std::cerr;
-        sets.insert(sets.end(), run.sets.begin(), run.sets.end());  // the user's --set win
-        run.sets = std::move(sets);
-      }
-      return run_command(run, std::cout);
-    }
-    if (search_cmd->parsed()) {
-      if (top_option->count() > 0) search.top = search_top;
-      const auto partition = make_search_partition();
-      return search_command(search, *partition, std::cout);
-    }
-    if (coll_cmd->parsed()) {
-      coll.op = parse_collective_op(coll_op);
-      coll.algorithm = parse_collective_algorithm(coll_algo);
-      coll.protocol = parse_protocol(coll_proto);
-      try {
-        coll.dtype = parse_data_type(coll_dtype);
-      } catch (const InputError& e) {
-        throw InputError(std::string("-d/--datatype: ") + e.what());
-      }
-      coll.fabric = parse_fabric_type(coll_fabric);
-      coll.min_bytes = parse_nccl_tests_size(coll_min);
-      coll.max_bytes = parse_nccl_tests_size(coll_max);
-      coll.step_bytes = parse_nccl_tests_size(coll_step);
-      if (coll_fidelity != "flow" && coll_fidelity != "analytical") {
-        throw InputError("--fidelity " + coll_fidelity + ": valid values are flow, analytical");
-      }
-      coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
-      return run_collective_command(coll, std::cout);
-    }
-    if (validate_cmd->parsed()) {
-      // --collectives and --calibration write Markdown only.
-      if (validate_json_option->count() > 0 && validate_runs_options.csv.empty()) {
-        throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
-                         "report (--out)");
-      }
-      if (calibration_validation.profile.empty() &&
-          (!calibration_validation.references.empty() || !calibration_validation.nccl_raw.empty() ||
-           !calibration_validation.gemm_holdout.empty())) {
-        throw InputError("--reference, --nccl-raw and --gemm-holdout belong to --calibration PROFILE; give the "
-                         "profile (e.g. --calibration h200-2026-11-29)");
-      }
-      if (!calibration_validation.profile.empty()) {
-        calibration_validation.out = validate_out;
-        calibration_validation.nccl_logs =
-            nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
-        return validate_calibration_command(calibration_validation, std::cout, std::cerr);
-      }
-      if (!validate_runs_options.csv.empty()) {
-        validate_runs_options.out = validate_out;
-        return validate_runs_command(validate_runs_options, std::cout, std::cerr);
-      }
-      std::ofstream file;
-      if (!validate_out.empty()) {
-        file.open(validate_out);
-        if (!file) throw InputError("--out " + validate_out + ": cannot open the file for writing");
-      }
-      std::ostream& report = validate_out.empty() ? std::cout : file;
-      if (validate_collectives_csv.empty()) {
-        throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv, "
-                         "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
-      }
-      const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
-      write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
-                                  report);
-      if (!validate_out.empty()) {
-        std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
-                  << " % over " << validation.large_rows << " rows >= 64 MiB\n";
-      }
-      return 0;
-    }
-    if (fit_cmd->parsed()) {
-      fit.nccl_logs = nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
-      return calibrate_fit_command(fit, std::cout);
-    }
-    if (shapes_cmd->parsed()) {
-      if (shapes_out.empty()) {
-        write_calibration_shapes(shape_scenarios, std::cout);
-      } else {
-        std::ofstream file(shapes_out);
-        if (!file) throw InputError("--out " + shapes_out + ": cannot open the file for writing");
-        write_calibration_shapes(shape_scenarios, file);
-      }
-      return 0;
-    }
-    if (help_cmd->parsed()) {
-      if (help_kind == "scenario") scenario_schema().print(std::cout);
-      if (help_kind == "model") model_preset_schema().print(std::cout);
-      if (help_kind == "gpu") HardwareCatalog::gpu_schema().print(std::cout);
-      if (help_kind == "nic") HardwareCatalog::nic_schema().print(std::cout);
-      if (help_kind == "node") HardwareCatalog::node_schema().print(std::cout);
-      // The shipped presets a scenario can name: all of them for a scenario, else those of the kind.
-      const HardwareCatalog catalog;
-      const auto list = [](const std::string& title, const std::vector<std::string>& names) {
-        std::cout << "\n" << title << ":\n";
-        std::string line = " ";
-        for (const std::string& name : names) {
-          if (line.size() + name.size() + 2 > 100) {
-            std::cout << line << "\n";
-            line = " ";
-          }
-          line += " " + name;
+    auto dispatch = [&]() -> int {
+      if (run_cmd->parsed()) {
+        if (!layout_from.empty()) {
+          std::vector<std::string> sets = overrides_from_search_json(layout_from, layout_rank, &run.layout_from_scenario);
+          run.warnings = &std::cerr;
+          sets.insert(sets.end(), run.sets.begin(), run.sets.end());  // the user's --set win
+          run.sets = std::move(sets);
         }
-        std::cout << line << "\n";
-      };
-      if (help_kind == "scenario" || help_kind == "model") {
-        list("Model presets (model.preset; scenarios/models/)", model_preset_names());
+        return run_command(run, std::cout);
       }
-      if (help_kind == "scenario" || help_kind == "node") {
-        list("Node presets (cluster.node; scenarios/hardware/nodes/)", catalog.names("nodes"));
+      if (search_cmd->parsed()) {
+        if (top_option->count() > 0) search.top = search_top;
+        const auto partition = make_search_partition();
+        return search_command(search, *partition, std::cout);
       }
-      if (help_kind == "scenario" || help_kind == "gpu") {
-        list("GPU presets (a node's gpu; scenarios/hardware/gpus/)", catalog.names("gpus"));
+      if (coll_cmd->parsed()) {
+        coll.op = parse_collective_op(coll_op);
+        coll.algorithm = parse_collective_algorithm(coll_algo);
+        coll.protocol = parse_protocol(coll_proto);
+        try {
+          coll.dtype = parse_data_type(coll_dtype);
+        } catch (const InputError& e) {
+          throw InputError(std::string("-d/--datatype: ") + e.what());
+        }
+        coll.fabric = parse_fabric_type(coll_fabric);
+        coll.min_bytes = parse_nccl_tests_size(coll_min);
+        coll.max_bytes = parse_nccl_tests_size(coll_max);
+        coll.step_bytes = parse_nccl_tests_size(coll_step);
+        if (coll_fidelity != "flow" && coll_fidelity != "analytical") {
+          throw InputError("--fidelity " + coll_fidelity + ": valid values are flow, analytical");
+        }
+        coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
+        return run_collective_command(coll, std::cout);
       }
-      if (help_kind == "scenario" || help_kind == "nic") {
-        list("NIC presets (cluster.fabric.nic; scenarios/hardware/nics/)", catalog.names("nics"));
+      if (validate_cmd->parsed()) {
+        // --collectives and --calibration write Markdown only.
+        if (validate_json_option->count() > 0 && validate_runs_options.csv.empty()) {
+          throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
+                           "report (--out)");
+        }
+        if (calibration_validation.profile.empty() &&
+            (!calibration_validation.references.empty() || !calibration_validation.nccl_raw.empty() ||
+             !calibration_validation.gemm_holdout.empty())) {
+          throw InputError("--reference, --nccl-raw and --gemm-holdout belong to --calibration PROFILE; give the "
+                           "profile (e.g. --calibration h200-2026-11-29)");
+        }
+        if (!calibration_validation.profile.empty()) {
+          calibration_validation.out = validate_out;
+          calibration_validation.nccl_logs =
+              nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
+          return validate_calibration_command(calibration_validation, std::cout, std::cerr);
+        }
+        if (!validate_runs_options.csv.empty()) {
+          validate_runs_options.out = validate_out;
+          return validate_runs_command(validate_runs_options, std::cout, std::cerr);
+        }
+        std::ofstream file;
+        if (!validate_out.empty()) {
+          file.open(validate_out);
+          if (!file) throw InputError("--out " + validate_out + ": cannot open the file for writing");
+        }
+        std::ostream& report = validate_out.empty() ? std::cout : file;
+        if (validate_collectives_csv.empty()) {
+          throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv, "
+                           "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
+        }
+        const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
+        write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
+                                    report);
+        if (!validate_out.empty()) check_written(file, "--out " + validate_out);
+        if (!validate_out.empty()) {
+          std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
+                    << " % over " << validation.large_rows << " rows >= 64 MiB\n";
+        }
+        return 0;
+      }
+      if (fit_cmd->parsed()) {
+        fit.nccl_logs = nccl_log_inputs(nccl_logs, nccl_ranks, nccl_nodes, nccl_ops, nccl_algos, nccl_protos);
+        return calibrate_fit_command(fit, std::cout);
+      }
+      if (shapes_cmd->parsed()) {
+        if (shapes_out.empty()) {
+          write_calibration_shapes(shape_scenarios, std::cout);
+        } else {
+          std::ofstream file(shapes_out);
+          if (!file) throw InputError("--out " + shapes_out + ": cannot open the file for writing");
+          write_calibration_shapes(shape_scenarios, file);
+          check_written(file, "--out " + shapes_out);
+        }
+        return 0;
+      }
+      if (help_cmd->parsed()) {
+        if (help_kind == "scenario") scenario_schema().print(std::cout);
+        if (help_kind == "model") model_preset_schema().print(std::cout);
+        if (help_kind == "gpu") HardwareCatalog::gpu_schema().print(std::cout);
+        if (help_kind == "nic") HardwareCatalog::nic_schema().print(std::cout);
+        if (help_kind == "node") HardwareCatalog::node_schema().print(std::cout);
+        // The shipped presets a scenario can name: all of them for a scenario, else those of the kind.
+        const HardwareCatalog catalog;
+        const auto list = [](const std::string& title, const std::vector<std::string>& names) {
+          std::cout << "\n" << title << ":\n";
+          std::string line = " ";
+          for (const std::string& name : names) {
+            if (line.size() + name.size() + 2 > 100) {
+              std::cout << line << "\n";
+              line = " ";
+            }
+            line += " " + name;
+          }
+          std::cout << line << "\n";
+        };
+        if (help_kind == "scenario" || help_kind == "model") {
+          list("Model presets (model.preset; scenarios/models/)", model_preset_names());
+        }
+        if (help_kind == "scenario" || help_kind == "node") {
+          list("Node presets (cluster.node; scenarios/hardware/nodes/)", catalog.names("nodes"));
+        }
+        if (help_kind == "scenario" || help_kind == "gpu") {
+          list("GPU presets (a node's gpu; scenarios/hardware/gpus/)", catalog.names("gpus"));
+        }
+        if (help_kind == "scenario" || help_kind == "nic") {
+          list("NIC presets (cluster.fabric.nic; scenarios/hardware/nics/)", catalog.names("nics"));
+        }
+        return 0;
       }
       return 0;
-    }
-    return 0;
+    };
+    const int rc = dispatch();
+    check_written(std::cout, "standard output");
+    return rc;
   } catch (const OverflowError& e) {
     // Values each in range can still multiply beyond int64 (a 2^24-token sequence runs for years).
     std::cerr << "error: " << e.what() << ": a size or time this input leads to is beyond what clustersim represents "

@@ -124,6 +124,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
     std::ofstream trace(options.trace);
     if (!trace) throw InputError(fmt::format("--trace {}: cannot open the file for writing", options.trace));
     write_chrome_trace(report.step.trace, cluster, trace);
+    check_written(trace, "--trace " + options.trace);
   }
   if (options.json) {
     write_run_json(report, context, out);

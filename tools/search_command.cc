@@ -471,7 +471,10 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                            "layouts/s\n",
                            result.candidates.size(), result.evaluated, wall, partition.size(),
                            static_cast<double>(result.evaluated) / std::max(wall, 1e-9));
-  if (!options.csv.empty()) write_search_csv(result, csv);
+  if (!options.csv.empty() && root) {
+    write_search_csv(result, csv);
+    check_written(csv, "--csv " + options.csv);
+  }
   if (options.json) {
     write_search_json(scenario, result, top, out);
   } else {

@@ -27,10 +27,12 @@ int main(int argc, char** argv) {
     }
     if (out_path.empty()) {
       write_sc21_search_report(rows, figure13, std::cout);
+      check_written(std::cout, "standard output");
     } else {
       std::ofstream file(out_path);
       if (!file) throw InputError("--out " + out_path + ": cannot open the file for writing");
       write_sc21_search_report(rows, figure13, file);
+      check_written(file, "--out " + out_path);
     }
     return 0;
   } catch (const InputError& e) {

@@ -665,6 +665,7 @@ int validate_calibration_command(const CalibrationValidationOptions& options, st
     std::ofstream file(options.out);
     if (!file) throw InputError(fmt::format("--out {}: cannot open the file for writing", options.out));
     write_calibration_report(v, options, file);
+    check_written(file, "--out " + options.out);
     err << "wrote " << options.out << "\n";
   }
   if (!v.step_gemms.empty()) {

@@ -688,6 +688,7 @@ int validate_runs_command(const ValidateRunsOptions& options, std::ostream& out,
     std::ofstream file(path);
     if (!file) throw InputError(fmt::format("cannot open \"{}\" for writing", path));
     writer(file);
+    check_written(file, path);
   };
   if (!options.out.empty()) {
     write_file(options.out, [&](std::ostream& f) { write_runs_report(validation, command, f); });

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "cost_models/compute_cost_model.h"
@@ -85,11 +86,20 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1) {
     shard.ep_ranks_per_node = expert_ranks_per_node(layout, cluster);
     if (shard.ep_ranks_per_node == 0) {
+      // Where rank 0's group lies: its ranks per node, in group order.
+      std::vector<int> per_node;
+      int last_node = -1;
+      for (int m : RankGrid(layout).group_of(GroupKind::kExpert, 0)) {
+        const int node = cluster.node_of(m);
+        if (node != last_node) per_node.push_back(0);
+        ++per_node.back();
+        last_node = node;
+      }
       throw InputError(fmt::format("parallelism.moe_dispatcher deepep needs each expert-parallel group laid out node by "
-                                   "node (its ranks consecutive in group order, the same number on every node it "
-                                   "spans); parallelism.order {} with ep {} places them otherwise (put ep next to tp, "
-                                   "e.g. tp-cp-ep-dp-pp)",
-                                   layout.order, layout.ep));
+                                   "node, the same number of its ranks on every node it spans; with ep {}, etp {} and "
+                                   "order {} the group of rank 0 has {} ranks on its successive nodes; use an ep·etp "
+                                   "that divides the GPUs per node or is a multiple of them, or moe_dispatcher alltoall",
+                                   layout.ep, layout.etp, layout.order, fmt::join(per_node, " + ")));
     }
   }
   const Transformer transformer(model, training, shard);

@@ -235,9 +235,12 @@ Schema build_scenario_schema() {
                "flash backend, priced per call shape)",
                "cudnn", {"cudnn", "sdpa-flash"}));
   s.key(real("training.hidden_dropout",
-             "dropout after attention and MLP (0 stores no mask; default 0 with framework pytorch-eager)", "0.1", 0, 1));
+             "dropout probability after attention and MLP, below 1 (0 stores no mask; default 0 with framework "
+             "pytorch-eager)",
+             "0.1", 0, 1));
   s.key(real("training.attention_dropout",
-             "dropout on attention probabilities (default 0 with framework pytorch-eager)", "0.1", 0, 1));
+             "dropout probability on attention probabilities, below 1 (default 0 with framework pytorch-eager)", "0.1",
+             0, 1));
   s.section("training.moe_routing", "how a mixture-of-experts router spreads tokens (workloads/moe_routing.h)");
   s.key(real("training.moe_routing.skew",
              "the busiest expert's tokens over the mean expert's (1 = balanced; at most num_experts / top_k)", "1", 1,

@@ -98,6 +98,37 @@ TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
   std::ostringstream report;
   write_calibration_report(v, o, report);
   EXPECT_NE(report.str().find("## GEMM shapes outside the profile"), std::string::npos);
+  // GEMMs of another GPU are refused, as are files without a measured row.
+  const std::string foreign = ::testing::TempDir() + "/holdout-a100.csv";
+  {
+    std::ifstream in(o.gemm_holdout.front());
+    std::ofstream f(foreign);
+    std::string line;
+    while (std::getline(in, line)) {
+      f << (line.rfind("# gpu_name:", 0) == 0 ? "# gpu_name: NVIDIA A100-SXM4-80GB" : line) << "\n";
+    }
+  }
+  o.gemm_holdout = {foreign};
+  try {
+    validate_calibration(o);
+    ADD_FAILURE() << "GEMMs of another GPU were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("A100"), std::string::npos) << e.what();
+  }
+  const std::string empty = ::testing::TempDir() + "/holdout-empty.csv";
+  {
+    std::ifstream in(kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout1.csv");
+    std::ofstream f(empty);
+    std::string line;
+    while (std::getline(in, line) && (line.empty() || line[0] == '#' || line.rfind("set,", 0) == 0)) f << line << "\n";
+  }
+  o.gemm_holdout = {empty};
+  try {
+    validate_calibration(o);
+    ADD_FAILURE() << "a file without measurements was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no measured GEMM"), std::string::npos) << e.what();
+  }
   // A file that is not a gemm sweep is refused with its name.
   o.gemm_holdout = {kSource + "/tools/calibrate/data/h200-2026-11-29/memory.csv"};
   try {

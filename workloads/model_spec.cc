@@ -118,6 +118,11 @@ void ModelSpec::validate_moe() const {
     throw InputError(fmt::format("model.moe.shared_ffn_hidden = {} needs model.moe.shared_experts >= 1",
                                  moe.shared_ffn_hidden));
   }
+  if ((moe.router_num_groups == 0) != (moe.router_group_topk == 0)) {
+    throw InputError(fmt::format("model.moe.router_num_groups = {} and router_group_topk = {} go together: set both "
+                                 "(DeepSeek-V3: 8 and 4) or both to 0 for routing without a group limit",
+                                 moe.router_num_groups, moe.router_group_topk));
+  }
   if (moe.router_num_groups != 0 || moe.router_group_topk != 0) {
     if (moe.router_num_groups < 1 || moe.num_experts % moe.router_num_groups != 0) {
       throw InputError(fmt::format("model.moe.router_num_groups = {} must divide model.moe.num_experts = {} (DeepSeek-V3: "

@@ -87,6 +87,33 @@ TEST(ShardModel, RejectsFfnContextAndSequenceSplitsThatDoNotDivide) {
   EXPECT_THROW(Transformer(testing::llama2_7b(), naive, ShardSpec{.cp = 2}), InputError);
 }
 
+TEST(ModelSpec, GroupLimitedRoutingNeedsBothKeysAndGroupsThatHoldTopK) {
+  ModelSpec m = testing::deepseek_v3();
+  EXPECT_NO_THROW(m.validate());
+  auto refused = [](const ModelSpec& bad, const std::string& text) {
+    try {
+      bad.validate();
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  ModelSpec one = m;
+  one.moe.router_num_groups = 0;  // group_topk 4 left: the pair is incomplete
+  refused(one, "go together");
+  ModelSpec uneven = m;
+  uneven.moe.router_num_groups = 3;  // 256 experts do not split into 3 groups
+  refused(uneven, "must divide");
+  ModelSpec small = m;
+  small.moe.router_num_groups = 64;  // 4 experts per group
+  small.moe.router_group_topk = 1;   // 4 < top_k 8
+  refused(small, "at least top_k");
+  ModelSpec none = m;
+  none.moe.router_num_groups = 0;
+  none.moe.router_group_topk = 0;
+  EXPECT_NO_THROW(none.validate());
+}
+
 TEST(ModelSpec, ValidationNamesTheFieldAndWhatIsValid) {
   ModelSpec m = testing::gpt3_175b();
   m.kv_heads = 5;  // does not divide 96

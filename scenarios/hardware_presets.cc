@@ -157,7 +157,12 @@ GpuSpec HardwareCatalog::gpu(const std::string& name) const {
   if (g.hbm_bandwidth.bytes_per_second() < 1e9) {
     throw doc.error_at("hbm_bandwidth", "must be at least 1 GB/s, e.g. \"3.35 TB/s\"");
   }
-  if (doc.has("nvlink_bandwidth")) g.nvlink_bandwidth = doc.get_bandwidth("nvlink_bandwidth");
+  if (doc.has("nvlink_bandwidth")) {
+    g.nvlink_bandwidth = doc.get_bandwidth("nvlink_bandwidth");
+    if (g.nvlink_bandwidth.bytes_per_second() < 1e9) {
+      throw doc.error_at("nvlink_bandwidth", "must be at least 1 GB/s, e.g. \"450 GB/s\" (leave it out for no NVLink)");
+    }
+  }
   g.nvlink_links = static_cast<int>(doc.get_int("nvlink_links"));
   g.sm_count = static_cast<int>(doc.get_int("sm_count"));
   g.supports_nvls = doc.get_bool("supports_nvls");
@@ -166,7 +171,10 @@ GpuSpec HardwareCatalog::gpu(const std::string& name) const {
 
 NicSpec HardwareCatalog::nic(const std::string& name) const {
   const auto doc = ConfigDocument::load_file(path_of("nics", name), nic_schema());
-  return NicSpec{doc.get_string("name"), doc.get_bandwidth("bandwidth"), doc.get_duration("latency")};
+  const Bandwidth bandwidth = doc.get_bandwidth("bandwidth");
+  // Transfer times are int64 picoseconds: a NIC moves at least a gigabit per second.
+  if (bandwidth.bytes_per_second() < 1e9 / 8) throw doc.error_at("bandwidth", "must be at least 1 Gb/s, e.g. \"400 Gb/s\"");
+  return NicSpec{doc.get_string("name"), bandwidth, doc.get_duration("latency")};
 }
 
 NodeSpec HardwareCatalog::node(const std::string& name) const {

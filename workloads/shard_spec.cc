@@ -59,6 +59,11 @@ void validate_expert_sharding(const ModelSpec& model, const ShardSpec& shard) {
     throw InputError(fmt::format("parallelism.ep = {} and etp = {} must be positive integers", shard.ep, shard.etp));
   }
   if (!model.moe.enabled()) {
+    if (shard.dispatcher != MoeDispatcher::kAllToAll) {
+      throw InputError(fmt::format("parallelism.moe_dispatcher = {}: model \"{}\" has no experts; leave the key out "
+                                   "(alltoall) for a dense model",
+                                   name_of(shard.dispatcher), model.name));
+    }
     if (shard.ep > 1 || shard.etp > 1) {
       throw InputError(fmt::format("parallelism.ep = {}, etp = {}: model \"{}\" has no experts; use ep = 1 and etp = 1",
                                    shard.ep, shard.etp, model.name));

@@ -174,6 +174,10 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
   refused_at(write_temp("mesh_node.yaml", "name: mesh-node\ngpu: h100-sxm5-80gb\ngpus: 4\n"
                                           "intra: nvlink-mesh\nnic: cx7-400g\nnics: 1\n"),
              "mesh_node.yaml:4:1: intra");
+  const std::string nic = write_temp("slow_nic.yaml", "name: slow\nbandwidth: \"1 b/s\"\nlatency: \"600 ns\"\n");
+  refused_at(write_temp("nic_node.yaml", "name: nic-node\ngpu: h100-sxm5-80gb\ngpus: 2\nintra: pcie\nnic: " + nic +
+                                         "\nnics: 1\n"),
+             "slow_nic.yaml:2:1: bandwidth");
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {

@@ -182,6 +182,14 @@ TEST(ExpertParallel, DeepEpDispatchCrossesTheNetworkOncePerNode) {
   }
   ASSERT_GT(dispatch, 0);
   EXPECT_NEAR(static_cast<double>(dispatch) / static_cast<double>(combine), (1 + 4.0 / 128) / 2, 1e-6);
+  // Megatron's flex dispatcher permutes once (moe.permute) and sorts no chunks; its alltoall
+  // dispatcher sorts the received chunks by local expert (2 experts per rank here).
+  auto has_op = [](const std::vector<Op>& list, const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const Op& op) { return op.name == name; });
+  };
+  EXPECT_TRUE(has_op(ops, "moe.permute"));
+  EXPECT_FALSE(has_op(ops, "moe.sort_chunks"));
+  EXPECT_TRUE(has_op(Transformer(m, fp8, shard_spec(alltoall)).layer(LayerKind::kMoe).forward, "moe.sort_chunks"));
   // An expert-parallel group that does not lie node by node (12 ranks over nodes of 8: 8 + 4) is
   // refused with the reason.
   const Cluster three(testing::h100_cluster(3, 8));

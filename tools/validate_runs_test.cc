@@ -87,7 +87,7 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
 // on B200: the overlap removed the exposed collectives that had offset optimistic compute, see
 // docs/validation/error_budget.md section 2); the bound is a regression bound above today's value. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's
 // fine-grained MoE runs (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 on B200); DeepSeek-V3's own run,
-// 1.5× too slow until DeepEP's node-limited dispatch was modelled, is now within 5 %: regression
+// 1.5× too slow until DeepEP's node-limited dispatch was modelled, is now within 10 %: regression
 // bounds only.
 TEST(ValidateRuns, MoeAndContextParallelRowsArePredicted) {
   int cp_rows = 0, moe_rows = 0;

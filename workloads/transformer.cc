@@ -123,6 +123,9 @@ struct Sizes {
   int64_t fe, fe_out;     // expert intermediate size per rank, and fc1's output (× 2 for SwiGLU)
   int64_t fs, fs_out;     // shared experts' intermediate size per rank, and fc1's output
   bool allgather;         // allgather token dispatcher
+  // deepep dispatcher: the one permutation of Megatron's flex dispatcher (moe.permute stands for it:
+  // it expands tokens to their expert copies, on the receiving side there) and no chunk sort.
+  bool deepep;
   MoeBalancing balancing;
   std::vector<int64_t> dispatch_matrix;  // bytes, [sender][receiver]; empty when balanced
   // The combine's [sender][receiver] bytes when they are not the dispatch's transpose (deepep: the
@@ -200,6 +203,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
     z.fs = dims.shared_ffn_per_rank;
     z.fs_out = z.fs * gates;
     z.allgather = dims.dispatcher == MoeDispatcher::kAllGather;
+    z.deepep = dims.dispatcher == MoeDispatcher::kDeepEp;
     z.balancing = model.moe.balancing;
     double kept = 0;
     for (double share : rank_shares) kept += share;
@@ -506,7 +510,7 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
     if (z.ep > 1) {
       add.comm("moe.dispatch", CommKind::kEpAllToAll, row_bytes(z.dispatch_matrix, z.routed * z.top_k * z.h * z.e))
           .comm_matrix = z.dispatch_matrix;
-      if (z.local_experts > 1) add.memory("moe.sort_chunks", received, received);
+      if (z.local_experts > 1 && !z.deepep) add.memory("moe.sort_chunks", received, received);
     }
   }
   if (z.etp > 1) add.comm("moe.etp_all_gather", CommKind::kEtpAllGather, experts_in);
@@ -520,7 +524,7 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
     add.comm("moe.combine_reduce_scatter", CommKind::kEpReduceScatter, z.ep * z.routed * z.h * z.e);
   } else {
     if (z.ep > 1) {
-      if (z.local_experts > 1) add.memory("moe.unsort_chunks", received, received);
+      if (z.local_experts > 1 && !z.deepep) add.memory("moe.unsort_chunks", received, received);
       const std::vector<int64_t> combine = combine_matrix_of(z);
       add.comm("moe.combine", CommKind::kEpAllToAll, row_bytes(combine, z.routed * z.top_k * z.h * z.e)).comm_matrix =
           combine;
@@ -547,7 +551,7 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
       add.comm("moe.combine.backward", CommKind::kEpAllToAll,
                row_bytes(z.dispatch_matrix, z.routed * z.top_k * z.h * z.e))
           .comm_matrix = z.dispatch_matrix;
-      if (z.local_experts > 1) add.memory("moe.unsort_chunks.backward", received, received);
+      if (z.local_experts > 1 && !z.deepep) add.memory("moe.unsort_chunks.backward", received, received);
     }
   }
   if (z.etp > 1) add.comm("moe.etp_reduce_scatter.backward", CommKind::kEtpAllGather, experts_in);
@@ -563,7 +567,7 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
     add.comm("moe.dispatch_all_gather.backward", CommKind::kEpReduceScatter, z.ep * z.routed * z.h * z.e);
   } else {
     if (z.ep > 1) {
-      if (z.local_experts > 1) add.memory("moe.sort_chunks.backward", received, received);
+      if (z.local_experts > 1 && !z.deepep) add.memory("moe.sort_chunks.backward", received, received);
       const std::vector<int64_t> combine = combine_matrix_of(z);
       add.comm("moe.dispatch.backward", CommKind::kEpAllToAll, row_bytes(combine, z.routed * z.top_k * z.h * z.e))
           .comm_matrix = combine;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -98,45 +99,41 @@ TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
   std::ostringstream report;
   write_calibration_report(v, o, report);
   EXPECT_NE(report.str().find("## GEMM shapes outside the profile"), std::string::npos);
-  // GEMMs of another GPU are refused, as are files without a measured row.
-  const std::string foreign = ::testing::TempDir() + "/holdout-a100.csv";
-  {
-    std::ifstream in(o.gemm_holdout.front());
-    std::ofstream f(foreign);
+  // A holdout refused with `text` in its message: GEMMs of another GPU, a file without a measured
+  // row, a file that is not a GEMM sweep.
+  auto refused = [&](const std::string& file, const std::string& text) {
+    o.gemm_holdout = {file};
+    try {
+      validate_calibration(o);
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  // A copy of the first sweep whose lines pass `keep`, rewritten by `edit`.
+  const std::string first = kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout1.csv";
+  auto copy = [&](const std::string& name, auto edit) {
+    const std::string path = ::testing::TempDir() + "/" + name;
+    std::ifstream in(first);
+    std::ofstream out(path);
     std::string line;
     while (std::getline(in, line)) {
-      f << (line.rfind("# gpu_name:", 0) == 0 ? "# gpu_name: NVIDIA A100-SXM4-80GB" : line) << "\n";
+      if (const auto kept = edit(line)) out << *kept << "\n";
     }
-  }
-  o.gemm_holdout = {foreign};
-  try {
-    validate_calibration(o);
-    ADD_FAILURE() << "GEMMs of another GPU were accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("A100"), std::string::npos) << e.what();
-  }
-  const std::string empty = ::testing::TempDir() + "/holdout-empty.csv";
-  {
-    std::ifstream in(kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout1.csv");
-    std::ofstream f(empty);
-    std::string line;
-    while (std::getline(in, line) && (line.empty() || line[0] == '#' || line.rfind("set,", 0) == 0)) f << line << "\n";
-  }
-  o.gemm_holdout = {empty};
-  try {
-    validate_calibration(o);
-    ADD_FAILURE() << "a file without measurements was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("no measured GEMM"), std::string::npos) << e.what();
-  }
-  // A file that is not a gemm sweep is refused with its name.
-  o.gemm_holdout = {kSource + "/tools/calibrate/data/h200-2026-11-29/memory.csv"};
-  try {
-    validate_calibration(o);
-    ADD_FAILURE() << "a memory sweep was accepted as GEMM holdout";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("memory.csv"), std::string::npos) << e.what();
-  }
+    return path;
+  };
+  refused(copy("holdout-a100.csv",
+               [](const std::string& line) -> std::optional<std::string> {
+                 return line.rfind("# gpu_name:", 0) == 0 ? "# gpu_name: NVIDIA A100-SXM4-80GB" : line;
+               }),
+          "A100");
+  refused(copy("holdout-empty.csv",
+               [](const std::string& line) -> std::optional<std::string> {
+                 if (line.empty() || line[0] == '#' || line.rfind("set,", 0) == 0) return line;
+                 return std::nullopt;
+               }),
+          "no measured GEMM");
+  refused(kSource + "/tools/calibrate/data/h200-2026-11-29/memory.csv", "memory.csv");
 }
 
 // The torchrun runs on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-b.jsonl): DDP

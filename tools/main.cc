@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   int search_top = 0;
   CLI::Option* top_option = search_cmd->add_option("--top", search_top, "layouts shown, >= 1 (default: search.top)");
   search_cmd->add_option("--threads", search.threads,
-                         fmt::format("worker threads per process, 1..{} (default: all cores)", kMaxSearchThreads));
+                         fmt::format("worker threads per process, 1..{}, or 0 for all cores (the default)",
+                                     kMaxSearchThreads));
   search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");

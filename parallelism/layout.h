@@ -34,7 +34,7 @@ PipelineSchedule parse_pipeline_schedule(std::string_view text);
 // buffered all-reduce of the optimizer's fp32 gradients; BLOOM's Megatron-DeepSpeed runs).
 enum class GradReduceOp { kAuto, kAllReduce, kReduceScatter };
 
-// "auto", "all_reduce", "reduce_scatter".
+// "auto", "all_reduce", "reduce_scatter"; parsing any other text throws InputError listing them.
 std::string_view name_of(GradReduceOp op);
 GradReduceOp parse_grad_reduce_op(std::string_view text);
 

@@ -54,27 +54,31 @@ const GpuSpec& uniform_gpu(const Cluster& cluster) {
 
 double seconds(Duration d) { return d.to_seconds(); }
 
+// The expert-parallel group of rank 0 as runs of consecutive group ranks on one node:
+// (node, ranks) in group order.
+std::vector<std::pair<int, int64_t>> expert_group_node_runs(const Layout& layout, const Cluster& cluster) {
+  std::vector<std::pair<int, int64_t>> runs;
+  for (int m : RankGrid(layout).group_of(GroupKind::kExpert, 0)) {
+    const int node = cluster.node_of(m);
+    if (runs.empty() || runs.back().first != node) runs.emplace_back(node, 0);
+    ++runs.back().second;
+  }
+  return runs;
+}
+
 }  // namespace
 
 int64_t expert_ranks_per_node(const Layout& layout, const Cluster& cluster) {
   if (layout.ep <= 1) return 0;
-  const std::vector<int> group = RankGrid(layout).group_of(GroupKind::kExpert, 0);
-  const auto size = static_cast<int64_t>(group.size());
-  int64_t per_node = 0;
-  while (per_node < size && cluster.node_of(group[static_cast<size_t>(per_node)]) == cluster.node_of(group.front())) {
-    ++per_node;
+  const auto runs = expert_group_node_runs(layout, cluster);
+  std::vector<int> nodes;
+  for (const auto& [node, ranks] : runs) {
+    if (ranks != runs.front().second) return 0;
+    nodes.push_back(node);
   }
-  if (size % per_node != 0) return 0;
-  std::vector<int> nodes_seen;
-  for (int64_t i = 0; i < size; i += per_node) {
-    const int node = cluster.node_of(group[static_cast<size_t>(i)]);
-    if (std::find(nodes_seen.begin(), nodes_seen.end(), node) != nodes_seen.end()) return 0;
-    nodes_seen.push_back(node);
-    for (int64_t j = i; j < i + per_node; ++j) {
-      if (cluster.node_of(group[static_cast<size_t>(j)]) != node) return 0;
-    }
-  }
-  return per_node;
+  std::sort(nodes.begin(), nodes.end());
+  if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end()) return 0;  // a node visited twice
+  return runs.front().second;
 }
 
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
@@ -86,15 +90,8 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1) {
     shard.ep_ranks_per_node = expert_ranks_per_node(layout, cluster);
     if (shard.ep_ranks_per_node == 0) {
-      // Where rank 0's group lies: its ranks per node, in group order.
-      std::vector<int> per_node;
-      int last_node = -1;
-      for (int m : RankGrid(layout).group_of(GroupKind::kExpert, 0)) {
-        const int node = cluster.node_of(m);
-        if (node != last_node) per_node.push_back(0);
-        ++per_node.back();
-        last_node = node;
-      }
+      std::vector<int64_t> per_node;
+      for (const auto& run : expert_group_node_runs(layout, cluster)) per_node.push_back(run.second);
       throw InputError(fmt::format("parallelism.moe_dispatcher deepep needs each expert-parallel group laid out node by "
                                    "node, the same number of its ranks on every node it spans; with ep {}, etp {} and "
                                    "order {} the group of rank 0 has {} ranks on its successive nodes; use an ep·etp "

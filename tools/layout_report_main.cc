@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "tools/layout_report.h"
+#include "tools/output_file.h"
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -20,15 +21,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   options.command = "clustersim-layout-report " + options.scenario + (out_path.empty() ? "" : " --out " + out_path);
   try {
-    if (out_path.empty()) {
-      write_layout_report(options, std::cout);
-      check_written(std::cout, "standard output");
-    } else {
-      std::ofstream file(out_path);
-      if (!file) throw InputError("--out " + out_path + ": cannot open the file for writing");
-      write_layout_report(options, file);
-      check_written(file, "--out " + out_path);
-    }
+    write_output(out_path, "--out", std::cout, [&](std::ostream& out) { write_layout_report(options, out); });
     return 0;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

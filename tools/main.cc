@@ -17,6 +17,7 @@
 #include "tools/collective_command.h"
 #include "tools/collective_validation.h"
 #include "tools/run_command.h"
+#include "tools/output_file.h"
 #include "tools/validate_runs.h"
 #include "tools/search_command.h"
 #include "tools/validate_calibration.h"
@@ -254,20 +255,15 @@ int main(int argc, char** argv) {
           validate_runs_options.out = validate_out;
           return validate_runs_command(validate_runs_options, std::cout, std::cerr);
         }
-        std::ofstream file;
-        if (!validate_out.empty()) {
-          file.open(validate_out);
-          if (!file) throw InputError("--out " + validate_out + ": cannot open the file for writing");
-        }
-        std::ostream& report = validate_out.empty() ? std::cout : file;
         if (validate_collectives_csv.empty()) {
           throw InputError("validate: give what to validate, e.g. --collectives docs/validation/published/collectives.csv, "
                            "--runs docs/validation/published/training_runs.csv or --calibration PROFILE");
         }
         const auto validation = validate_collectives(validate_collectives_csv, default_data_dir());
-        write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
-                                    report);
-        if (!validate_out.empty()) check_written(file, "--out " + validate_out);
+        write_output(validate_out, "--out", std::cout, [&](std::ostream& report) {
+          write_collective_validation(validation, collective_validation_command(validate_collectives_csv, validate_out),
+                                      report);
+        });
         if (!validate_out.empty()) {
           std::cerr << "wrote " << validate_out << ": median |error| " << 100 * validation.median_error_large
                     << " % over " << validation.large_rows << " rows >= 64 MiB\n";
@@ -279,14 +275,8 @@ int main(int argc, char** argv) {
         return calibrate_fit_command(fit, std::cout);
       }
       if (shapes_cmd->parsed()) {
-        if (shapes_out.empty()) {
-          write_calibration_shapes(shape_scenarios, std::cout);
-        } else {
-          std::ofstream file(shapes_out);
-          if (!file) throw InputError("--out " + shapes_out + ": cannot open the file for writing");
-          write_calibration_shapes(shape_scenarios, file);
-          check_written(file, "--out " + shapes_out);
-        }
+        write_output(shapes_out, "--out", std::cout,
+                     [&](std::ostream& out) { write_calibration_shapes(shape_scenarios, out); });
         return 0;
       }
       if (help_cmd->parsed()) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "tools/search_sc21_report.h"
+#include "tools/output_file.h"
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -25,15 +26,8 @@ int main(int argc, char** argv) {
       std::cerr << row.paper.model << ": " << row.result.candidates.size() << " candidates, " << row.result.evaluated
                 << " simulated in " << row.wall_s << " s\n";
     }
-    if (out_path.empty()) {
-      write_sc21_search_report(rows, figure13, std::cout);
-      check_written(std::cout, "standard output");
-    } else {
-      std::ofstream file(out_path);
-      if (!file) throw InputError("--out " + out_path + ": cannot open the file for writing");
-      write_sc21_search_report(rows, figure13, file);
-      check_written(file, "--out " + out_path);
-    }
+    write_output(out_path, "--out", std::cout,
+                 [&](std::ostream& out) { write_sc21_search_report(rows, figure13, out); });
     return 0;
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

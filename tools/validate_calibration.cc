@@ -17,6 +17,7 @@
 #include "parallelism/training_simulation.h"
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
+#include "tools/output_file.h"
 #include "tools/run_command.h"
 #include "workloads/op_cost.h"
 #include "workloads/pytorch_eager_ops.h"
@@ -670,15 +671,8 @@ void write_calibration_report(const CalibrationValidation& v, const CalibrationV
 
 int validate_calibration_command(const CalibrationValidationOptions& options, std::ostream& out, std::ostream& err) {
   const CalibrationValidation v = validate_calibration(options);
-  if (options.out.empty()) {
-    write_calibration_report(v, options, out);
-  } else {
-    std::ofstream file(options.out);
-    if (!file) throw InputError(fmt::format("--out {}: cannot open the file for writing", options.out));
-    write_calibration_report(v, options, file);
-    check_written(file, "--out " + options.out);
-    err << "wrote " << options.out << "\n";
-  }
+  write_output(options.out, "--out", out, [&](std::ostream& f) { write_calibration_report(v, options, f); });
+  if (!options.out.empty()) err << "wrote " << options.out << "\n";
   if (!v.step_gemms.empty()) {
     err << fmt::format("GEMM leave-one-out over the {} shapes of the training steps: median {:.1f} %, max {:.1f} % ({})\n",
                        v.step_gemms.size(), 100 * v.step_gemms_median, 100 * v.step_gemms_max,

@@ -16,6 +16,7 @@
 #include "cost_models/memory_model.h"
 #include "engine/simulator.h"
 #include "parallelism/training_simulation.h"
+#include "tools/output_file.h"
 #include "tools/published_flops.h"
 #include "workloads/op_cost.h"
 #include "workloads/shard_spec.h"
@@ -684,17 +685,12 @@ int validate_runs_command(const ValidateRunsOptions& options, std::ostream& out,
   std::string command = "clustersim validate --runs " + options.csv;
   if (!options.out.empty()) command += " --out " + options.out;
   if (!options.training_out.empty()) command += " --training-out " + options.training_out;
-  auto write_file = [](const std::string& path, auto&& writer) {
-    std::ofstream file(path);
-    if (!file) throw InputError(fmt::format("cannot open \"{}\" for writing", path));
-    writer(file);
-    check_written(file, path);
-  };
   if (!options.out.empty()) {
-    write_file(options.out, [&](std::ostream& f) { write_runs_report(validation, command, f); });
+    write_output(options.out, "--out", out, [&](std::ostream& f) { write_runs_report(validation, command, f); });
   }
   if (!options.training_out.empty()) {
-    write_file(options.training_out, [&](std::ostream& f) { write_training_report(validation, command, f); });
+    write_output(options.training_out, "--training-out", out,
+                 [&](std::ostream& f) { write_training_report(validation, command, f); });
   }
   if (options.json) {
     write_runs_json(validation, out);

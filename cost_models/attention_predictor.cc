@@ -27,13 +27,19 @@ double flops_of(const AttentionShape& s, AttentionPredictor::Direction direction
 }  // namespace
 
 std::string_view name_of(FusedAttentionKernel kernel) {
-  return kernel == FusedAttentionKernel::kCudnn ? "cudnn" : "sdpa-flash";
+  switch (kernel) {
+    case FusedAttentionKernel::kCudnn: return "cudnn";
+    case FusedAttentionKernel::kSdpaFlash: return "sdpa-flash";
+    case FusedAttentionKernel::kFlashV1: return "flash-v1";
+  }
+  throw InternalError("unknown FusedAttentionKernel value");
 }
 
 FusedAttentionKernel parse_fused_attention_kernel(std::string_view text) {
   if (text == "cudnn") return FusedAttentionKernel::kCudnn;
   if (text == "sdpa-flash") return FusedAttentionKernel::kSdpaFlash;
-  throw InputError(fmt::format("unknown fused attention kernel \"{}\" (valid: cudnn, sdpa-flash)", text));
+  if (text == "flash-v1") return FusedAttentionKernel::kFlashV1;
+  throw InputError(fmt::format("unknown fused attention kernel \"{}\" (valid: cudnn, sdpa-flash, flash-v1)", text));
 }
 
 double AttentionShape::forward_flops() const {

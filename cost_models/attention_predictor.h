@@ -13,10 +13,12 @@ namespace clustersim {
 // Which fused attention kernel runs. kCudnn: cuDNN's fused attention, the backend of Transformer
 // Engine on Hopper that Megatron-LM uses (ComputeDefaults' efficiencies). kSdpaFlash:
 // torch.nn.functional.scaled_dot_product_attention restricted to its flash backend (PyTorch's
-// FlashAttention-2 kernels), as the PyTorch reference step runs it.
-enum class FusedAttentionKernel { kCudnn, kSdpaFlash };
+// FlashAttention-2 kernels), as the PyTorch reference step runs it. kFlashV1: Dao's first
+// FlashAttention (flash-attn 1.x), priced as kCudnn at half its rate: FlashAttention-2 is "around
+// 2× faster" than it (Dao 2023, arXiv:2307.08691, abstract; ComputeDefaults::kFlashV1Slowdown).
+enum class FusedAttentionKernel { kCudnn, kSdpaFlash, kFlashV1 };
 
-// "cudnn", "sdpa-flash" (the `kernel` of a profile's attention samples).
+// "cudnn", "sdpa-flash", "flash-v1" (the `kernel` of a profile's attention samples).
 std::string_view name_of(FusedAttentionKernel kernel);
 // The inverse of name_of(); throws InputError naming the text and the valid names.
 FusedAttentionKernel parse_fused_attention_kernel(std::string_view text);

@@ -146,7 +146,7 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
                                           AttentionDirection direction) const {
   validate_attention_shape(shape, "fused attention");
   const double flops = direction == AttentionDirection::kForward ? shape.forward_flops() : shape.backward_flops();
-  if (kernel == FusedAttentionKernel::kCudnn) return attention_time(flops, bytes, shape.dtype, direction);
+  if (kernel != FusedAttentionKernel::kSdpaFlash) return attention_time(flops, bytes, shape.dtype, direction, kernel);
   const Duration floor = transfer_time(bytes, memory_bandwidth_);
   if (sdpa_flash_ && shape.dtype == sdpa_flash_->samples().front().shape.dtype) {
     const Duration measured_like = sdpa_flash_->predict(
@@ -162,9 +162,10 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
 }
 
 Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, DataType dtype,
-                                          AttentionDirection direction) const {
-  const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kAttentionForwardEfficiency
-                                                                       : ComputeDefaults::kAttentionBackwardEfficiency;
+                                          AttentionDirection direction, FusedAttentionKernel kernel) const {
+  double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kAttentionForwardEfficiency
+                                                                : ComputeDefaults::kAttentionBackwardEfficiency;
+  if (kernel == FusedAttentionKernel::kFlashV1) efficiency /= ComputeDefaults::kFlashV1Slowdown;
   const Duration compute = compute_time(kernel_flops, gpu_.peak(dtype) * efficiency);
   return kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_)));
 }

@@ -45,6 +45,10 @@ struct ComputeDefaults {
   static constexpr double kAttentionBackwardEfficiency = 0.44;
   static constexpr double kSdpaFlashForwardEfficiency = 0.255;
   static constexpr double kSdpaFlashBackwardEfficiency = 0.212;
+  // FlashAttention v1 runs the fused-attention FLOPs at 1/2 of the fused efficiencies above:
+  // FlashAttention-2 "yields around 2× speedup compared to FlashAttention" (Dao 2023,
+  // arXiv:2307.08691, abstract; its Fig. 4–6 on A100 show 1.7–3.0×).
+  static constexpr double kFlashV1Slowdown = 2.0;
 };
 
 // Duration of each compute kernel on one GPU: a roofline with a shape-aware GEMM efficiency.
@@ -83,7 +87,10 @@ class ComputeCostModel {
   Bandwidth kernel_bandwidth(MemoryAccess access) const;
   // Kernel duration of a fused attention kernel executing `kernel_flops` (as the kernel executes
   // them: a causal kernel skips the masked half) and moving `bytes`.
-  Duration attention_time(double kernel_flops, Bytes bytes, DataType dtype, AttentionDirection direction) const;
+  // kFlashV1 runs at 1/kFlashV1Slowdown of those efficiencies; kSdpaFlash is priced as kCudnn here
+  // (it needs a shape: the overload below).
+  Duration attention_time(double kernel_flops, Bytes bytes, DataType dtype, AttentionDirection direction,
+                          FusedAttentionKernel kernel = FusedAttentionKernel::kCudnn) const;
   // Kernel duration of a fused causal attention call of `shape` by `kernel`. kCudnn: as above from
   // the shape's FLOPs and `bytes`. kSdpaFlash: the profile's samples of that kernel when there are
   // any (AttentionPredictor), else the default SDPA flash efficiencies, floored by `bytes` / HBM

@@ -231,9 +231,24 @@ Schema build_scenario_schema() {
                {"flash", "naive"}));
   s.key(choice("training.flash_kernel",
                "fused kernel of attention flash: cudnn (cuDNN's fused attention: Transformer Engine's, or SDPA's "
-               "cuDNN backend under pytorch-eager) or sdpa-flash (a FlashAttention-2-class kernel, as SDPA's "
-               "flash backend, priced per call shape)",
-               "cudnn", {"cudnn", "sdpa-flash"}));
+               "cuDNN backend under pytorch-eager), sdpa-flash (a FlashAttention-2-class kernel, as SDPA's "
+               "flash backend, priced per call shape) or flash-v1 (flash-attn 1.x: half cudnn's default rate; "
+               "framework megatron)",
+               "cudnn", {"cudnn", "sdpa-flash", "flash-v1"}));
+  s.key(key("training.fused_norm", ValueType::kBool,
+            "RMSNorm as one fused kernel (Transformer Engine's); false: the ATen kernels of RMSNorm written in "
+            "PyTorch operations, x·rsqrt(mean(x²)+ε)·w (workloads/aten_kernels.h)",
+            "true"));
+  s.key(key("training.fused_rope", ValueType::kBool,
+            "RoPE as one fused kernel (Megatron --apply-rope-fusion); false: the ATen kernels of rotate-half RoPE",
+            "true"));
+  s.key(key("training.fused_swiglu", ValueType::kBool,
+            "SwiGLU's gate as one fused kernel (Megatron --bias-swiglu-fusion); false: silu(a)·g as ATen kernels",
+            "true"));
+  s.key(key("training.fused_softmax", ValueType::kBool,
+            "naive attention's scale-mask-softmax as one fused kernel (Megatron --masked-softmax-fusion); false: "
+            "copy, masked_fill_ and softmax as ATen kernels (needs attention: naive)",
+            "true"));
   s.key(real("training.hidden_dropout",
              "dropout probability after attention and MLP, below 1 (0 stores no mask; default 0 with framework "
              "pytorch-eager)",
@@ -512,6 +527,10 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   t.recompute = parse_recompute(doc.get_string("training.recompute"));
   t.attention = parse_attention_kernel(doc.get_string("training.attention"));
   t.flash_kernel = parse_fused_attention_kernel(doc.get_string("training.flash_kernel"));
+  t.fused_norm = doc.get_bool("training.fused_norm");
+  t.fused_rope = doc.get_bool("training.fused_rope");
+  t.fused_swiglu = doc.get_bool("training.fused_swiglu");
+  t.fused_softmax = doc.get_bool("training.fused_softmax");
   t.hidden_dropout = eager && !doc.has("training.hidden_dropout") ? 0.0 : doc.get_real("training.hidden_dropout");
   t.attention_dropout =
       eager && !doc.has("training.attention_dropout") ? 0.0 : doc.get_real("training.attention_dropout");

@@ -582,6 +582,26 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     ctx.assume("framework = pytorch-eager (PyTorch modules under autocast, FSDP mixed precision)",
                "Composer + FSDP eager training; the Megatron op model prices fused kernels MPT does not use");
   }
+  if (conv == SourceConvention::kHagemann) {
+    // Aleph Alpha's scaling framework writes RMSNorm, RoPE and SwiGLU in PyTorch operations
+    // (src/scaling/core/nn/norm/rms_norm.py, rotary.py, mlp.py); the sweep files' kernel column
+    // names a fused RMSNorm ("+ RMS kernel") where a run used one.
+    t.fused_rope = false;
+    t.fused_swiglu = false;
+    t.fused_norm = contains(kernel, "RMS kernel");
+    ctx.assume(fmt::format("RoPE and SwiGLU as PyTorch operations, RMSNorm {}",
+                           t.fused_norm ? "fused (the file's \"RMS kernel\")" : "as PyTorch operations"),
+               "Aleph Alpha's scaling framework (github.com/Aleph-Alpha/scaling, src/scaling/core/nn) has no "
+               "fused kernels for them");
+    if (kernel == "torch") {
+      t.fused_softmax = false;
+      ctx.assume("masked softmax as PyTorch operations", "kernel \"torch\": scaling's MaskedSoftmaxTorch");
+    }
+    if (kernel.starts_with("flash_attentionv1")) {
+      t.flash_kernel = FusedAttentionKernel::kFlashV1;
+      ctx.assume("attention kernel = FlashAttention v1 (flash-v1)", fmt::format("kernel \"{}\"", kernel));
+    }
+  }
   // Megatron-LM's GPT runs keep its default dropout of 0.1; Llama and MPT recipes train without.
   const bool gpt_dropout = conv == SourceConvention::kSc21 || conv == SourceConvention::kKorthikanti ||
                            conv == SourceConvention::kMegatronReadme || conv == SourceConvention::kBigScience;

@@ -197,6 +197,7 @@ TEST(PublishedRun, HagemannInferredBatchAndVocabularyAgreeWithEveryRow) {
   // tokens per step and a 128,000-token untied vocabulary, PaLM's FLOPs per step (6N + 12·L·h·s per
   // token) equal MFU × time × GPUs × 312 TFLOP/s in every file to within 1 % (32-GPU file: 2 %).
   int checked = 0;
+  std::map<std::string, int> kernels;
   for (const auto& c : configs()) {
     if (convention_of(c.source) != SourceConvention::kHagemann) continue;
     const PublishedScenario s = build_published_scenario(c, HardwareCatalog());
@@ -217,9 +218,26 @@ TEST(PublishedRun, HagemannInferredBatchAndVocabularyAgreeWithEveryRow) {
     const bool small_file = c.source.find("32_GPUs") != std::string::npos;
     EXPECT_NEAR(published / palm, 1.0, small_file ? 0.02 : 0.01) << c.config_id;
     EXPECT_TRUE(mentions(s.assumed, "A100")) << c.config_id;
+    // The kernel column: a fused RMSNorm only with "+ RMS kernel"; the framework's RoPE and SwiGLU
+    // are PyTorch operations; "torch" is the PyTorch masked softmax, "flash_attentionv1.0.8" v1.
+    const std::string kernel = c.notes.substr(c.notes.find("kernel=") + 7, c.notes.find(';', c.notes.find("kernel=")) -
+                                                                               c.notes.find("kernel=") - 7);
+    EXPECT_EQ(t.fused_norm, kernel.find("RMS kernel") != std::string::npos) << c.config_id;
+    EXPECT_FALSE(t.fused_rope);
+    EXPECT_FALSE(t.fused_swiglu);
+    EXPECT_EQ(t.fused_softmax, kernel != "torch") << c.config_id;
+    EXPECT_EQ(t.attention == AttentionKernel::kNaive, kernel == "torch" || kernel == "fused") << c.config_id;
+    EXPECT_EQ(t.flash_kernel == FusedAttentionKernel::kFlashV1, kernel.starts_with("flash_attentionv1")) << c.config_id;
+    ++kernels[kernel];
     ++checked;
   }
   EXPECT_EQ(checked, 283);
+  // Every kernel the files name (counts of configurations).
+  EXPECT_EQ(kernels, (std::map<std::string, int>{{"flash_attention2", 80},
+                                                 {"flash_attention2 + RMS kernel", 96},
+                                                 {"flash_attentionv1.0.8", 69},
+                                                 {"fused", 19},
+                                                 {"torch", 19}}));
 }
 
 TEST(PublishedRun, BadInputNamesFileLineAndColumn) {

@@ -80,6 +80,11 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   EXPECT_LE(source("BigScience tr11-176B-ml README").mape, 0.15);
   // DeepSeek-V3's own run (DeepEP's node-limited dispatch): issue 8's 15 %.
   EXPECT_LE(source("DeepSeek-AI").mape, 0.15);
+  // Hagemann et al. (Aleph Alpha's scaling framework: RoPE, SwiGLU and, unless the file names its
+  // RMS kernel, RMSNorm as PyTorch operations): issue 8's 15 %.
+  EXPECT_LE(source("Hagemann et al.").mape, 0.15);
+  // All expressible rows: a regression bound (14.4 % when it was set).
+  EXPECT_LE(v.mape, 0.15);
 }
 
 // Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):

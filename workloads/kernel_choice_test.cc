@@ -1,5 +1,6 @@
-// Kernel-level choices of the Megatron op lists: Transformer Engine's FP8 casts ahead of FP8 GEMMs
-// and the fused attention kernel (cuDNN or FlashAttention-2 class).
+// Kernel-level choices of the Megatron op lists: Transformer Engine's FP8 casts ahead of FP8 GEMMs,
+// the fused attention kernel (cuDNN, FlashAttention-2 class or FlashAttention v1) and fused or
+// PyTorch-operation RMSNorm, RoPE, SwiGLU and softmax.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "cost_models/test_support.h"
 #include "workloads/op_cost.h"
 #include "workloads/test_models.h"
+#include "workloads/aten_kernels.h"
 #include "workloads/transformer.h"
 
 namespace clustersim {
@@ -138,6 +140,120 @@ TEST(FlashKernel, NeedsFusedAttentionAndNoContextParallelism) {
   }
   EXPECT_EQ(parse_fused_attention_kernel("sdpa-flash"), FusedAttentionKernel::kSdpaFlash);
   EXPECT_THROW(parse_fused_attention_kernel("triton"), InputError);
+}
+
+TEST(FlashKernel, FlashAttentionOneRunsAtHalfTheFusedRate) {
+  TrainingSpec t = testing::training(4096, 2, Recompute::kNone, AttentionKernel::kFlash);
+  const Transformer cudnn(testing::llama3_8b(), t);
+  t.flash_kernel = FusedAttentionKernel::kFlashV1;
+  const Transformer v1(testing::llama3_8b(), t);
+  const ComputeCostModel cost(testing::h100());
+  for (auto [list_a, list_b, name] : {std::tuple{&cudnn.layer_forward(), &v1.layer_forward(), "flash_attention"},
+                                       std::tuple{&cudnn.layer_backward(), &v1.layer_backward(),
+                                                  "flash_attention.backward"}}) {
+    const Op& fast = find(*list_a, name);
+    const Op& slow = find(*list_b, name);
+    EXPECT_EQ(slow.attention_kernel, FusedAttentionKernel::kFlashV1);
+    EXPECT_DOUBLE_EQ(slow.kernel_flops, fast.kernel_flops);  // the same work, counted the same
+    // Compute-bound at s = 4096: the kernel time (launch gap aside) doubles.
+    const Duration gap = cost.kernel_gap();
+    EXPECT_NEAR((op_duration(slow, cost) - gap).to_seconds() / (op_duration(fast, cost) - gap).to_seconds(),
+                ComputeDefaults::kFlashV1Slowdown, 1e-3);
+  }
+  EXPECT_EQ(parse_fused_attention_kernel("flash-v1"), FusedAttentionKernel::kFlashV1);
+  EXPECT_EQ(name_of(FusedAttentionKernel::kFlashV1), "flash-v1");
+}
+
+Bytes moved(const std::vector<Op>& ops, std::string_view name) {
+  Bytes total;
+  for (const Op& op : ops) {
+    if (op.name == name) total += op.bytes_read + op.bytes_written;
+  }
+  return total;
+}
+
+TEST(KernelFusion, UnfusedNormRopeAndSwigluAreTheirAtenKernels) {
+  // Llama-2-7B, s = 2048, b = 1, tp 2 without sequence parallelism: the norms see all 2048 tokens.
+  const TrainingSpec fused = testing::training(2048, 1, Recompute::kNone, AttentionKernel::kFlash);
+  TrainingSpec unfused = fused;
+  unfused.fused_norm = false;
+  unfused.fused_rope = false;
+  unfused.fused_swiglu = false;
+  const Transformer a(testing::llama2_7b(), fused, ShardSpec{.tp = 2});
+  const Transformer b(testing::llama2_7b(), unfused, ShardSpec{.tp = 2});
+  const int64_t tokens = 2048, hidden = 4096, ffn = 11008 / 2, q = 16 * 128;
+  EXPECT_EQ(count(a.layer_forward(), "input_norm"), 1);
+  EXPECT_EQ(count(b.layer_forward(), "input_norm"), 8);
+  EXPECT_EQ(count(b.layer_backward(), "post_attention_norm.backward"), 13);
+  EXPECT_EQ(count(b.layer_forward(), "rope"), 6);  // three kernels for q, three for k
+  EXPECT_EQ(count(b.layer_forward(), "activation"), 2);
+  EXPECT_EQ(count(b.layer_backward(), "activation.backward"), 4);
+  // Bytes as workloads/aten_kernels.h counts them: 13× the bf16 input (+ per-token terms) against 2×.
+  const int64_t x = tokens * hidden * 2;
+  EXPECT_EQ(moved(a.layer_forward(), "input_norm"), Bytes::of(2 * x));
+  EXPECT_EQ(moved(b.layer_forward(), "input_norm"), Bytes::of(13 * x + 6 * tokens * 2));
+  EXPECT_EQ(moved(b.layer_forward(), "rope"), Bytes::of(9 * 2 * tokens * q * 2));
+  EXPECT_EQ(moved(b.layer_forward(), "activation"), Bytes::of(5 * 2 * tokens * ffn));
+  // Autograd keeps each norm's normalised output and SiLU's output on top of the fused kernels' saves.
+  EXPECT_EQ(b.layer_activation_bytes() - a.layer_activation_bytes(), Bytes::of(2 * x + tokens * ffn * 2));
+  // Under full recompute only the layer input is kept either way.
+  TrainingSpec full = fused;
+  full.recompute = Recompute::kFull;
+  TrainingSpec full_unfused = unfused;
+  full_unfused.recompute = Recompute::kFull;
+  EXPECT_EQ(Transformer(testing::llama2_7b(), full).layer_activation_bytes(),
+            Transformer(testing::llama2_7b(), full_unfused).layer_activation_bytes());
+  // The unfused kernels take PyTorch's memory paths, so they cost more than their bytes at copy rate.
+  const ComputeCostModel cost(testing::h100());
+  Duration fused_time, unfused_time;
+  for (const Op& op : a.layer_forward()) fused_time += op.cost == OpCost::kMemoryBound ? op_duration(op, cost) : Duration{};
+  for (const Op& op : b.layer_forward()) unfused_time += op.cost == OpCost::kMemoryBound ? op_duration(op, cost) : Duration{};
+  EXPECT_GT(unfused_time, fused_time * 3);
+}
+
+TEST(KernelFusion, UnfusedSoftmaxKeepsWhatTheFusedOneKeeps) {
+  const TrainingSpec fused = testing::training(2048, 1, Recompute::kNone, AttentionKernel::kNaive);
+  TrainingSpec unfused = fused;
+  unfused.fused_softmax = false;
+  const Transformer a(testing::llama2_7b(), fused);
+  const Transformer b(testing::llama2_7b(), unfused);
+  const int64_t scores = 32LL * 2048 * 2048;  // heads × s × s
+  EXPECT_EQ(count(b.layer_forward(), "softmax"), 3);
+  EXPECT_EQ(moved(b.layer_forward(), "softmax"), Bytes::of(13 * scores));  // 6 × 2 bytes + the mask byte
+  EXPECT_EQ(moved(b.layer_backward(), "softmax.backward"), Bytes::of(11 * scores));
+  for (const Op& op : b.layer_forward()) {
+    if (op.name == "softmax") {
+      EXPECT_TRUE(op.attention_core);
+    }
+  }
+  EXPECT_EQ(a.layer_activation_bytes(), b.layer_activation_bytes());
+}
+
+TEST(KernelFusion, RefusesWhatTheModelOrFrameworkDoesNotHave) {
+  auto message = [](const ModelSpec& m, const TrainingSpec& t) {
+    try {
+      const Transformer tr(m, t);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const TrainingSpec base = testing::training(2048, 1, Recompute::kNone, AttentionKernel::kFlash);
+  TrainingSpec norm = base;
+  norm.fused_norm = false;
+  EXPECT_NE(message(testing::gpt3_175b(), norm).find("training.fused_norm"), std::string::npos);  // LayerNorm
+  TrainingSpec rope = base;
+  rope.fused_rope = false;
+  EXPECT_NE(message(testing::gpt3_175b(), rope).find("training.fused_rope"), std::string::npos);  // learned positions
+  TrainingSpec glu = base;
+  glu.fused_swiglu = false;
+  EXPECT_NE(message(testing::gpt3_175b(), glu).find("training.fused_swiglu"), std::string::npos);  // GeLU
+  TrainingSpec softmax = base;
+  softmax.fused_softmax = false;
+  EXPECT_NE(message(testing::llama2_7b(), softmax).find("attention: naive"), std::string::npos);
+  TrainingSpec eager = norm;
+  eager.framework = Framework::kPytorchEager;
+  EXPECT_NE(message(testing::llama2_7b(), eager).find("framework"), std::string::npos);
 }
 
 }  // namespace

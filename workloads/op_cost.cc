@@ -16,7 +16,8 @@ Duration op_duration(const Op& op, const ComputeCostModel& cost) {
       }
       return cost.attention_time(op.kernel_flops, op.bytes_read + op.bytes_written, op.gemm.dtype,
                                  op.pass == Pass::kBackward ? AttentionDirection::kBackward
-                                                            : AttentionDirection::kForward);
+                                                            : AttentionDirection::kForward,
+                                 op.attention_kernel);
     case OpCost::kMemoryBound:
       return cost.memory_bound_time(op.bytes_read + op.bytes_written, op.access);
     case OpCost::kCommunication:

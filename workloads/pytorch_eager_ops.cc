@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "workloads/aten_kernels.h"
 
 namespace clustersim {
 
@@ -135,25 +136,17 @@ void attention_forward(Builder& add, const Dims& z, int64_t saved) {
   op.attention_core = true;
 }
 
-// RoPE of one tensor of `n` elements (train_step.py apply_rotary): x1·cos and x2·sin, x2·cos and
-// x1·sin on the strided halves, a subtraction and an addition, and their concatenation. `b` is the
-// tensor's bf16 size: each multiply reads b/2 and writes b/2, each add reads b and writes b/2, the
-// concatenation reads b and writes b.
-void rope_forward(Builder& add, std::string_view multiply, std::string_view combine, std::string_view concatenate,
-                  int64_t n, int64_t saved) {
-  const int64_t b = 2 * n;
-  add.memory(multiply, MemoryAccess::kStrided, 2 * b, 2 * b);
-  add.memory(combine, MemoryAccess::kElementwise, 2 * b, b);
-  add.memory(concatenate, MemoryAccess::kConcatenation, b, b, saved);
-}
-
-// Its backward: the negation and four multiplies on strided halves and the two scatters of the
-// halves' gradients into full-size zeros (7b strided); two adds of the halves' gradients, two
-// zero fills and the sum of the two full-size gradients (8b contiguous).
-void rope_backward(Builder& add, std::string_view strided, std::string_view contiguous, int64_t n) {
-  const int64_t b = 2 * n;
-  add.memory(strided, MemoryAccess::kStrided, 7 * b / 2, 7 * b / 2);
-  add.memory(contiguous, MemoryAccess::kElementwise, 4 * b, 4 * b);
+// Appends `kernels` (workloads/aten_kernels.h) under `names`, one per kernel; `saved[i]` (when
+// given) is what kernel i keeps for backward.
+void append_kernels(Builder& add, const std::vector<AtenKernel>& kernels, std::initializer_list<std::string_view> names,
+                    std::initializer_list<int64_t> saved = {}) {
+  if (names.size() != kernels.size() || (saved.size() != 0 && saved.size() != kernels.size())) {
+    throw InternalError("pytorch-eager op list: kernel names do not match the kernels");
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const AtenKernel& k = kernels[i];
+    add.memory(names.begin()[i], k.access, k.read, k.written, saved.size() == 0 ? 0 : saved.begin()[i]);
+  }
 }
 
 std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
@@ -171,8 +164,10 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   add.memory("qkv.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("qkv", z.T, z.qkv_out(), z.h, z.gemm, saved(2 * z.T * z.qkv_out()));
   if (z.rope) {
-    rope_forward(add, "rope.q.multiply", "rope.q.combine", "rope.q.concatenate", z.T * z.q, saved(2 * z.T * z.q));
-    rope_forward(add, "rope.k.multiply", "rope.k.combine", "rope.k.concatenate", z.T * z.kv, saved(2 * z.T * z.kv));
+    append_kernels(add, rope_forward_kernels(z.T * z.q), {"rope.q.multiply", "rope.q.combine", "rope.q.concatenate"},
+                   {0, 0, saved(2 * z.T * z.q)});
+    append_kernels(add, rope_forward_kernels(z.T * z.kv), {"rope.k.multiply", "rope.k.combine", "rope.k.concatenate"},
+                   {0, 0, saved(2 * z.T * z.kv)});
   }
   attention_forward(add, z, saved(2 * z.T * z.q));
   // With RoPE the attention output is [b, heads, s, d] contiguous; reshaping it to [b, s, h] copies.
@@ -189,8 +184,8 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   add.gemm("fc1", z.T, z.fc1_out, z.h, z.gemm, saved(2 * z.T * z.fc1_out));
   const int64_t Tf = z.T * z.ffn;
   if (z.swiglu) {
-    add.memory("activation.silu", MemoryAccess::kStrided, 2 * Tf, 2 * Tf, saved(2 * Tf));
-    add.memory("activation.multiply", MemoryAccess::kStrided, 4 * Tf, 2 * Tf, saved(2 * Tf));
+    append_kernels(add, swiglu_forward_kernels(Tf), {"activation.silu", "activation.multiply"},
+                   {saved(2 * Tf), saved(2 * Tf)});
   } else {
     add.memory("activation", MemoryAccess::kElementwise, 2 * Tf, 2 * Tf, saved(2 * Tf));
   }
@@ -228,10 +223,9 @@ std::vector<Op> layer_backward(const Dims& z) {
   add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
   if (z.swiglu) {
-    add.memory("activation.multiply.backward.up", MemoryAccess::kStrided, 4 * Tf, 2 * Tf);
-    add.memory("activation.multiply.backward.silu", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
-    add.memory("activation.silu.backward", MemoryAccess::kStrided, 4 * Tf, 2 * Tf);
-    add.memory("activation.chunk.backward", MemoryAccess::kConcatenation, 4 * Tf, 4 * Tf);
+    append_kernels(add, swiglu_backward_kernels(Tf),
+                   {"activation.multiply.backward.up", "activation.multiply.backward.silu", "activation.silu.backward",
+                    "activation.chunk.backward"});
   } else {
     add.memory("activation.backward", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
   }
@@ -266,8 +260,8 @@ std::vector<Op> layer_backward(const Dims& z) {
     op.attention_core = true;
   }
   if (z.rope) {
-    rope_backward(add, "rope.q.backward.strided", "rope.q.backward.contiguous", z.T * z.q);
-    rope_backward(add, "rope.k.backward.strided", "rope.k.backward.contiguous", z.T * z.kv);
+    append_kernels(add, rope_backward_kernels(z.T * z.q), {"rope.q.backward.strided", "rope.q.backward.contiguous"});
+    append_kernels(add, rope_backward_kernels(z.T * z.kv), {"rope.k.backward.strided", "rope.k.backward.contiguous"});
     // dq and dk come back as [b, heads, s, d]; the split's backward needs them as [b, s, heads·d].
     add.memory("rope.grad_transpose", MemoryAccess::kStrided, 2 * z.T * (z.q + z.kv), 2 * z.T * (z.q + z.kv));
   }

@@ -49,6 +49,35 @@ DataType TrainingSpec::activation_dtype() const {
   return compute_dtype == DataType::kFp8 ? DataType::kBf16 : compute_dtype;
 }
 
+void TrainingSpec::validate_fusion(const ModelSpec& model) const {
+  auto refuse = [&](const char* key, const std::string& why) {
+    throw InputError(fmt::format("training.{}: false {} (model \"{}\"); remove the key or set it to true", key, why,
+                                 model.name));
+  };
+  const bool any_unfused = !fused_norm || !fused_rope || !fused_swiglu || !fused_softmax;
+  if (any_unfused && framework == Framework::kPytorchEager) {
+    throw InputError("training.fused_norm, fused_rope, fused_swiglu and fused_softmax apply to training.framework "
+                     "megatron; pytorch-eager prices its own ATen kernels (workloads/pytorch_eager_ops.h)");
+  }
+  if (!fused_softmax && attention != AttentionKernel::kNaive) {
+    throw InputError("training.fused_softmax: false prices naive attention's softmax in PyTorch operations; it needs "
+                     "training.attention: naive (flash attention has no separate softmax)");
+  }
+  if (!fused_norm && model.norm != NormKind::kRmsNorm) {
+    refuse("fused_norm", "prices an RMSNorm written in PyTorch operations, but model.norm is layernorm, which "
+                         "PyTorch runs as one kernel (torch.nn.LayerNorm)");
+  }
+  if (!fused_rope && model.position_embedding != PositionEmbedding::kRope) {
+    refuse("fused_rope", "prices RoPE written in PyTorch operations, but the model has no rotary embeddings");
+  }
+  if (!fused_rope && model.mla.enabled()) {
+    refuse("fused_rope", "is not modelled for latent attention (model.mla)");
+  }
+  if (!fused_swiglu && model.mlp != MlpKind::kSwiglu) {
+    refuse("fused_swiglu", "prices SwiGLU's gate written in PyTorch operations, but model.mlp is not swiglu");
+  }
+}
+
 void TrainingSpec::validate(const ModelSpec& model) const {
   auto positive = [](const char* key, int64_t value) {
     if (value <= 0) throw InputError(fmt::format("training.{} must be a positive integer (got {})", key, value));
@@ -82,6 +111,7 @@ void TrainingSpec::validate(const ModelSpec& model) const {
                                  "sets model.mla: query/key and value heads differ in size); use flash_kernel: cudnn",
                                  model.name));
   }
+  validate_fusion(model);
   if (framework == Framework::kPytorchEager) {
     auto unsupported = [](const std::string& what) {
       throw InputError(fmt::format("training.framework pytorch-eager: {} (the op model follows "
@@ -105,6 +135,9 @@ void TrainingSpec::validate(const ModelSpec& model) const {
                               name_of(compute_dtype)));
     }
     if (optimizer != OptimizerKind::kAdam) unsupported("training.optimizer must be adam (fused AdamW)");
+    if (flash_kernel == FusedAttentionKernel::kFlashV1) {
+      unsupported("training.flash_kernel flash-v1 is not an SDPA backend (valid: sdpa-flash, cudnn)");
+    }
     if (attention != AttentionKernel::kFlash) unsupported("training.attention must be flash (SDPA flash backend)");
     if (recompute == Recompute::kSelective) {
       unsupported("training.recompute selective is not modelled (valid: none, full = torch.utils.checkpoint per layer)");

@@ -50,6 +50,16 @@ struct TrainingSpec {
   // path), priced per shape as ComputeCostModel prices kSdpaFlash. The pytorch-eager op lists always
   // run SDPA flash.
   FusedAttentionKernel flash_kernel = FusedAttentionKernel::kCudnn;
+  // Whether RMSNorm, RoPE and SwiGLU's gate each run as one fused kernel (Megatron-LM with
+  // Transformer Engine: TE's RMSNorm, --apply-rope-fusion, --bias-swiglu-fusion) or, false, as the
+  // ATen kernels of plain PyTorch code (workloads/aten_kernels.h), as frameworks without those
+  // kernels run them. Megatron op lists only: pytorch-eager prices its own ATen ops.
+  bool fused_norm = true;
+  bool fused_rope = true;
+  bool fused_swiglu = true;
+  // Naive attention's scale-mask-softmax as one fused kernel (Megatron --masked-softmax-fusion) or,
+  // false, as the ATen kernels of a masked softmax in PyTorch operations (workloads/aten_kernels.h).
+  bool fused_softmax = true;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   Framework framework = Framework::kMegatron;
   PrecisionPolicy precision = PrecisionPolicy::megatron_mixed();
@@ -74,8 +84,13 @@ struct TrainingSpec {
   // parameters), a compute dtype other than bf16/fp16, an optimizer other than adam, naive
   // attention, selective recompute, non-zero dropout, and mixture-of-experts or latent attention.
   // flash_kernel sdpa-flash needs attention flash and a model without latent attention (equal
-  // query/key and value head sizes).
+  // query/key and value head sizes). fused_norm false needs an RMSNorm model, fused_rope false a
+  // RoPE model without latent attention, fused_swiglu false a SwiGLU MLP, fused_softmax false
+  // attention naive, and all four framework megatron.
   void validate(const ModelSpec& model) const;
+
+ private:
+  void validate_fusion(const ModelSpec& model) const;
 };
 
 }  // namespace clustersim

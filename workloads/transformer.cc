@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "workloads/aten_kernels.h"
 #include "workloads/deepep_traffic.h"
 #include "workloads/pytorch_eager_ops.h"
 
@@ -107,6 +108,7 @@ struct Sizes {
   DataType act;          // activation dtype
   DataType gemm;         // linear-layer GEMM dtype
   bool tp, sp, cp, ulysses, flash, rope, swiglu, learned;
+  bool fused_norm, fused_rope, fused_swiglu, fused_softmax;  // TrainingSpec's fusion (false: ATen kernels)
   FusedAttentionKernel flash_kernel;  // which fused kernel prices the flash path
   bool hidden_mask, attention_mask;
   int64_t cp_size;
@@ -176,6 +178,10 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
   z.rope_dim = model.mla.rope_head_dim;
   z.ffn = dims.ffn_per_rank;
   z.swiglu = model.mlp == MlpKind::kSwiglu;
+  z.fused_norm = training.fused_norm;
+  z.fused_rope = training.fused_rope;
+  z.fused_swiglu = training.fused_swiglu;
+  z.fused_softmax = training.fused_softmax;
   const int64_t gates = z.swiglu ? 2 : 1;
   z.fc1_out = z.ffn * gates;
   z.vocab = dims.vocab_per_rank;
@@ -265,11 +271,23 @@ double core_flops(const Sizes& z) {
          static_cast<double>(z.heads) * static_cast<double>(z.dqk + z.dv);
 }
 
+// Appends an unfused step's ATen kernels (workloads/aten_kernels.h) as memory-bound ops, each its
+// own launch, all named `name`; `saved` goes on the first. `attention_core` marks them as part of
+// the attention core (Op::attention_core).
+void append_aten(OpListBuilder& add, std::string_view name, const std::vector<AtenKernel>& kernels, int64_t saved,
+                 bool attention_core = false) {
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    Op& op = add.memory(name, kernels[i].read, kernels[i].written, i == 0 ? saved : 0);
+    op.access = kernels[i].access;
+    op.attention_core = attention_core;
+  }
+}
+
 // A FlashAttention-2-class kernel is priced per call shape (ComputeCostModel::attention_time); the
-// cuDNN default by the op's kernel FLOPs.
+// cuDNN default and FlashAttention v1 by the op's kernel FLOPs.
 void set_kernel(Op& op, const Sizes& z) {
+  op.attention_kernel = z.flash_kernel;
   if (z.flash_kernel != FusedAttentionKernel::kSdpaFlash) return;
-  op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
   op.attention = AttentionShape{z.b, z.heads, z.k / z.dqk, z.s, z.dqk, z.act};
 }
 
@@ -294,8 +312,13 @@ void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy polic
   Op& scores = add.gemm("attention_scores", z.s_q, z.s, z.dqk, z.act, keep_inputs ? 2 * z.tokens * z.q * z.e : 0,
                         batch);
   scores.attention_core = true;
-  Op& softmax = add.memory("softmax", z.scores() * z.e, z.scores() * z.e, keep_scores ? z.scores() * z.e : 0);
-  softmax.attention_core = true;
+  if (z.fused_softmax) {
+    add.memory("softmax", z.scores() * z.e, z.scores() * z.e, keep_scores ? z.scores() * z.e : 0).attention_core = true;
+  } else {
+    // Autograd keeps softmax's output, as the fused kernel does (the mask is shared and small).
+    append_aten(add, "softmax", masked_softmax_forward_kernels(z.scores(), z.e), keep_scores ? z.scores() * z.e : 0,
+                true);
+  }
   if (z.attention_mask) {
     Op& dropout =
         add.memory("attention_dropout", z.scores() * z.e, z.scores() * (z.e + 1), keep_scores ? z.scores() : 0);
@@ -327,7 +350,11 @@ void attention_core_backward(OpListBuilder& add, const Sizes& z) {
   if (z.attention_mask) {
     add.memory("attention_dropout.backward", z.scores() * (z.e + 1), z.scores() * z.e).attention_core = true;
   }
-  add.memory("softmax.backward", 2 * z.scores() * z.e, z.scores() * z.e).attention_core = true;
+  if (z.fused_softmax) {
+    add.memory("softmax.backward", 2 * z.scores() * z.e, z.scores() * z.e).attention_core = true;
+  } else {
+    append_aten(add, "softmax.backward", masked_softmax_backward_kernels(z.scores(), z.e), 0, true);
+  }
   add.gemm("attention_scores.dgrad", z.s_q, z.dqk, z.s, z.act, 0, batch).attention_core = true;  // dQ = dS·K
   add.gemm("attention_scores.wgrad", z.s, z.dqk, z.s_q, z.act, 0, batch, true).attention_core = true;  // dK = dSᵀ·Q
 }
@@ -358,6 +385,70 @@ void attention_block_backward(OpListBuilder& add, const Sizes& z) {
   }
 }
 
+
+// A norm over the layer's [T(/tp), h] activations: one fused kernel (reads x, writes y) saving
+// `saved` bytes, or with training.fused_norm false RMSNorm's ATen kernels, which also keep the
+// normalised output for the weight's gradient when `saves_output`.
+void norm_forward(OpListBuilder& add, const Sizes& z, std::string_view name, int64_t saved, bool saves_output) {
+  const int64_t seq_hidden = z.hidden_tokens();
+  if (z.fused_norm) {
+    add.memory(name, seq_hidden, seq_hidden, saved);
+    return;
+  }
+  append_aten(add, name, rms_norm_forward_kernels(z.seq_tokens, z.h, z.e), saved + (saves_output ? seq_hidden : 0));
+}
+
+// Its backward: fused, reads `reads` activations' worth (x, dy, and the residual gradient it adds
+// in the layers) and writes dx; unfused, RMSNorm's autograd kernels.
+void norm_backward(OpListBuilder& add, const Sizes& z, std::string_view name, int64_t reads) {
+  const int64_t seq_hidden = z.hidden_tokens();
+  if (z.fused_norm) {
+    add.memory(name, reads * seq_hidden, seq_hidden);
+    return;
+  }
+  append_aten(add, name, rms_norm_backward_kernels(z.seq_tokens, z.h, z.e), 0);
+}
+
+// RoPE on the layer's queries and keys: one fused kernel, or the ATen kernels per tensor.
+void rope_forward(OpListBuilder& add, const Sizes& z) {
+  if (z.fused_rope) {
+    add.memory("rope", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    return;
+  }
+  append_aten(add, "rope", rope_forward_kernels(z.tokens * z.q), 0);
+  append_aten(add, "rope", rope_forward_kernels(z.tokens * z.k), 0);
+}
+
+void rope_backward(OpListBuilder& add, const Sizes& z) {
+  if (z.fused_rope) {
+    add.memory("rope.backward", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    return;
+  }
+  append_aten(add, "rope.backward", rope_backward_kernels(z.tokens * z.q), 0);
+  append_aten(add, "rope.backward", rope_backward_kernels(z.tokens * z.k), 0);
+}
+
+// The MLP activation over `tokens` rows of fc1's `fc1_out` outputs into `ffn` inputs of fc2: one
+// fused kernel (bias-GeLU, bias-SwiGLU), or for SwiGLU with training.fused_swiglu false the ATen
+// kernels of silu(a)·g, which also keep silu(a) for the product's gradient.
+void activation_forward(OpListBuilder& add, const Sizes& z, std::string_view name, int64_t tokens, int64_t ffn,
+                        int64_t fc1_out, bool all) {
+  if (z.swiglu && !z.fused_swiglu) {
+    append_aten(add, name, swiglu_forward_kernels(tokens * ffn), all ? tokens * (fc1_out + ffn) * z.e : 0);
+    return;
+  }
+  add.memory(name, tokens * fc1_out * z.e, tokens * ffn * z.e, all ? tokens * fc1_out * z.e : 0);
+}
+
+void activation_backward(OpListBuilder& add, const Sizes& z, std::string_view name, int64_t tokens, int64_t ffn,
+                         int64_t fc1_out) {
+  if (z.swiglu && !z.fused_swiglu) {
+    append_aten(add, name, swiglu_backward_kernels(tokens * ffn), 0);
+    return;
+  }
+  add.memory(name, tokens * (ffn + fc1_out) * z.e, tokens * fc1_out * z.e);
+}
+
 // input_norm through attention_residual.
 void attention_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
   const bool all = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
@@ -365,7 +456,7 @@ void attention_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
   const int64_t column_input = z.sp ? seq_hidden : z.full_hidden();  // with sp the saved copy is sharded
   const int64_t mask = z.seq_tokens * z.h;
 
-  add.memory("input_norm", seq_hidden, seq_hidden, policy == SavePolicy::kNothing ? 0 : seq_hidden);
+  norm_forward(add, z, "input_norm", policy == SavePolicy::kNothing ? 0 : seq_hidden, all);
   if (z.sp) add.comm("attention.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
   if (z.mla) {
     // Down-projections are replicated over tp (each rank computes them on all T tokens); the
@@ -386,7 +477,7 @@ void attention_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
                z.tokens * (z.heads * z.rope_dim + z.k) * z.e);
   } else {
     add.gemm("qkv", z.tokens, z.q + z.k + z.v, z.h, z.gemm, all ? column_input : 0);
-    if (z.rope) add.memory("rope", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    if (z.rope) rope_forward(add, z);
   }
   attention_block_forward(add, z, policy);
   add.gemm("proj", z.tokens, z.h, z.o, z.gemm, all ? z.tokens * z.o * z.e : 0);
@@ -426,7 +517,7 @@ void attention_backward(OpListBuilder& add, const Sizes& z) {
     }
   } else {
     const int64_t qkv_out = z.q + z.k + z.v;
-    if (z.rope) add.memory("rope.backward", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    if (z.rope) rope_backward(add, z);
     add.gemm("qkv.dgrad", z.tokens, z.h, qkv_out, z.gemm);
     if (z.sp) add.comm("qkv.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
     add.gemm("qkv.wgrad", qkv_out, z.h, z.tokens, z.gemm, 0, 1, true);
@@ -435,7 +526,7 @@ void attention_backward(OpListBuilder& add, const Sizes& z) {
     add.comm(z.sp ? "attention.tp_reduce_scatter.backward" : "attention.tp_all_reduce.backward",
              z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
   }
-  add.memory("input_norm.backward", 3 * seq_hidden, seq_hidden);
+  norm_backward(add, z, "input_norm.backward", 3);
 }
 
 // A tensor-parallel MLP of `ffn` (per rank) on the layer's tokens: the dense MLP ("fc1", ...) or the
@@ -452,7 +543,7 @@ void mlp_forward(OpListBuilder& add, const Sizes& z, bool all, const MlpNames& n
   const int64_t column_input = z.sp ? z.hidden_tokens() : z.full_hidden();
   if (z.sp) add.comm(names.gather, CommKind::kTpAllGather, z.full_hidden());
   add.gemm(names.fc1, z.tokens, fc1_out, z.h, z.gemm, all ? column_input : 0);
-  add.memory(names.activation, z.tokens * fc1_out * z.e, z.tokens * ffn * z.e, all ? z.tokens * fc1_out * z.e : 0);
+  activation_forward(add, z, names.activation, z.tokens, ffn, fc1_out, all);
   add.gemm(names.fc2, z.tokens, z.h, ffn, z.gemm, all ? z.tokens * ffn * z.e : 0);
   if (z.tp) {
     add.comm(z.sp ? names.scatter_rs : names.scatter_ar, z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce,
@@ -477,7 +568,7 @@ void mlp_backward(OpListBuilder& add, const Sizes& z, const MlpBackwardNames& na
   if (z.sp) add.comm(names.gather, CommKind::kTpAllGather, z.full_hidden());
   add.gemm(names.fc2_dgrad, z.tokens, ffn, z.h, z.gemm);
   add.gemm(names.fc2_wgrad, z.h, ffn, z.tokens, z.gemm, 0, 1, true);
-  add.memory(names.activation, z.tokens * (ffn + fc1_out) * z.e, z.tokens * fc1_out * z.e);
+  activation_backward(add, z, names.activation, z.tokens, ffn, fc1_out);
   add.gemm(names.fc1_dgrad, z.tokens, z.h, fc1_out, z.gemm);
   if (z.sp) add.comm(names.input_gather, CommKind::kTpAllGather, z.full_hidden());
   add.gemm(names.fc1_wgrad, fc1_out, z.h, z.tokens, z.gemm, 0, 1, true);
@@ -515,8 +606,7 @@ void moe_forward(OpListBuilder& add, const Sizes& z, bool all) {
   }
   if (z.etp > 1) add.comm("moe.etp_all_gather", CommKind::kEtpAllGather, experts_in);
   add.gemm("experts.fc1", tm, z.fe_out, z.h, z.gemm, all ? experts_in : 0, z.local_experts);
-  add.memory("experts.activation", z.expert_tokens * z.fe_out * z.e, z.expert_tokens * z.fe * z.e,
-             all ? z.expert_tokens * z.fe_out * z.e : 0);
+  activation_forward(add, z, "experts.activation", z.expert_tokens, z.fe, z.fe_out, all);
   add.gemm("experts.fc2", tm, z.h, z.fe, z.gemm, all ? z.expert_tokens * z.fe * z.e : 0, z.local_experts);
   if (z.etp > 1) add.comm("moe.etp_reduce_scatter", CommKind::kEtpReduceScatter, experts_in);
   if (z.allgather) {
@@ -557,8 +647,7 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
   if (z.etp > 1) add.comm("moe.etp_reduce_scatter.backward", CommKind::kEtpAllGather, experts_in);
   add.gemm("experts.fc2.dgrad", tm, z.fe, z.h, z.gemm, 0, z.local_experts);
   add.gemm("experts.fc2.wgrad", z.h, z.fe, tm, z.gemm, 0, z.local_experts, true);
-  add.memory("experts.activation.backward", z.expert_tokens * (z.fe + z.fe_out) * z.e,
-             z.expert_tokens * z.fe_out * z.e);
+  activation_backward(add, z, "experts.activation.backward", z.expert_tokens, z.fe, z.fe_out);
   add.gemm("experts.fc1.dgrad", tm, z.h, z.fe_out, z.gemm, 0, z.local_experts);
   add.gemm("experts.fc1.wgrad", z.fe_out, z.h, tm, z.gemm, 0, z.local_experts, true);
   if (z.etp > 1) add.comm("moe.etp_all_gather.backward", CommKind::kEtpReduceScatter, experts_in);
@@ -588,7 +677,7 @@ std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, 
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.seq_tokens * z.h;
   attention_forward(add, z, policy);
-  add.memory("post_attention_norm", seq_hidden, seq_hidden, all ? seq_hidden : 0);
+  norm_forward(add, z, "post_attention_norm", all ? seq_hidden : 0, all);
   if (kind == LayerKind::kMoe) {
     moe_forward(add, z, all);
   } else {
@@ -611,7 +700,7 @@ std::vector<Op> layer_backward_ops(const Sizes& z, LayerKind kind) {
     mlp_backward(add, z, kDenseMlpBackward, z.ffn, z.fc1_out);
   }
   // Norm backward reads its input and output gradient and adds the residual branch's gradient.
-  add.memory("post_attention_norm.backward", 3 * seq_hidden, seq_hidden);
+  norm_backward(add, z, "post_attention_norm.backward", 3);
   attention_backward(add, z);
   return ops;
 }
@@ -712,7 +801,7 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   }
   {
     OpListBuilder add(head_forward_, Pass::kForward);
-    add.memory("final_norm", seq_hidden, seq_hidden, seq_hidden);
+    norm_forward(add, z, "final_norm", seq_hidden, true);
     if (z.sp) add.comm("head.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
     add.gemm("lm_head", z.tokens, z.vocab, z.h, z.act, z.sp ? seq_hidden : z.full_hidden());
     // Megatron-Core's vocab-parallel cross entropy (tensor_parallel/cross_entropy.py), one
@@ -737,7 +826,7 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
       back.comm(z.sp ? "head.tp_reduce_scatter.backward" : "head.tp_all_reduce.backward",
                 z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
     }
-    back.memory("final_norm.backward", 2 * seq_hidden, seq_hidden);
+    norm_backward(back, z, "final_norm.backward", 2);
     head_activation_bytes_ = sum_saved(head_forward_);
   }
 }

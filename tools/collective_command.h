@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,10 +55,23 @@ struct CollectiveCommandOptions {
   DataType dtype = DataType::kFp32;  // nccl-tests default: float
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   Protocol protocol = Protocol::kAuto;
-  Fidelity fidelity = Fidelity::kFlow;
+  // kFlow or kAnalytical; std::nullopt (--fidelity auto): flow, except an all_to_all over more than
+  // kAutoFlowAllToAllRanks GPUs, which runs analytical (resolve_fidelity()).
+  std::optional<Fidelity> fidelity;
   bool json = false;
   std::string data_dir;  // holds hardware/; empty: default_data_dir()
 };
+
+// Above this many GPUs an all_to_all's n(n−1) flows exceed one phase of the flow model's budget
+// (PlanOptions::flows_per_phase_budget, 65,536 flows: 256 GPUs); the flow simulation of one size then
+// takes about a minute at 512 GPUs (64 DGX H100, 1 MiB, 2 cores), so --fidelity auto runs it
+// analytically (all_to_all_estimate: the busiest port, no ECMP collisions; there the flow model gave
+// 57.1 / 267.5 / 1690 us at 1 / 8 / 64 MiB against 40.9 / 194.4 / 1398.7 us).
+inline constexpr int kAutoFlowAllToAllRanks = 256;
+
+// The fidelity a sweep of `options` over `ranks` GPUs runs at: options.fidelity when set, else flow,
+// or analytical for an all_to_all over more than kAutoFlowAllToAllRanks GPUs.
+Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks);
 
 // The largest collective size simulated (-e, and a measured size of validate --collectives): 1 TiB,
 // above the memory of any GPU of the presets (B200: 180 GB), so that derived sizes and times stay

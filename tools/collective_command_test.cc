@@ -123,6 +123,30 @@ TEST(CollectiveCommand, SweepWithNcclTestsColumns) {
   EXPECT_NE(text.str().find("sum"), std::string::npos);
 }
 
+// --fidelity auto: flow everywhere except an all_to_all over more than 256 GPUs (65,536 flows, one
+// phase of the flow model's budget), which runs analytically and says so.
+TEST(CollectiveCommand, AutoFidelityRunsLargeAllToAllAnalytically) {
+  CollectiveCommandOptions options;
+  options.op = CollectiveOp::kAllToAll;
+  EXPECT_EQ(resolve_fidelity(options, 256), Fidelity::kFlow);
+  EXPECT_EQ(resolve_fidelity(options, 257), Fidelity::kAnalytical);
+  options.fidelity = Fidelity::kFlow;
+  EXPECT_EQ(resolve_fidelity(options, 4096), Fidelity::kFlow);  // asked for: kept
+  options.fidelity.reset();
+  options.op = CollectiveOp::kAllReduce;
+  EXPECT_EQ(resolve_fidelity(options, 4096), Fidelity::kFlow);
+  options.op = CollectiveOp::kAllToAll;
+  options.nodes = 64;
+  options.min_bytes = options.max_bytes = Bytes::kibibytes(1024);
+  std::ostringstream text;
+  run_collective_command(options, text);
+  EXPECT_NE(text.str().find("analytical fidelity"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("--fidelity auto"), std::string::npos) << text.str();
+  EXPECT_EQ(run_json(options).at("fidelity"), "analytical");
+  options.nodes = 2;
+  EXPECT_EQ(run_json(options).at("fidelity"), "flow");
+}
+
 // A forced ring all_reduce on one DGX H100 at 8 GiB: busbw = 2(n−1)/n · S / t with
 // t = 8.4 + 14 × 3.4 us (NCCL latency) + 2(n−1)/n · S / (450 GB/s × NVLink efficiency).
 TEST(CollectiveCommand, RingBusBandwidthOnOneNode) {
@@ -195,7 +219,7 @@ TEST(CollectiveCommand, CountColumnFollowsNcclTests) {
     options.node = "dgx-a100";
     options.op = op;
     options.dtype = DataType::kBf16;
-    options.min_bytes = options.max_bytes = Bytes::mebibytes(1);
+    options.min_bytes = options.max_bytes = Bytes::kibibytes(1024);
     const int64_t element = bytes_per_element(options.dtype);
     const bool per_rank =
         op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllToAll;
@@ -284,7 +308,7 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   options = {};
   options.op = CollectiveOp::kAllGather;
   options.algorithm = CollectiveAlgorithm::kTree;
-  options.min_bytes = options.max_bytes = Bytes::mebibytes(1);
+  options.min_bytes = options.max_bytes = Bytes::kibibytes(1024);
   try {
     run_collective_command(options, out);
     FAIL() << "expected InputError";

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
 
   CollectiveCommandOptions coll;
   std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
-  std::string coll_fabric = "rail-optimized", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "flow";
+  std::string coll_fabric = "rail-optimized", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "auto";
   CLI::App* coll_cmd = app.add_subcommand("collective", "simulated nccl-tests: one collective over all GPUs per size");
   coll_cmd->add_option("--node", coll.node, "node preset or node YAML path")->capture_default_str();
   coll_cmd->add_option("--nodes", coll.nodes, fmt::format("number of nodes, 1..{}", kMaxClusterNodes))
@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
   coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | tf32 | bf16 | fp16 | fp8 (tf32 moves as float)")
       ->capture_default_str();
-  coll_cmd->add_option("--fidelity", coll_fidelity, "flow | analytical")->capture_default_str();
+  coll_cmd->add_option("--fidelity", coll_fidelity,
+                       "auto | flow | analytical (auto: flow, but analytical for an all_to_all over more than 256 GPUs)")
+      ->capture_default_str();
   coll_cmd->add_flag("--json", coll.json, "print JSON");
 
   std::string validate_collectives_csv, validate_out;
@@ -227,10 +229,10 @@ int main(int argc, char** argv) {
         coll.min_bytes = parse_nccl_tests_size(coll_min);
         coll.max_bytes = parse_nccl_tests_size(coll_max);
         coll.step_bytes = parse_nccl_tests_size(coll_step);
-        if (coll_fidelity != "flow" && coll_fidelity != "analytical") {
-          throw InputError("--fidelity " + coll_fidelity + ": valid values are flow, analytical");
+        if (coll_fidelity != "auto" && coll_fidelity != "flow" && coll_fidelity != "analytical") {
+          throw InputError("--fidelity " + coll_fidelity + ": valid values are auto, flow, analytical");
         }
-        coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
+        if (coll_fidelity != "auto") coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
         return run_collective_command(coll, std::cout);
       }
       if (validate_cmd->parsed()) {

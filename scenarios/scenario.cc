@@ -415,19 +415,39 @@ auto located(const ConfigDocument& doc, const std::string& path, F&& f) {
   }
 }
 
-// Like located(), for checks whose messages start with the key they are about ("parallelism.tp = 3
-// ..."): the message is placed at that key when the file gives it (not repeating the key), else at
-// `path`.
+// The dotted keys ("model.heads") a message names, in order.
+std::vector<std::string> keys_named_in(const std::string& message) {
+  std::vector<std::string> keys;
+  auto is_key_char = [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  for (size_t i = 0; i < message.size();) {
+    if (!is_key_char(message[i]) || (i > 0 && is_key_char(message[i - 1]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < message.size() && is_key_char(message[j])) ++j;
+    std::string word = message.substr(i, j - i);
+    while (!word.empty() && word.back() == '.') word.pop_back();
+    if (word.find('.') != std::string::npos && word.front() != '.') keys.push_back(word);
+    i = j;
+  }
+  return keys;
+}
+
+// Like located(), for checks whose messages name the keys they are about ("parallelism.tp = 3
+// ..."): the message is placed at the first named key the file gives (not repeating the key when
+// the message starts with it), else at `path`.
 template <typename F>
 void located_by_message(const ConfigDocument& doc, const std::string& path, F&& f) {
   try {
     f();
   } catch (const InputError& e) {
     const std::string message = e.what();
-    const std::string key = message.substr(0, message.find_first_of(" :,"));
-    if (key.find('.') != std::string::npos && doc.has(key)) {
+    for (const std::string& key : keys_named_in(message)) {
+      if (!doc.has(key)) continue;
       const std::string at = doc.where(key);
-      throw InputError(at.substr(0, at.size() - key.size() - 2) + message);
+      if (message.rfind(key, 0) == 0) throw InputError(at.substr(0, at.size() - key.size() - 2) + message);
+      throw InputError(at + message);
     }
     std::string rest = message;
     for (const std::string& lead : {path + ".", path + ": "}) {
@@ -730,14 +750,8 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
     s.model.max_position_embeddings = s.training.seq_len;
   }
-  located(doc, "model", [&] {
-    s.model.validate();
-    return 0;
-  });
-  located(doc, "training", [&] {
-    s.training.validate(s.model);
-    return 0;
-  });
+  located_by_message(doc, "model", [&] { s.model.validate(); });
+  located_by_message(doc, "training", [&] { s.training.validate(s.model); });
 
   int gpus = 0;
   for (const auto& n : s.cluster.nodes) gpus += n.gpus;
@@ -762,6 +776,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
     located_by_message(doc, "parallelism", [&] {
       validate_layout(s.layout, context);
       check_pytorch_eager_layout(s.training, s.layout);
+      if (s.layout.moe_dispatcher == MoeDispatcher::kDeepEp && s.layout.ep > 1 && s.model.moe.enabled()) {
+        require_even_shares_for_deepep(
+            expert_rank_shares(expert_token_shares(s.model, s.training.moe_routing), s.layout.ep));
+      }
     });
   }
   if (doc.has("search")) s.search = load_search(doc);

@@ -180,6 +180,22 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
              "slow_nic.yaml:2:1: bandwidth");
 }
 
+TEST(Cli, CrossKeyErrorsNameTheKeyTheFileGives) {
+  // The preset gives kv_heads 8; the file's heads line is what to change.
+  expect_refused("run " + write_temp("heads.yaml", "cluster: {node: dgx-h100, nodes: 1}\n"
+                                                   "model:\n  preset: llama3-8b\n  heads: 30\n"
+                                                   "training: {seq_len: 4096, global_batch: 8}\n"),
+                 "heads.yaml:4:3: model.heads: model.kv_heads = 8 must divide model.heads = 30");
+  // deepep with skewed routing is refused at load time, at the dispatcher's line.
+  expect_refused("run " + write_temp("deepep_skew.yaml",
+                                     "cluster: {node: dgx-h100, nodes: 1}\nmodel: {preset: mixtral-8x7b}\n"
+                                     "training: {seq_len: 4096, global_batch: 8, moe_routing: {skew: 1.5}}\n"
+                                     "parallelism:\n  ep: 8\n  moe_dispatcher: deepep\n"),
+                 "deepep_skew.yaml:6:3: parallelism.moe_dispatcher deepep is modelled for balanced routing only");
+  expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.fused_norm=false",
+                 "--set training.fused_norm: training.fused_norm: false prices an RMSNorm");
+}
+
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
   const std::string base = "run " + scenario("llama3-8b-dgx-h100.yaml");
   for (const char* set : {"parallelism.tp=3", "cluster.node=dgx-h1000", "training.seq_len=-4",

@@ -71,6 +71,15 @@ std::vector<double> expert_token_shares(const ModelSpec& model, const MoeRouting
   return shares;
 }
 
+void require_even_shares_for_deepep(const std::vector<double>& rank_shares) {
+  for (double share : rank_shares) {
+    if (std::abs(share - 1.0 / static_cast<double>(rank_shares.size())) >= 1e-12) {
+      throw InputError("parallelism.moe_dispatcher deepep is modelled for balanced routing only; remove "
+                       "training.moe_routing (skew, expert_load, capacity_factor) or use moe_dispatcher alltoall");
+    }
+  }
+}
+
 std::vector<double> expert_rank_shares(const std::vector<double>& expert_shares, int64_t ep) {
   const int64_t experts = static_cast<int64_t>(expert_shares.size());
   if (ep < 1 || experts % ep != 0) {

@@ -37,4 +37,9 @@ std::vector<double> expert_token_shares(const ModelSpec& model, const MoeRouting
 // sum of their shares. `ep` must divide the number of experts (InputError otherwise).
 std::vector<double> expert_rank_shares(const std::vector<double>& expert_shares, int64_t ep);
 
+// The deepep dispatcher (workloads/deepep_traffic.h) is modelled for balanced routing only: throws
+// InputError naming parallelism.moe_dispatcher when `rank_shares` (expert_rank_shares) are not all
+// 1/ep. Nothing for an empty list.
+void require_even_shares_for_deepep(const std::vector<double>& rank_shares);
+
 }  // namespace clustersim

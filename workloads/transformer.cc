@@ -222,10 +222,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
     bool even = true;
     for (double share : rank_shares) even = even && std::abs(share - 1.0 / static_cast<double>(z.ep)) < 1e-12;
     if (dims.dispatcher == MoeDispatcher::kDeepEp && z.ep > 1) {
-      if (!even) {
-        throw InputError("parallelism.moe_dispatcher deepep is modelled for balanced routing only; remove "
-                         "training.moe_routing (skew, expert_load, capacity_factor) or use moe_dispatcher alltoall");
-      }
+      require_even_shares_for_deepep(rank_shares);
       // Known when the expert-parallel group's layout over the nodes is (simulate_training); memory
       // estimates do not need it.
       if (dims.ep_ranks_per_node > 0) {

@@ -406,23 +406,18 @@ void norm_backward(OpListBuilder& add, const Sizes& z, std::string_view name, in
   append_aten(add, name, rms_norm_backward_kernels(z.seq_tokens, z.h, z.e), 0);
 }
 
-// RoPE on the layer's queries and keys: one fused kernel, or the ATen kernels per tensor.
-void rope_forward(OpListBuilder& add, const Sizes& z) {
+// RoPE on the layer's queries and keys (forward, or its backward): one fused kernel, or the ATen
+// kernels per tensor.
+void rope_ops(OpListBuilder& add, const Sizes& z, bool backward) {
+  const std::string_view name = backward ? "rope.backward" : "rope";
   if (z.fused_rope) {
-    add.memory("rope", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
+    add.memory(name, z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
     return;
   }
-  append_aten(add, "rope", rope_forward_kernels(z.tokens * z.q), 0);
-  append_aten(add, "rope", rope_forward_kernels(z.tokens * z.k), 0);
-}
-
-void rope_backward(OpListBuilder& add, const Sizes& z) {
-  if (z.fused_rope) {
-    add.memory("rope.backward", z.tokens * (z.q + z.k) * z.e, z.tokens * (z.q + z.k) * z.e);
-    return;
+  for (int64_t width : {z.q, z.k}) {
+    append_aten(add, name, backward ? rope_backward_kernels(z.tokens * width) : rope_forward_kernels(z.tokens * width),
+                0);
   }
-  append_aten(add, "rope.backward", rope_backward_kernels(z.tokens * z.q), 0);
-  append_aten(add, "rope.backward", rope_backward_kernels(z.tokens * z.k), 0);
 }
 
 // The MLP activation over `tokens` rows of fc1's `fc1_out` outputs into `ffn` inputs of fc2: one
@@ -474,7 +469,7 @@ void attention_forward(OpListBuilder& add, const Sizes& z, SavePolicy policy) {
                z.tokens * (z.heads * z.rope_dim + z.k) * z.e);
   } else {
     add.gemm("qkv", z.tokens, z.q + z.k + z.v, z.h, z.gemm, all ? column_input : 0);
-    if (z.rope) rope_forward(add, z);
+    if (z.rope) rope_ops(add, z, /*backward=*/false);
   }
   attention_block_forward(add, z, policy);
   add.gemm("proj", z.tokens, z.h, z.o, z.gemm, all ? z.tokens * z.o * z.e : 0);
@@ -514,7 +509,7 @@ void attention_backward(OpListBuilder& add, const Sizes& z) {
     }
   } else {
     const int64_t qkv_out = z.q + z.k + z.v;
-    if (z.rope) rope_backward(add, z);
+    if (z.rope) rope_ops(add, z, /*backward=*/true);
     add.gemm("qkv.dgrad", z.tokens, z.h, qkv_out, z.gemm);
     if (z.sp) add.comm("qkv.input_all_gather", CommKind::kTpAllGather, z.full_hidden());
     add.gemm("qkv.wgrad", qkv_out, z.h, z.tokens, z.gemm, 0, 1, true);

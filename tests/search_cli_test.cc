@@ -124,6 +124,20 @@ TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
   EXPECT_NE(missing.err.find("--rank 99"), std::string::npos) << missing.err;
 }
 
+// The printed `--set` line carries the search's own overrides (not those of search:), so that run
+// simulates what the search ranked.
+TEST(SearchCli, TheSetLineKeepsTheSearchsOwnOverrides) {
+  const Result search = run("search " + kSmall + " --json --set training.seq_len=1024 --set search.top=1");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  const auto best = nlohmann::json::parse(search.out)["top"][0];
+  const std::string set = best["set"].get<std::string>();
+  EXPECT_NE(set.find("--set training.seq_len=1024"), std::string::npos) << set;
+  EXPECT_EQ(set.find("search.top"), std::string::npos) << set;
+  const Result by_set = run("run " + kSmall + " --json --reproducible " + set);
+  ASSERT_EQ(by_set.exit_code, 0) << by_set.err;
+  EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+}
+
 TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   Result r = run("search " + kSmall + " --set 'search.tp=[]'");
   EXPECT_EQ(r.exit_code, 2);

@@ -148,14 +148,22 @@ std::string set_line(const std::vector<std::string>& overrides) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-std::vector<std::string> overrides_for(const Scenario& scenario, const LayoutCandidate& c) {
-  std::vector<std::string> o = candidate_overrides(c, scenario.search->allow_idle_gpus);
+// The `--set` overrides that make `clustersim run` simulate `c` as the search did: the user's own
+// overrides of the search (but those of the search: section), then the layout's, which win.
+std::vector<std::string> overrides_for(const Scenario& scenario, const LayoutCandidate& c,
+                                       const std::vector<std::string>& user_sets) {
+  std::vector<std::string> o;
+  for (const std::string& set : user_sets) {
+    if (!set.starts_with("search.")) o.push_back(set);
+  }
+  for (std::string& layout : candidate_overrides(c, scenario.search->allow_idle_gpus)) o.push_back(std::move(layout));
   if (c.layout.stage_layers.empty() && !scenario.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
   if (scenario.layout.layers_per_virtual_stage > 0) o.push_back("parallelism.layers_per_virtual_stage=0");
   return o;
 }
 
-void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top, std::ostream& out) {
+void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top,
+                   const std::vector<std::string>& user_sets, std::ostream& out) {
   const SearchSpace& space = *s.search;
   out << fmt::format("{}\n", s.name);
   const int gpus = cluster.gpu_count();
@@ -263,7 +271,7 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
   }
   const LayoutCandidate& best = r.candidates[r.ranking.front().index];
   out << fmt::format("\n  best layout: {}\n", describe_candidate(best));
-  out << fmt::format("  clustersim run {} {}\n", s.source, set_line(overrides_for(s, best)));
+  out << fmt::format("  clustersim run {} {}\n", s.source, set_line(overrides_for(s, best, user_sets)));
 }
 
 nlohmann::ordered_json layout_json(const LayoutCandidate& c, bool allow_idle_gpus) {
@@ -353,7 +361,8 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   }
 }
 
-void write_search_json(const Scenario& s, const SearchResult& r, int top, std::ostream& out) {
+void write_search_json(const Scenario& s, const SearchResult& r, int top, const std::vector<std::string>& user_sets,
+                       std::ostream& out) {
   const SearchSpace& space = *s.search;
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
@@ -383,7 +392,7 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, std::o
                         {"other", m.breakdown.other}};
     e["fidelity"] = fidelity_name(m.fidelity);
     e["screening_rank"] = rl.screening_rank;
-    e["set"] = set_line(overrides_for(s, c));
+    e["set"] = set_line(overrides_for(s, c, user_sets));
     list.push_back(std::move(e));
   }
   j["top"] = std::move(list);
@@ -476,9 +485,9 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
     check_written(csv, "--csv " + options.csv);
   }
   if (options.json) {
-    write_search_json(scenario, result, top, out);
+    write_search_json(scenario, result, top, options.sets, out);
   } else {
-    write_summary(scenario, cluster, result, top, out);
+    write_summary(scenario, cluster, result, top, options.sets, out);
   }
   return 0;
 }

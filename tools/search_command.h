@@ -45,8 +45,11 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
 // "recompute", "zero", "sequence_parallel", "schedule", "order", "stage_layers",
 // "allow_idle_gpus"}, "step_time_s", "tokens_per_s", "mfu", "peak_bytes", "headroom_bytes", "gpus",
 // "gpu_seconds_per_token", "breakdown_s": {...}, "fidelity", "screening_rank", "set"}, ...],
-// "rejected": {reason: count}, "rejected_examples": {reason: message}}. Keys in a fixed order.
-void write_search_json(const Scenario& scenario, const SearchResult& result, int top, std::ostream& out);
+// "rejected": {reason: count}, "rejected_examples": {reason: message}}. Keys in a fixed order. "set" is
+// the `--set` line that makes `clustersim run` simulate the layout: `user_sets` (the search's own
+// overrides, less those of search:), then the layout's.
+void write_search_json(const Scenario& scenario, const SearchResult& result, int top,
+                       const std::vector<std::string>& user_sets, std::ostream& out);
 
 // Every simulated layout, one CSV row each, in the order of the space, with its screening figures.
 void write_search_csv(const SearchResult& result, std::ostream& out);

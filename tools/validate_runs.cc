@@ -323,9 +323,19 @@ std::string describe_setup(const PublishedScenario& ps) {
   }
   if (l.grad_reduce_op != GradReduceOp::kAuto) layout += fmt::format(" · gradients {}", name_of(l.grad_reduce_op));
   const int gpus = l.world_size();
-  return fmt::format("{} · mb {} · gb {} · s {} · {} · recompute {} · {} attention on {} × {}{}", layout,
+  std::string attention(name_of(t.attention));
+  if (t.attention == AttentionKernel::kFlash && t.flash_kernel != FusedAttentionKernel::kCudnn) {
+    attention += fmt::format(" ({})", name_of(t.flash_kernel));
+  }
+  std::vector<std::string> unfused;
+  if (!t.fused_norm) unfused.push_back("norm");
+  if (!t.fused_rope) unfused.push_back("rope");
+  if (!t.fused_swiglu) unfused.push_back("swiglu");
+  if (!t.fused_softmax) unfused.push_back("softmax");
+  const std::string kernels = unfused.empty() ? "" : fmt::format(" · unfused {}", fmt::join(unfused, ", "));
+  return fmt::format("{} · mb {} · gb {} · s {} · {} · recompute {} · {} attention{} on {} × {}{}", layout,
                      t.micro_batch, t.global_batch, t.seq_len, name_of(t.compute_dtype), name_of(t.recompute),
-                     name_of(t.attention), ps.nodes, ps.node,
+                     attention, kernels, ps.nodes, ps.node,
                      ps.scenario.cluster.gpus_per_node > 0 ? fmt::format(" ({} GPUs)", gpus) : "");
 }
 

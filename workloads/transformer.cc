@@ -382,7 +382,6 @@ void attention_block_backward(OpListBuilder& add, const Sizes& z) {
   }
 }
 
-
 // A norm over the layer's [T(/tp), h] activations: one fused kernel (reads x, writes y) saving
 // `saved` bytes, or with training.fused_norm false RMSNorm's ATen kernels, which also keep the
 // normalised output for the weight's gradient when `saves_output`.

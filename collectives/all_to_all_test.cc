@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "collectives/send_recv.h"
 #include "collectives/test_layouts.h"
 
@@ -109,6 +111,27 @@ TEST(AllToAll, EvenSplitWithoutAMatrix) {
   EXPECT_EQ(all_to_all_estimate(r, layout, costs),
             costs.base + costs.intra_step +
                 transfer_time(Bytes::of((n - 1) * r.size.count() / n), layout.intra_bandwidth * layout.intra_efficiency));
+}
+
+// The even split's O(n) sums give the time of the same split written out as a matrix, on nodes whose
+// GPUs share NICs and with a size that does not divide evenly.
+TEST(AllToAll, EvenSplitAgreesWithItsMatrix) {
+  for (const auto& [nodes, per_node, nics] : {std::tuple{4, 8, 2}, std::tuple{3, 4, 4}, std::tuple{1, 8, 8}}) {
+    const GroupLayout layout = test_layouts::nvswitch(nodes, per_node, nics);
+    const int n = nodes * per_node;
+    CollectiveRequest even;
+    even.op = CollectiveOp::kAllToAll;
+    even.size = Bytes::of(1'000'003);
+    std::vector<int64_t> matrix(static_cast<size_t>(n * n));
+    for (int src = 0; src < n; ++src) {
+      for (int dst = 0; dst < n; ++dst) {
+        if (src != dst) matrix[static_cast<size_t>(src * n + dst)] = split_part(even.size, n, dst).count();
+      }
+    }
+    const StepCosts costs = test_layouts::costs();
+    EXPECT_EQ(all_to_all_estimate(even, layout, costs), all_to_all_estimate(all_to_all(matrix), layout, costs))
+        << nodes << " x " << per_node << ", " << nics << " NICs";
+  }
 }
 
 // Over the flow budget, pairwise rounds are grouped into phases; the bytes do not change.

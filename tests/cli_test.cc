@@ -151,6 +151,11 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   expect_refused("run " + eager + " --set parallelism.tp=2 --set parallelism.dp=4", "eager.yaml:4:34: training.framework");
   // A bucket size that would make millions of buckets is refused at once, not simulated for hours.
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set parallelism.grad_bucket_elements=1", "parallelism.grad_bucket_elements: 1 makes");
+  // ZeRO-3 gathers once per bucket and micro-batch: refused before the programs are built (this ran
+  // without end before).
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
+                     " --set parallelism.zero=3 --set parallelism.zero3_bucket_elements=1",
+                 "each gathered in each of the 32 micro-batches; at most 8192");
 }
 
 // Hardware files that describe no real GPU or node are refused with their file:line.

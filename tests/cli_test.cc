@@ -199,6 +199,9 @@ TEST(Cli, CrossKeyErrorsNameTheKeyTheFileGives) {
                  "deepep_skew.yaml:6:3: parallelism.moe_dispatcher deepep is modelled for balanced routing only");
   expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.fused_norm=false",
                  "--set training.fused_norm: training.fused_norm: false prices an RMSNorm");
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
+                     " --set training.attention=naive --set training.flash_kernel=flash-v1",
+                 "training.flash_kernel = flash-v1 needs training.attention: flash (got naive)");
 }
 
 TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
@@ -252,6 +255,11 @@ TEST(Cli, SecondYamlDocumentExitsWith2AndNamesItsLine) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(path + ":" + std::to_string(marker_line) + ": a second YAML document"), std::string::npos)
       << r.output;
+}
+
+TEST(Cli, CollectiveSweepsOfMoreThanTenThousandSizesExitWith2) {
+  expect_refused("collective -f 0 -i 8 -e 1G", "makes more than 10000 sizes");
+  EXPECT_EQ(run("collective -f 0 -i 1K -b 1K -e 8M --json").exit_code, 0);  // 8,192 sizes
 }
 
 TEST(Cli, CollectiveMinimumSizeZeroExitsWith2) {

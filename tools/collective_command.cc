@@ -130,6 +130,10 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
   }
   std::vector<int64_t> sizes;
   for (int64_t size = first; size <= last;) {
+    if (sizes.size() == kMaxCollectiveSizes) {
+      throw InputError(fmt::format("-b {} -e {} with -i {} makes more than {} sizes; use a larger -i or -f 2", first,
+                                   last, options.step_bytes.count(), kMaxCollectiveSizes));
+    }
     sizes.push_back(size);
     if (options.step_factor >= 2) {
       if (size == 0 || size > last / options.step_factor) break;

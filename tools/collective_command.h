@@ -78,6 +78,9 @@ Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks);
 // inside int64.
 inline constexpr int64_t kMaxCollectiveBytes = int64_t{1} << 40;
 
+// The most sizes one sweep simulates: -i steps are linear, and -f 0 -i 8 -e 1G would be 134 M sizes.
+inline constexpr size_t kMaxCollectiveSizes = 10'000;
+
 // nccl-tests' size syntax: a whole number with an optional K, M or G suffix, in powers of 1024
 // (nccl-tests parsesize: "-e 8G" is 8 GiB). Throws InputError naming the text.
 Bytes parse_nccl_tests_size(std::string_view text);
@@ -90,7 +93,8 @@ FabricType parse_fabric_type(std::string_view text);
 // flag and the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes,
 // gpus_per_node beyond the node, leaf_ports outside 1..kMaxLeafPorts, oversubscription outside
 // 1..kMaxOversubscription, min_bytes 0, min > max, max above kMaxCollectiveBytes, a step that does
-// not grow) and for an algorithm or protocol the op cannot use; the CLI maps it to exit code 2.
+// not grow, more than kMaxCollectiveSizes sizes) and for an algorithm or protocol the op cannot use;
+// the CLI maps it to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

@@ -102,9 +102,9 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     if (!(p >= 0 && p < 1)) throw InputError(fmt::format("training.{} must be in [0, 1) (got {})", key, p));
   }
   precision.validate();
-  if (flash_kernel == FusedAttentionKernel::kSdpaFlash && attention != AttentionKernel::kFlash) {
-    throw InputError(fmt::format("training.flash_kernel = sdpa-flash needs training.attention: flash (got {})",
-                                 name_of(attention)));
+  if (flash_kernel != FusedAttentionKernel::kCudnn && attention != AttentionKernel::kFlash) {
+    throw InputError(fmt::format("training.flash_kernel = {} needs training.attention: flash (got {})",
+                                 name_of(flash_kernel), name_of(attention)));
   }
   if (flash_kernel == FusedAttentionKernel::kSdpaFlash && model.mla.enabled()) {
     throw InputError(fmt::format("training.flash_kernel = sdpa-flash is not modelled for latent attention (model \"{}\" "

@@ -83,7 +83,7 @@ struct TrainingSpec {
   // model does not cover: parameters, gradients not fp32 or a master copy (autocast over fp32
   // parameters), a compute dtype other than bf16/fp16, an optimizer other than adam, naive
   // attention, selective recompute, non-zero dropout, and mixture-of-experts or latent attention.
-  // flash_kernel sdpa-flash needs attention flash and a model without latent attention (equal
+  // flash_kernel sdpa-flash or flash-v1 needs attention flash; sdpa-flash a model without latent attention (equal
   // query/key and value head sizes). fused_norm false needs an RMSNorm model, fused_rope false a
   // RoPE model without latent attention, fused_swiglu false a SwiGLU MLP, fused_softmax false
   // attention naive, and all four framework megatron.

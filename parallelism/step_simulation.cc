@@ -217,6 +217,12 @@ class StepSimulation {
 
   void record(const Rank& r, const std::string& stream, const std::string& name, Time start) {
     if (!options_.record_trace) return;
+    if (trace_.size() == kMaxTraceSpans) {
+      throw InputError(fmt::format("--trace: the step has more than {} spans to record (about 150 bytes each); "
+                                   "trace fewer ranks (simulation.representative: true simulates one rank per "
+                                   "pipeline stage) or a smaller cluster",
+                                   kMaxTraceSpans));
+    }
     trace_.push_back(TraceSpan{r.rank, r.rank, stream, name, start, sim_.now()});
   }
 

@@ -46,6 +46,10 @@ struct RankBreakdown {
   Time finish;
 };
 
+// The most spans one traced step records (about 150 bytes each: 0.6 GB): DeepSeek-V3 on 2,048
+// H800 with every rank simulated would record more than the memory of a laptop.
+inline constexpr size_t kMaxTraceSpans = 4'000'000;
+
 struct TraceSpan {
   int rank = 0;
   GpuId gpu = 0;

@@ -257,6 +257,14 @@ TEST(Cli, SecondYamlDocumentExitsWith2AndNamesItsLine) {
       << r.output;
 }
 
+// A trace of every rank of a large cluster is refused once it passes kMaxTraceSpans (it exhausted the
+// memory before).
+TEST(Cli, TracesBeyondTheSpanLimitExitWith2) {
+  expect_refused("run " + scenario("deepseek-v3-2048-h800.yaml") +
+                     " --set simulation.representative=false --trace /dev/null",
+                 "--trace: the step has more than 4000000 spans to record");
+}
+
 TEST(Cli, CollectiveSweepsOfMoreThanTenThousandSizesExitWith2) {
   expect_refused("collective -f 0 -i 8 -e 1G", "makes more than 10000 sizes");
   EXPECT_EQ(run("collective -f 0 -i 1K -b 1K -e 8M --json").exit_code, 0);  // 8,192 sizes

@@ -270,6 +270,13 @@ TEST(Cli, CollectiveSweepsOfMoreThanTenThousandSizesExitWith2) {
   EXPECT_EQ(run("collective -f 0 -i 1K -b 1K -e 8M --json").exit_code, 0);  // 8,192 sizes
 }
 
+TEST(Cli, ValidateRefusesFlagsOfAnotherKind) {
+  const std::string collectives = "validate --collectives " + std::string(CLUSTERSIM_SOURCE_DIR) +
+                                  "/docs/validation/published/collectives.csv";
+  expect_refused(collectives + " --gpu h100-sxm5-80gb", "--gpu belongs to --calibration PROFILE");
+  expect_refused(collectives + " --training-out /tmp/clustersim_cli_test_t.md", "--training-out belongs to --runs");
+}
+
 TEST(Cli, CollectiveMinimumSizeZeroExitsWith2) {
   const Result r = run("collective -b 0 -e 1M");
   EXPECT_EQ(r.exit_code, 2) << r.output;

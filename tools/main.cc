@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> nccl_logs, nccl_ops, nccl_algos, nccl_protos;
   std::vector<int> nccl_ranks, nccl_nodes;
   auto add_nccl_log_options = [&](CLI::App* cmd) {
-    cmd->add_option("--nccl-tests-log", nccl_logs, "an nccl-tests text log (repeatable; with --ranks and --nodes)")
+    cmd->add_option("--nccl-tests-log", nccl_logs,
+                    "an nccl-tests text log (repeatable; with --ranks and --nodes; validate: with --calibration)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--ranks", nccl_ranks, "GPUs of each --nccl-tests-log (once per log, or once for all)");
     cmd->add_option("--nodes", nccl_nodes, "nodes of each --nccl-tests-log");
@@ -241,11 +242,21 @@ int main(int argc, char** argv) {
           throw InputError("--json is available with --runs only; --collectives and --calibration write a Markdown "
                            "report (--out)");
         }
-        if (calibration_validation.profile.empty() &&
-            (!calibration_validation.references.empty() || !calibration_validation.nccl_raw.empty() ||
-             !calibration_validation.gemm_holdout.empty())) {
-          throw InputError("--reference, --nccl-raw and --gemm-holdout belong to --calibration PROFILE; give the "
-                           "profile (e.g. --calibration h200-2026-11-29)");
+        if (calibration_validation.profile.empty()) {
+          // Flags of --calibration given without it would be silently ignored.
+          std::vector<std::string> misplaced;
+          for (const char* flag : {"--reference", "--nccl-raw", "--gemm-holdout", "--gpu", "--nccl-tests-log", "--ranks",
+                                   "--nodes", "--nccl-op", "--nccl-algo", "--nccl-proto"}) {
+            if (validate_cmd->count(flag) > 0) misplaced.emplace_back(flag);
+          }
+          if (!misplaced.empty()) {
+            throw InputError(fmt::format("{} {} to --calibration PROFILE; give the profile (e.g. --calibration "
+                                         "h200-2026-11-29)",
+                                         fmt::join(misplaced, ", "), misplaced.size() == 1 ? "belongs" : "belong"));
+          }
+        }
+        if (validate_runs_options.csv.empty() && validate_cmd->count("--training-out") > 0) {
+          throw InputError("--training-out belongs to --runs (the per-configuration summary of the training runs)");
         }
         if (!calibration_validation.profile.empty()) {
           calibration_validation.out = validate_out;

@@ -163,6 +163,15 @@ void validate_stages(const Layout& l, const LayoutContext& c) {
   }
   const std::vector<int> stages = layers_per_stage(l, c.layers);
   if (l.layers_per_virtual_stage > 0) {
+    // Megatron's --num-layers-per-virtual-pipeline-stage and --virtual-pipeline-model-parallel-size
+    // say the same thing; both may be given only when they agree.
+    if (l.vpp > 1 && stages.front() != l.vpp * l.layers_per_virtual_stage) {
+      throw InputError(fmt::format(
+          "parallelism.layers_per_virtual_stage = {} cuts a stage of {} layers into {} chunks, but parallelism.vpp = "
+          "{}; give one of the two (vpp {} agrees)",
+          l.layers_per_virtual_stage, stages.front(), stages.front() / std::max(1, l.layers_per_virtual_stage), l.vpp,
+          stages.front() / std::max(1, l.layers_per_virtual_stage)));
+    }
     for (int n : stages) {
       if (n % l.layers_per_virtual_stage != 0) {
         throw InputError(fmt::format(

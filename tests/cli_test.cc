@@ -200,6 +200,10 @@ TEST(Cli, CrossKeyErrorsNameTheKeyTheFileGives) {
   expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.fused_norm=false",
                  "--set training.fused_norm: training.fused_norm: false prices an RMSNorm");
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
+                     " --set parallelism.pp=2 --set parallelism.dp=2 --set parallelism.schedule=interleaved-1f1b"
+                     " --set parallelism.layers_per_virtual_stage=4 --set parallelism.vpp=2",
+                 "cuts a stage of 16 layers into 4 chunks, but parallelism.vpp = 2; give one of the two (vpp 4 agrees)");
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
                      " --set training.attention=naive --set training.flash_kernel=flash-v1",
                  "training.flash_kernel = flash-v1 needs training.attention: flash (got naive)");
 }

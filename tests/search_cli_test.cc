@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +123,19 @@ TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
   const Result missing = run("run " + kSmall + " --layout-from " + temp("results.json") + " --rank 99");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--rank 99"), std::string::npos) << missing.err;
+  // Hand-edited values are refused at their JSON path, not truncated or wrapped.
+  for (const auto& [key, value, message] :
+       {std::tuple<std::string, nlohmann::json, std::string>{"tp", 1e30, "top[0].layout.tp = 1e+30: expected a whole"},
+        {"tp", 1.5, "top[0].layout.tp = 1.5: expected a whole number"},
+        {"recompute", "maybe", "top[0].layout.recompute: unknown recompute \"maybe\""},
+        {"sequence_parallel", 3, "top[0].layout.sequence_parallel: expected true or false"}}) {
+    auto edited = results;
+    edited["top"][0]["layout"][key] = value;
+    std::ofstream(temp("edited.json")) << edited.dump();
+    const Result r = run("run " + kSmall + " --layout-from " + temp("edited.json"));
+    EXPECT_EQ(r.exit_code, 2) << key;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 // The printed `--set` line carries the search's own overrides (not those of search:), so that run

@@ -337,28 +337,71 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
     throw InputError(fmt::format("--rank {}: {} holds {} layouts; valid ranks: 1..{}", rank, path, top.size(),
                                  top.size()));
   }
-  try {
-    const auto& l = top[static_cast<size_t>(rank - 1)].at("layout");
-    LayoutCandidate c;
-    c.layout.tp = l.at("tp").get<int>();
-    c.layout.pp = l.at("pp").get<int>();
-    c.layout.dp = l.at("dp").get<int>();
-    c.layout.cp = l.value("cp", 1);
-    c.layout.vpp = l.at("vpp").get<int>();
-    c.micro_batch = l.at("micro_batch").get<int64_t>();
-    c.global_batch = l.at("global_batch").get<int64_t>();
-    c.recompute = parse_recompute(l.at("recompute").get<std::string>());
-    c.layout.zero_stage = l.at("zero").get<int>();
-    c.layout.sequence_parallel = l.at("sequence_parallel").get<bool>();
-    c.layout.schedule = parse_pipeline_schedule(l.at("schedule").get<std::string>());
-    c.layout.order = l.at("order").get<std::string>();
-    c.layout.stage_layers = l.value("stage_layers", std::vector<int>{});
-    std::vector<std::string> o = candidate_overrides(c, l.value("allow_idle_gpus", false));
-    if (c.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
-    return o;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("--layout-from {}: layout of rank {} is incomplete ({})", path, rank, e.what()));
+  const std::string where = fmt::format("--layout-from {}: top[{}].layout", path, rank - 1);
+  const nlohmann::json& l = top[static_cast<size_t>(rank - 1)].contains("layout")
+                                ? top[static_cast<size_t>(rank - 1)]["layout"]
+                                : throw InputError(fmt::format("{} is missing", where));
+  // A whole number in [1, max] (0 allowed for `zero`), as the search writes them.
+  auto whole = [&](const char* key, int64_t low, int64_t high, std::optional<int64_t> fallback = std::nullopt) {
+    if (!l.contains(key)) {
+      if (fallback) return *fallback;
+      throw InputError(fmt::format("{}.{} is missing", where, key));
+    }
+    const nlohmann::json& v = l[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < low || v.get<int64_t>() > high) {
+      throw InputError(fmt::format("{}.{} = {}: expected a whole number in [{}, {}]", where, key, v.dump(), low, high));
+    }
+    return v.get<int64_t>();
+  };
+  auto text = [&](const char* key) {
+    if (!l.contains(key) || !l[key].is_string()) {
+      throw InputError(fmt::format("{}.{}: expected a string, got {}", where, key,
+                                   l.contains(key) ? l[key].dump() : std::string("nothing")));
+    }
+    return l[key].get<std::string>();
+  };
+  auto flag = [&](const char* key, bool fallback, bool required) {
+    if (!l.contains(key) && !required) return fallback;
+    if (!l.contains(key) || !l[key].is_boolean()) {
+      throw InputError(fmt::format("{}.{}: expected true or false, got {}", where, key,
+                                   l.contains(key) ? l[key].dump() : std::string("nothing")));
+    }
+    return l[key].get<bool>();
+  };
+  auto located = [&](const char* key, auto parse) {
+    try {
+      return parse();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}.{}: {}", where, key, e.what()));
+    }
+  };
+  constexpr int64_t kMaxInt = INT32_MAX;
+  LayoutCandidate c;
+  c.layout.tp = static_cast<int>(whole("tp", 1, kMaxInt));
+  c.layout.pp = static_cast<int>(whole("pp", 1, kMaxInt));
+  c.layout.dp = static_cast<int>(whole("dp", 1, kMaxInt));
+  c.layout.cp = static_cast<int>(whole("cp", 1, kMaxInt, 1));
+  c.layout.vpp = static_cast<int>(whole("vpp", 1, kMaxInt));
+  c.micro_batch = whole("micro_batch", 1, INT64_MAX);
+  c.global_batch = whole("global_batch", 1, INT64_MAX);
+  c.recompute = located("recompute", [&] { return parse_recompute(text("recompute")); });
+  c.layout.zero_stage = static_cast<int>(whole("zero", 0, 3));
+  c.layout.sequence_parallel = flag("sequence_parallel", false, true);
+  c.layout.schedule = located("schedule", [&] { return parse_pipeline_schedule(text("schedule")); });
+  c.layout.order = text("order");
+  if (l.contains("stage_layers")) {
+    const nlohmann::json& stages = l["stage_layers"];
+    if (!stages.is_array()) throw InputError(fmt::format("{}.stage_layers: expected a list of layer counts", where));
+    for (const auto& n : stages) {
+      if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxInt) {
+        throw InputError(fmt::format("{}.stage_layers: {} is not a whole number of layers >= 1", where, n.dump()));
+      }
+      c.layout.stage_layers.push_back(n.get<int>());
+    }
   }
+  std::vector<std::string> o = candidate_overrides(c, flag("allow_idle_gpus", false, false));
+  if (c.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
+  return o;
 }
 
 void write_search_json(const Scenario& s, const SearchResult& r, int top, const std::vector<std::string>& user_sets,

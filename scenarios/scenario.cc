@@ -736,8 +736,15 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   }
   s.cluster = load_cluster(doc, catalog);
 
+  if (!doc.has("model")) {
+    throw doc.error_at("", "no model: section; give model.preset (a shipped model such as llama3-8b, see "
+                           "`clustersim help-config model`) or the model's dimensions (model.layers, hidden, heads, ...)");
+  }
   if (doc.has("model.preset")) {
     s.model = located(doc, "model.preset", [&] { return load_model_preset(doc.get_string("model.preset"), dir); });
+  } else if (!doc.has("model.layers")) {
+    throw doc.error_at("model", "no preset and no layers; give model.preset (e.g. llama3-8b) or the model's "
+                                "dimensions (layers, hidden, heads, ffn_hidden, vocab)");
   }
   apply_model_keys(doc, "model.", s.model);
   if (s.model.name.empty()) s.model.name = "model";

@@ -185,6 +185,15 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
              "slow_nic.yaml:2:1: bandwidth");
 }
 
+TEST(Cli, AMissingModelIsNamedAsSuch) {
+  expect_refused("run " + write_temp("nomodel.yaml", "cluster: {node: dgx-h100, nodes: 1}\n"
+                                                     "training: {seq_len: 1024, global_batch: 8}\n"),
+                 "nomodel.yaml: no model: section; give model.preset");
+  expect_refused("run " + write_temp("partmodel.yaml", "cluster: {node: dgx-h100, nodes: 1}\nmodel: {hidden: 1024}\n"
+                                                       "training: {seq_len: 1024, global_batch: 8}\n"),
+                 "partmodel.yaml:2:1: model: no preset and no layers");
+}
+
 TEST(Cli, CrossKeyErrorsNameTheKeyTheFileGives) {
   // The preset gives kv_heads 8; the file's heads line is what to change.
   expect_refused("run " + write_temp("heads.yaml", "cluster: {node: dgx-h100, nodes: 1}\n"

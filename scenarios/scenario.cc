@@ -789,7 +789,12 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
       }
     });
   }
-  if (doc.has("search")) s.search = load_search(doc);
+  if (doc.has("search")) {
+    s.search = load_search(doc);
+    // The space's own rules, placed at the key they name (search_layouts() checks them again).
+    located_by_message(doc, "search",
+                       [&] { validate_search_space(*s.search, s.cluster.nodes.front().gpu.hbm_capacity); });
+  }
 
   const std::string fidelity = doc.get_string("simulation.fidelity");
   s.simulation.fidelity = fidelity == "flow"         ? FidelityChoice::kFlow

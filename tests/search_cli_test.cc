@@ -156,6 +156,12 @@ TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   Result r = run("search " + kSmall + " --set 'search.tp=[]'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("search.tp"), std::string::npos) << r.err;
+  // The space's rules that need the cluster are placed at their key too.
+  r = run("search " + kSmall + " --set 'search.memory_headroom=\"100 GB\"'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--set search.memory_headroom: search.memory_headroom = 100.00 GB leaves no memory"),
+            std::string::npos)
+      << r.err;
   r = run("search " + kSmall + " --set 'search.memory_headroom=100 GB'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("search.memory_headroom"), std::string::npos) << r.err;

@@ -155,6 +155,7 @@ double parse_quantity(std::string_view text, const std::array<UnitEntry, N>& uni
   const char* first = trimmed.data();
   const char* last = trimmed.data() + trimmed.size();
   auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec == std::errc::result_out_of_range) throw fail("the number is out of range of a double (about 1e308)");
   if (ec != std::errc() || ptr == first) throw fail("it does not start with a number");
   if (!std::isfinite(value)) throw fail("the number is not finite");
   std::string_view unit(ptr, static_cast<size_t>(last - ptr));

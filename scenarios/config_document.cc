@@ -113,7 +113,11 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
     }
     case ValueType::kReal: {
       double v = 0;
-      if (!parse_real_text(text, v)) throw fail(fmt::format("\"{}\" is not a number", text));
+      if (!parse_real_text(text, v)) {
+        const bool huge = std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc::result_out_of_range;
+        throw fail(huge ? fmt::format("{} is out of range of a double (about 1e308)", text)
+                        : fmt::format("\"{}\" is not a number", text));
+      }
       check_range(def, v, text, fail);
       return;
     }

@@ -185,6 +185,13 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
              "slow_nic.yaml:2:1: bandwidth");
 }
 
+TEST(Cli, NumbersBeyondADoubleAreOutOfRangeNotNonNumbers) {
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.hidden_dropout=1e400",
+                 "training.hidden_dropout: 1e400 is out of range of a double");
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set 'cluster.fabric.switch_latency=\"1e400 ns\"'",
+                 "the number is out of range of a double");
+}
+
 TEST(Cli, AMissingModelIsNamedAsSuch) {
   expect_refused("run " + write_temp("nomodel.yaml", "cluster: {node: dgx-h100, nodes: 1}\n"
                                                      "training: {seq_len: 1024, global_batch: 8}\n"),

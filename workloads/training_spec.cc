@@ -87,7 +87,8 @@ void TrainingSpec::validate(const ModelSpec& model) const {
   positive("micro_batch", micro_batch);
   if (global_batch % micro_batch != 0) {
     throw InputError(fmt::format("training.global_batch = {} is not a multiple of training.micro_batch = {} "
-                                 "(e.g. use global_batch {})",
+                                 "(e.g. use global_batch {}; with data parallelism it must be a multiple of "
+                                 "micro_batch · dp)",
                                  global_batch, micro_batch,
                                  global_batch < micro_batch
                                      ? fmt::format("{}", micro_batch)

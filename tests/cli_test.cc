@@ -185,6 +185,19 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
              "slow_nic.yaml:2:1: bandwidth");
 }
 
+TEST(Cli, MixtureOfExpertsRunsSayHowFarPublishedRunsAre) {
+  const Result r = run("run " + scenario("mixtral-8x7b-64-h100.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("are 1.9-3.6x slower than clustersim predicts"), std::string::npos) << r.output;
+  EXPECT_EQ(run("run " + scenario("llama3-8b-dgx-h100.yaml")).output.find("mixture of experts"), std::string::npos);
+}
+
+TEST(Cli, TheTraceDoesNotOverwriteTheScenario) {
+  const std::string path = write_temp("self_trace.yaml", read(scenario("llama3-8b-dgx-h100.yaml")));
+  expect_refused("run " + path + " --trace " + path, "that is the scenario file");
+  EXPECT_EQ(read(path), read(scenario("llama3-8b-dgx-h100.yaml")));
+}
+
 TEST(Cli, NumbersBeyondADoubleAreOutOfRangeNotNonNumbers) {
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.hidden_dropout=1e400",
                  "training.hidden_dropout: 1e400 is out of range of a double");

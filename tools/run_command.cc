@@ -121,6 +121,10 @@ int run_command(const RunOptions& options, std::ostream& out) {
 
   RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall};
   if (!options.trace.empty()) {
+    std::error_code same_error;
+    if (std::filesystem::equivalent(options.trace, options.scenario, same_error)) {
+      throw InputError(fmt::format("--trace {}: that is the scenario file; give another path", options.trace));
+    }
     std::ofstream trace(options.trace);
     if (!trace) throw InputError(fmt::format("--trace {}: cannot open the file for writing", options.trace));
     write_chrome_trace(report.step.trace, cluster, trace);

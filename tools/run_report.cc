@@ -112,6 +112,12 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                      fidelity_name(c.fidelity), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
                      r.step.events, c.wall_s);
   out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
+  if (c.scenario != nullptr && c.scenario->model.moe.enabled() &&
+      c.scenario->layout.moe_dispatcher != MoeDispatcher::kDeepEp) {
+    out << "  accuracy       mixture of experts: Megatron-Bridge's published fine-grained MoE runs (Qwen3 on B200 "
+           "and H100, DeepSeek-V3 on B200) are 1.9-3.6x slower than clustersim predicts, likely a host-side cost it "
+           "does not model (docs/validation/error_budget.md)\n";
+  }
 }
 
 void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& out) {

@@ -281,6 +281,8 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
     for (int64_t size : skipped) skipped_json.push_back({{"size_bytes", size}, {"reason", skip_reason}});
     out << nlohmann::json{{"results", results},
                           {"skipped", skipped_json},
+                          {"op", name_of(options.op)},
+                          {"gpus", ranks},
                           {"fidelity", fidelity == Fidelity::kFlow ? "flow" : "analytical"}}
                .dump(2)
         << "\n";

@@ -143,6 +143,8 @@ TEST(CollectiveCommand, AutoFidelityRunsLargeAllToAllAnalytically) {
   EXPECT_NE(text.str().find("analytical fidelity"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("--fidelity auto"), std::string::npos) << text.str();
   EXPECT_EQ(run_json(options).at("fidelity"), "analytical");
+  EXPECT_EQ(run_json(options).at("op"), "all_to_all");
+  EXPECT_EQ(run_json(options).at("gpus"), 512);
   options.nodes = 2;
   EXPECT_EQ(run_json(options).at("fidelity"), "flow");
 }

@@ -160,6 +160,15 @@ TEST(FlashKernel, FlashAttentionOneRunsAtHalfTheFusedRate) {
     EXPECT_NEAR((op_duration(slow, cost) - gap).to_seconds() / (op_duration(fast, cost) - gap).to_seconds(),
                 ComputeDefaults::kFlashV1Slowdown, 1e-3);
   }
+  // flash-attn 1.x supports head dimensions up to 128.
+  ModelSpec wide = testing::llama3_8b();
+  wide.head_dim = 256;
+  try {
+    const Transformer refused(wide, t);
+    FAIL() << "flash-v1 with head_dim 256 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("up to 128"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(parse_fused_attention_kernel("flash-v1"), FusedAttentionKernel::kFlashV1);
   EXPECT_EQ(name_of(FusedAttentionKernel::kFlashV1), "flash-v1");
 }

@@ -107,6 +107,16 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     throw InputError(fmt::format("training.flash_kernel = {} needs training.attention: flash (got {})",
                                  name_of(flash_kernel), name_of(attention)));
   }
+  if (flash_kernel == FusedAttentionKernel::kFlashV1) {
+    // flash-attn 1.x runs head dimensions that are multiples of 8 up to 128 (its README, v1.0).
+    const int64_t head_dim = model.head_dim > 0 ? model.head_dim : (model.heads > 0 ? model.hidden / model.heads : 0);
+    const int64_t qk_dim = model.mla.enabled() ? head_dim + model.mla.rope_head_dim : head_dim;
+    if (qk_dim > 128) {
+      throw InputError(fmt::format("training.flash_kernel = flash-v1 runs head dimensions up to 128; model \"{}\" has "
+                                   "{} (use flash_kernel cudnn)",
+                                   model.name, qk_dim));
+    }
+  }
   if (flash_kernel == FusedAttentionKernel::kSdpaFlash && model.mla.enabled()) {
     throw InputError(fmt::format("training.flash_kernel = sdpa-flash is not modelled for latent attention (model \"{}\" "
                                  "sets model.mla: query/key and value heads differ in size); use flash_kernel: cudnn",

@@ -53,6 +53,16 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                      s.training.micro_batch);
   out << fmt::format("  layout     {} · {} {} per pipeline · recompute {}\n", describe_layout(s.layout),
                      r.microbatches, r.microbatches == 1 ? "microbatch" : "microbatches", name_of(s.training.recompute));
+  if (s.model.moe.enabled()) {
+    const MoeRouting& routing = s.training.moe_routing;
+    std::string text = !routing.expert_load.empty() ? "the given per-expert histogram"
+                       : routing.skew == 1.0        ? "balanced"
+                                                    : fmt::format("skew {:g} (busiest expert / mean)", routing.skew);
+    if (routing.capacity_factor > 0) {
+      text += fmt::format(" · capacity factor {:g} (tokens above it dropped)", routing.capacity_factor);
+    }
+    out << fmt::format("  routing    {} · top {} of {} experts\n", text, s.model.moe.top_k, s.model.moe.num_experts);
+  }
   out << "\n";
   if (!r.fits) {
     out << fmt::format("  WARNING: does not fit: stage {} needs {} GB of the GPU's {} GB; the times below are for a "

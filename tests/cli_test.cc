@@ -303,6 +303,13 @@ TEST(Cli, TracesBeyondTheSpanLimitExitWith2) {
                  "--trace: the step has more than 4000000 spans to record");
 }
 
+TEST(Cli, CollectiveStepsByTheIncrementWhenOnlyItIsGiven) {
+  const Result r = run("collective -b 8 -e 64 -i 8");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\n          56 "), std::string::npos) << r.output;  // 8, 16, ..., 64
+  expect_refused("collective -b 8 -e 64 -f 2 -i 8", "-f 2 and -i 8: give one");
+}
+
 TEST(Cli, CollectiveSweepsOfMoreThanTenThousandSizesExitWith2) {
   expect_refused("collective -f 0 -i 8 -e 1G", "makes more than 10000 sizes");
   EXPECT_EQ(run("collective -f 0 -i 1K -b 1K -e 8M --json").exit_code, 0);  // 8,192 sizes

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   coll_cmd->add_option("-f,--stepfactor", coll.step_factor, "multiply the size by this each step")
       ->capture_default_str();
-  coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (with -f 0)");
+  coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (instead of -f)");
   coll_cmd->add_option("--algo", coll_algo, "auto | ring | tree | nvls | hierarchical | pairwise")
       ->capture_default_str();
   coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
@@ -230,6 +230,15 @@ int main(int argc, char** argv) {
         coll.min_bytes = parse_nccl_tests_size(coll_min);
         coll.max_bytes = parse_nccl_tests_size(coll_max);
         coll.step_bytes = parse_nccl_tests_size(coll_step);
+        // nccl-tests steps by -i when it is given and -f is not: so does this, and a factor of 2 or
+        // more given with an increment is refused rather than one of the two ignored.
+        if (coll_cmd->count("-i") > 0 && coll.step_bytes.count() > 0) {
+          if (coll_cmd->count("-f") > 0 && coll.step_factor != 0) {
+            throw InputError(fmt::format("-f {} and -i {}: give one (-f 0 -i {} steps by the increment)",
+                                         coll.step_factor, coll_step, coll_step));
+          }
+          coll.step_factor = 0;
+        }
         if (coll_fidelity != "auto" && coll_fidelity != "flow" && coll_fidelity != "analytical") {
           throw InputError("--fidelity " + coll_fidelity + ": valid values are auto, flow, analytical");
         }

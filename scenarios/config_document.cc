@@ -1,5 +1,6 @@
 #include "scenarios/config_document.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -375,6 +376,11 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
                                    second_document_where(text, source_name, documents[1])));
     }
     if (!documents.empty()) root = documents.front();
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp stops at 2,000 nested levels with the message "bad file".
+    throw InputError(fmt::format("{}: YAML nesting deeper than yaml-cpp's limit of 2,000 levels; a scenario needs a "
+                                 "few",
+                                 mark_text(source_name, e.mark)));
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg));
   }

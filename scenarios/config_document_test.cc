@@ -102,6 +102,9 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: [1, 2]").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ngroups: [{}]").find("groups[0].count"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s\n").find("YAML syntax error"), std::string::npos);
+  // Nesting past yaml-cpp's depth guard is named as such, not as "bad file".
+  const std::string deep = "link: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+  EXPECT_NE(error_of(deep).find("YAML nesting deeper than yaml-cpp's limit"), std::string::npos) << error_of(deep);
   // A complex key (`? [a, b]`) is not a key name.
   const std::string complex = error_of("link: {bandwidth: 1 GB/s}\n? [a, b]\n: 3\n");
   EXPECT_NE(complex.find("s.yaml:2:3: a key must be a plain name, got a list"), std::string::npos) << complex;

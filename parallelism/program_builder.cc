@@ -423,9 +423,10 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     // (kMaxMicrobatchesPerPipeline), ZeRO-3 gathers per step at 2^18 (Llama-3-8B on one DGX H100
     // at tp 2 with 32 micro-batches: 128,512 gathers of 1e6 parameters simulate in 8 s, 1.28 M of
     // 1e5 took 72 s).
+    const StageParameters stage_params = stage_parameters(transformer, layout, s);
     {
       constexpr int64_t kMaxZero3GathersPerStep = int64_t{1} << 18;
-      const int64_t stage_total = stage_parameters(transformer, layout, s).total();
+      const int64_t stage_total = stage_params.total();
       for (auto [key, elements, per_step, limit] :
            {std::tuple<const char*, int64_t, int64_t, int64_t>{"parallelism.grad_bucket_elements",
                                                                layout.grad_bucket_elements, 1,
@@ -470,7 +471,6 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
       stage.chunks.push_back(std::move(chunk));
     }
 
-    const StageParameters stage_params = stage_parameters(transformer, layout, s);
     stage.data_group = data_group;
     stage.gradients.op = layout.grad_reduce_op == GradReduceOp::kAllReduce       ? CollectiveOp::kAllReduce
                          : layout.grad_reduce_op == GradReduceOp::kReduceScatter ? CollectiveOp::kReduceScatter

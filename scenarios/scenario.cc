@@ -1,6 +1,7 @@
 #include "scenarios/scenario.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -418,7 +419,10 @@ auto located(const ConfigDocument& doc, const std::string& path, F&& f) {
 // The dotted keys ("model.heads") a message names, in order.
 std::vector<std::string> keys_named_in(const std::string& message) {
   std::vector<std::string> keys;
-  auto is_key_char = [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  auto is_key_char = [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::islower(u) || std::isdigit(u) || c == '_' || c == '.';
+  };
   for (size_t i = 0; i < message.size();) {
     if (!is_key_char(message[i]) || (i > 0 && is_key_char(message[i - 1]))) {
       ++i;

@@ -71,12 +71,16 @@ std::vector<double> expert_token_shares(const ModelSpec& model, const MoeRouting
   return shares;
 }
 
+bool even_rank_shares(const std::vector<double>& rank_shares) {
+  return std::all_of(rank_shares.begin(), rank_shares.end(), [&](double share) {
+    return std::abs(share - 1.0 / static_cast<double>(rank_shares.size())) < 1e-12;
+  });
+}
+
 void require_even_shares_for_deepep(const std::vector<double>& rank_shares) {
-  for (double share : rank_shares) {
-    if (std::abs(share - 1.0 / static_cast<double>(rank_shares.size())) >= 1e-12) {
-      throw InputError("parallelism.moe_dispatcher deepep is modelled for balanced routing only; remove "
-                       "training.moe_routing (skew, expert_load, capacity_factor) or use moe_dispatcher alltoall");
-    }
+  if (!even_rank_shares(rank_shares)) {
+    throw InputError("parallelism.moe_dispatcher deepep is modelled for balanced routing only; remove "
+                     "training.moe_routing (skew, expert_load, capacity_factor) or use moe_dispatcher alltoall");
   }
 }
 

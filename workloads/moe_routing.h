@@ -37,9 +37,12 @@ std::vector<double> expert_token_shares(const ModelSpec& model, const MoeRouting
 // sum of their shares. `ep` must divide the number of experts (InputError otherwise).
 std::vector<double> expert_rank_shares(const std::vector<double>& expert_shares, int64_t ep);
 
+// Whether every expert-parallel rank's share (expert_rank_shares) is 1/ep (to 1e-12): balanced
+// all-to-alls. True for an empty list.
+bool even_rank_shares(const std::vector<double>& rank_shares);
+
 // The deepep dispatcher (workloads/deepep_traffic.h) is modelled for balanced routing only: throws
-// InputError naming parallelism.moe_dispatcher when `rank_shares` (expert_rank_shares) are not all
-// 1/ep. Nothing for an empty list.
+// InputError naming parallelism.moe_dispatcher unless even_rank_shares(rank_shares).
 void require_even_shares_for_deepep(const std::vector<double>& rank_shares);
 
 }  // namespace clustersim

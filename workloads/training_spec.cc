@@ -109,8 +109,7 @@ void TrainingSpec::validate(const ModelSpec& model) const {
   }
   if (flash_kernel == FusedAttentionKernel::kFlashV1) {
     // flash-attn 1.x runs head dimensions that are multiples of 8 up to 128 (its README, v1.0).
-    const int64_t head_dim = model.head_dim > 0 ? model.head_dim : (model.heads > 0 ? model.hidden / model.heads : 0);
-    const int64_t qk_dim = model.mla.enabled() ? head_dim + model.mla.rope_head_dim : head_dim;
+    const int64_t qk_dim = model.qk_head_size();
     if (qk_dim > 128) {
       throw InputError(fmt::format("training.flash_kernel = flash-v1 runs head dimensions up to 128; model \"{}\" has "
                                    "{} (use flash_kernel cudnn)",

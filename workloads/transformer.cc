@@ -219,8 +219,7 @@ Sizes sizes_of(const ModelSpec& model, const TrainingSpec& training, const Shard
     const double slots = static_cast<double>(z.routed * z.top_k * z.ep);
     z.dispatched = static_cast<int64_t>(std::ceil(slots * busiest - 1e-9));
     z.expert_tokens = z.dispatched * z.etp;
-    bool even = true;
-    for (double share : rank_shares) even = even && std::abs(share - 1.0 / static_cast<double>(z.ep)) < 1e-12;
+    const bool even = even_rank_shares(rank_shares);
     if (dims.dispatcher == MoeDispatcher::kDeepEp && z.ep > 1) {
       require_even_shares_for_deepep(rank_shares);
       // Known when the expert-parallel group's layout over the nodes is (simulate_training); memory

@@ -371,6 +371,12 @@ void validate_layout(const Layout& l, const LayoutContext& c) {
                                  "reduce-scatters",
                                  l.tp, l.sequence_parallel));
   }
+  if (l.overlap_param_gather && l.zero_stage == 0) {
+    // Megatron-LM arguments.py: "--overlap-param-gather only supported with distributed optimizer"
+    // (without it every rank holds whole parameters and there is no gather to overlap).
+    throw InputError("parallelism.overlap_param_gather = true needs sharded parameters to gather: set "
+                     "distributed_optimizer: true or zero: 1, 2 or 3, or leave overlap_param_gather false");
+  }
   if (l.zero3_bucket_elements < 0) {
     throw InputError(fmt::format("parallelism.zero3_bucket_elements = {}: must be >= 0 (0 = one gather per layer)",
                                  l.zero3_bucket_elements));

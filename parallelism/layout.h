@@ -109,7 +109,8 @@ struct LayoutContext {
 //   divisible by cp; sequence parallel needs tp > 1; zero_stage in 0..3; the order string is a
 //   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given); tp_comm_overlap needs
 //   tp > 1 and sequence parallelism; zero3_bucket_elements is not negative and needs zero_stage 3 and a
-//   dense model; grad_reduce_op all_reduce needs zero_stage <= 1, reduce_scatter zero_stage >= 1.
+//   dense model; grad_reduce_op all_reduce needs zero_stage <= 1, reduce_scatter zero_stage >= 1;
+//   overlap_param_gather needs zero_stage >= 1 (Megatron-LM arguments.py).
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.

@@ -122,6 +122,12 @@ TEST(Layout, ScheduleAndOtherRules) {
   EXPECT_NE(rejection(Layout{.sequence_parallel = true}, context(32, 1)).find("tp > 1"), std::string::npos);
   EXPECT_NE(rejection(Layout{.zero_stage = 4}, context(32, 1)).find("0, 1, 2, 3"), std::string::npos);
   EXPECT_NE(rejection(Layout{.order = "tp-dp"}, context(32, 1)).find("order"), std::string::npos);
+  // Megatron refuses --overlap-param-gather without the distributed optimizer; any ZeRO stage has a gather.
+  EXPECT_NE(rejection(Layout{.overlap_param_gather = true}, context(32, 1)).find("overlap_param_gather"),
+            std::string::npos);
+  for (int zero = 1; zero <= 3; ++zero) {
+    EXPECT_NO_THROW(validate_layout(Layout{.zero_stage = zero, .overlap_param_gather = true}, context(32, 1)));
+  }
   LayoutContext cp = context(32, 2);
   cp.seq_len = 4094;
   EXPECT_NE(rejection(Layout{.cp = 2}, cp).find("multiple of 2·cp = 4"), std::string::npos);

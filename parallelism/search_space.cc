@@ -259,6 +259,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                             // The base layout's overlap and ZeRO-3 gather choices apply where they can.
                             c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
                             c.layout.zero3_bucket_elements = zero == 3 ? base.zero3_bucket_elements : 0;
+                            c.layout.overlap_param_gather = base.overlap_param_gather && zero >= 1;
                             const bool op_applies =
                                 base.grad_reduce_op == GradReduceOp::kAllReduce ? zero <= 1
                                 : base.grad_reduce_op == GradReduceOp::kReduceScatter ? zero >= 1

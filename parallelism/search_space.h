@@ -112,7 +112,7 @@ struct SearchContext {
 // recompute, zero, sequence parallel, order, dp, outermost first): the same on every process and
 // thread. Layout fields the space does not vary (overlap options, bucket size, ...) come from `base`
 // (tp_comm_overlap only where tp > 1 with sequence parallelism, zero3_bucket_elements only with ZeRO-3,
-// grad_reduce_op only with the ZeRO stages it applies to, else auto);
+// grad_reduce_op only with the ZeRO stages it applies to, else auto; overlap_param_gather only with ZeRO >= 1);
 // `base.stage_layers` is not used (stages are even, or uneven_stages). Throws InputError when no
 // combination is a layout at all (an empty space), naming the lists to widen.
 std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,

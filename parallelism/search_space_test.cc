@@ -105,6 +105,21 @@ TEST(SearchSpace, TensorParallelOneRunsWithoutSequenceParallelism) {
   for (const auto& c : candidates) EXPECT_EQ(c.layout.sequence_parallel, c.layout.tp > 1) << c.layout.tp;
 }
 
+// The base layout's overlap_param_gather applies to the candidates with a ZeRO stage, the only ones
+// that gather parameters (the zero-0 candidates would otherwise be refused as a layout rule).
+TEST(SearchSpace, ParameterGatherOverlapAppliesWhereParametersAreSharded) {
+  const SearchContext context{.gpus = 8, .gpus_per_node = 8, .layers = 24, .heads = 16};
+  SearchSpace space;
+  space.tp = {1};
+  space.pp = {1};
+  space.zero = {0, 1, 3};
+  Layout base;
+  base.overlap_param_gather = true;
+  const auto candidates = expand_search_space(space, base, training(32), context);
+  ASSERT_EQ(candidates.size(), 3U);
+  for (const auto& c : candidates) EXPECT_EQ(c.layout.overlap_param_gather, c.layout.zero_stage >= 1);
+}
+
 // With flash attention selective recomputation recomputes nothing (workloads/transformer.h), so
 // it is the layout of recompute none: searched beside none it is left out; alone it stays. With
 // naive attention the two differ and both are candidates.

@@ -240,8 +240,12 @@ class Walker {
   std::string location(const std::string& concrete, const std::string& key, const YAML::Mark& mark) const {
     const std::string cpath = join_path(concrete, key);
     for (const auto& o : overridden_) {
-      // The --set that wrote this value, or one that created this section on its way to a key.
-      if (cpath == o || cpath.starts_with(o + ".") || o.starts_with(cpath + ".")) return "--set " + o;
+      if (cpath == o || cpath.starts_with(o + ".")) return "--set " + o;  // the --set that wrote this value
+    }
+    if (mark.is_null()) {  // not in the file: a --set created this section on its way to a key
+      for (const auto& o : overridden_) {
+        if (o.starts_with(cpath + ".")) return "--set " + o;
+      }
     }
     return mark_text(data_.source, mark);
   }

@@ -188,6 +188,20 @@ TEST(ConfigDocument, MissingKeyNamesTheSectionThatLacksIt) {
   EXPECT_EQ(e.rfind("s.yaml: missing key \"training.lr\"", 0), 0U) << e;
 }
 
+// An error about a whole section the file has is placed at the file's line of it, even when --set
+// overrides keys inside it; a section only a --set created is placed at that --set.
+TEST(ConfigDocument, SectionErrorsStayAtTheFilesSection) {
+  auto section_error = [](const std::string& text, std::vector<Override> overrides) {
+    const auto doc = ConfigDocument::load_string(text, "s.yaml", test_schema(), overrides);
+    return std::string(doc.error_at("training", "bad layout").what());
+  };
+  const std::string text = "link: {bandwidth: 1 GB/s}\ntraining:\n  lr: 0.5\n";
+  std::string e = section_error(text, {parse_override("training.seq_len=8")});
+  EXPECT_EQ(e.rfind("s.yaml:2:1: training: bad layout", 0), 0U) << e;
+  e = section_error("link: {bandwidth: 1 GB/s}\n", {parse_override("training.seq_len=8")});
+  EXPECT_EQ(e.rfind("--set training.seq_len: training: bad layout", 0), 0U) << e;
+}
+
 // Binary data (or UTF-16 text) is named with its line instead of a YAML syntax error.
 TEST(ConfigDocument, NulByteIsBinaryData) {
   const std::string text = std::string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4") + '\0' + "\n";

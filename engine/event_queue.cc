@@ -35,7 +35,19 @@ bool EventQueue::cancel(EventId id) {
   s.pending = false;
   s.callback = nullptr;
   --live_;
+  if (heap_.size() > kCompactAbove && heap_.size() > 2 * live_) compact();
   return true;
+}
+
+void EventQueue::compact() {
+  std::erase_if(heap_, [this](const Key& k) {
+    if (slots_[k.slot].pending) return false;
+    release(k.slot);
+    return true;
+  });
+  for (size_t i = heap_.size() / 4 + 1; i-- > 0;) {
+    if (i < heap_.size()) sift_down(i);
+  }
 }
 
 // 4-ary heap: the children of node i are 4i + 1 .. 4i + 4.

@@ -18,7 +18,10 @@ struct EventId {
 
 // A priority queue of callbacks ordered by (time, priority, insertion sequence): events at the same
 // time run lower priority values first, and equal priorities in the order they were scheduled, so a
-// run is deterministic. Cancellation is O(1): the event's slot is marked and skipped when popped.
+// run is deterministic. Cancellation is O(1) amortized: the event's slot is marked and skipped when
+// popped, and when cancelled keys outnumber live ones (a flow network reschedules most of its
+// completions at every rate change) the heap drops them and is rebuilt, in O(heap size); the order
+// of the live events does not depend on the heap's shape.
 //
 // Storage: a 4-ary heap of 24-byte keys (a node's four children share about one cache line, so a
 // pop touches half the levels a binary heap would); priority and insertion sequence are packed into
@@ -62,6 +65,9 @@ class EventQueue {
   void sift_down(size_t index);
   void remove_top();
   void drop_cancelled_top();
+  // Removes every cancelled key, frees its slot and rebuilds the heap.
+  void compact();
+  static constexpr size_t kCompactAbove = 4096;  // smaller heaps just skip cancelled tops
   void release(uint32_t slot);
 
   std::vector<Key> heap_;

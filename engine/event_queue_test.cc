@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace clustersim {
@@ -48,6 +49,50 @@ TEST(EventQueue, StaleIdsDoNotCancelReusedSlots) {
   EXPECT_FALSE(q.cancel(a));  // ... but the old id is stale
   q.pop(t)();
   EXPECT_EQ(ran, 3);
+}
+
+// Cancelling most of a large queue compacts its heap (engine/event_queue.h); the survivors still run
+// in (time, priority, insertion) order, stale ids of the dropped events stay harmless, and events
+// pushed afterwards interleave correctly.
+TEST(EventQueue, CompactionKeepsTheOrderOfTheLiveEvents) {
+  EventQueue q;
+  constexpr int kEvents = 20000;
+  std::vector<EventId> ids;
+  std::vector<int> order;
+  for (int i = 0; i < kEvents; ++i) {
+    // Times in a scrambled order with many ties, priorities alternating.
+    const double ns = static_cast<double>((i * 7919) % 997);
+    ids.push_back(q.push(at_ns(ns), i % 2, [&order, i] { order.push_back(i); }));
+  }
+  for (int i = 0; i < kEvents; ++i) {
+    if (i % 10 != 0) {
+      EXPECT_TRUE(q.cancel(ids[static_cast<size_t>(i)]));
+    }
+  }
+  EXPECT_EQ(q.size(), static_cast<size_t>(kEvents / 10));
+  for (int i = 0; i < kEvents; ++i) {
+    if (i % 10 != 0) {
+      EXPECT_FALSE(q.cancel(ids[static_cast<size_t>(i)]));  // already cancelled
+    }
+  }
+  q.push(at_ns(500.5), 0, [&order] { order.push_back(-1); });
+  Time t;
+  Time last = Time::zero();
+  std::vector<int> expected;
+  for (int i = 0; i < kEvents; i += 10) expected.push_back(i);
+  std::sort(expected.begin(), expected.end(), [](int a, int b) {
+    const int ta = (a * 7919) % 997, tb = (b * 7919) % 997;
+    if (ta != tb) return ta < tb;
+    if (a % 2 != b % 2) return a % 2 < b % 2;
+    return a < b;
+  });
+  expected.insert(std::find_if(expected.begin(), expected.end(), [](int i) { return (i * 7919) % 997 > 500; }), -1);
+  while (!q.empty()) {
+    q.pop(t)();
+    EXPECT_GE(t, last);
+    last = t;
+  }
+  EXPECT_EQ(order, expected);
 }
 
 }  // namespace

@@ -147,10 +147,19 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
     return setup;
   }
   // NVIDIA GTC slides: typical large-message plateaus.
+  if (contains(system, "GB200 NVL72")) {
+    // The slide's 32 GPUs span eight compute trays of one NVL72 rack: one NVLink domain.
+    setup.node = "gb200-nvl72";
+    setup.gpus_per_node = row.gpus;
+    setup.note = fmt::format("{} GPUs of one gb200-nvl72 rack (one NVLink domain)", row.gpus);
+    if (setup.algorithm == CollectiveAlgorithm::kAuto && setup.op == CollectiveOp::kAllReduce) {
+      setup.algorithm = CollectiveAlgorithm::kRing;  // the non-SHARP bar
+    }
+    return setup;
+  }
   const bool multi_node = row.gpus == 32 || contains(system, "RDMA");
-  if (contains(system, "V100") || contains(system, "Gen5") || contains(system, "Gen6") || contains(system, "GB200") ||
-      contains(system, "TCP")) {
-    *reason = "no preset for this hardware (V100, PCIe Gen5/Gen6 hosts, GB200 NVL72, TCP sockets)";
+  if (contains(system, "V100") || contains(system, "Gen5") || contains(system, "Gen6") || contains(system, "TCP")) {
+    *reason = "no preset for this hardware (V100, PCIe Gen5/Gen6 hosts, TCP sockets)";
     return std::nullopt;
   }
   if (multi_node && setup.algorithm == CollectiveAlgorithm::kNvls) {

@@ -52,6 +52,27 @@ TEST(CollectiveValidation, RingRowsOnH200) {
   EXPECT_GE(checked, 3);
 }
 
+// GTC25's GB200 NVL72 bars: 32 GPUs of one rack, one NVLink domain (gb200-nvl72). Without in-switch
+// reduction busbw stays below the 900 GB/s per direction of NVLink 5; NVLS exceeds it (case C1);
+// each lies within 20 % of the slide.
+TEST(CollectiveValidation, Nvl72RowsAreOneNvlinkDomain) {
+  const CollectiveValidation validation = validate_collectives(kCsv, default_data_dir());
+  int checked = 0;
+  for (const auto& row : validation.rows) {
+    if (row.system.find("GB200 NVL72") == std::string::npos) continue;
+    ASSERT_TRUE(row.compared) << row.system << ": " << row.not_compared;
+    const bool sharp = row.system.find("SHARP") != std::string::npos;
+    if (sharp) {
+      EXPECT_GT(row.simulated, 900) << row.system;
+    } else {
+      EXPECT_LT(row.simulated, 900) << row.system;
+    }
+    EXPECT_LT(std::abs(row.error), 0.2) << row.system << " " << row.collective;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 TEST(CollectiveValidation, ReportListsEveryRow) {
   const CollectiveValidation validation = validate_collectives(kCsv, default_data_dir());
   std::ostringstream out;

@@ -117,6 +117,10 @@ const std::map<std::string, std::string>& bridge_presets() {
 // and equals 4,194,304 tokens to within 1 % (2 % in the 32-GPU file) for Llama 13B, 30B and 65B at
 // 2k and 8k when N counts an untied 128,000-token embedding and LM head (with LLaMA's 32,000 tokens
 // it is off by 6-8 %; tools/published_run_test.cc checks every row).
+// An NVL72 rack (gb200-nvl72, gb300-nvl72) holds 72 GPUs; a job of a multiple of 64 GPUs over
+// several racks is placed 64 per rack (16 of its 18 four-GPU compute trays).
+constexpr int64_t kNvl72Gpus = 72;
+constexpr int64_t kNvl72JobGpus = 64;
 constexpr int64_t kHagemannBatchTokens = 4'194'304;
 constexpr int64_t kHagemannVocab = 128'000;
 
@@ -343,7 +347,8 @@ SourceConvention convention_of(const std::string& source) {
 }
 
 std::optional<std::string> node_preset_for(const std::string& gpu_type) {
-  if (contains(gpu_type, "GB300") || contains(gpu_type, "GB200")) return std::nullopt;
+  if (contains(gpu_type, "GB300")) return "gb300-nvl72";
+  if (contains(gpu_type, "GB200")) return "gb200-nvl72";
   if (contains(gpu_type, "B200")) return "hgx-b200";
   if (contains(gpu_type, "H800")) return "hgx-h800";
   if (contains(gpu_type, "H200")) return "hgx-h200";
@@ -426,9 +431,6 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
     out.node = "dgx-a100";
     ctx.assume("GPU = A100-SXM4-80GB in DGX A100 nodes (8 × 200 Gb/s HDR)",
                "not in the data files; their TFLOP/s-to-MFU ratio implies a 312 TFLOP/s peak");
-  } else if (contains(c.gpu_type, "GB200") || contains(c.gpu_type, "GB300")) {
-    out.missing = fmt::format("{} NVL72 rack (72-GPU NVLink domain): no GPU or node preset", c.gpu_type);
-    return out;
   } else {
     out.missing = fmt::format("no node preset for GPU type \"{}\"", c.gpu_type.empty() ? "(not given)" : c.gpu_type);
     return out;
@@ -746,10 +748,16 @@ PublishedScenario build_published_scenario(const PublishedConfig& c, const Hardw
 
   // Cluster.
   NodeSpec node_spec = catalog.node(out.node);
-  const int64_t per_node = node_spec.gpus;
-  out.nodes = static_cast<int>((gpus + per_node - 1) / per_node);
+  int64_t per_node = node_spec.gpus;
   ClusterSpec& cluster = out.scenario.cluster;
   if (gpus < per_node) cluster.gpus_per_node = static_cast<int>(gpus);
+  if (gpus > per_node && gpus % per_node != 0 && node_spec.gpus == kNvl72Gpus && gpus % kNvl72JobGpus == 0) {
+    per_node = kNvl72JobGpus;
+    cluster.gpus_per_node = static_cast<int>(per_node);
+    ctx.assume(fmt::format("{} of the 72 GPUs of each NVL72 rack ({} racks)", per_node, gpus / per_node),
+               "a power-of-two job fills 16 of a rack's 18 compute trays; the source does not say");
+  }
+  out.nodes = static_cast<int>((gpus + per_node - 1) / per_node);
   if (gpus > per_node && gpus % per_node != 0) {
     out.missing = fmt::format("{} GPUs do not fill whole {}-GPU nodes", gpus, per_node);
     return out;

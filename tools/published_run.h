@@ -95,7 +95,7 @@ struct PublishedScenario {
 PublishedScenario build_published_scenario(const PublishedConfig& config, const HardwareCatalog& catalog);
 
 // The node preset for a published GPU type ("A100 40GB ..." → dgx-a100-40gb, "H100 ..." →
-// dgx-h100), or nullopt when no preset describes it (GB200, GB300, an empty field).
+// dgx-h100, "GB200" → gb200-nvl72), or nullopt when no preset describes it (an empty field).
 std::optional<std::string> node_preset_for(const std::string& gpu_type);
 
 }  // namespace clustersim

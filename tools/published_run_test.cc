@@ -71,11 +71,14 @@ TEST(PublishedRun, NodePresetPerGpuType) {
   EXPECT_EQ(node_preset_for("H100 80GB"), "dgx-h100");
   EXPECT_EQ(node_preset_for("H800 (8/node, NVLink+NVSwitch; IB across nodes)"), "hgx-h800");
   EXPECT_EQ(node_preset_for("B200"), "hgx-b200");
-  EXPECT_FALSE(node_preset_for("GB200").has_value());
+  EXPECT_EQ(node_preset_for("GB200"), "gb200-nvl72");
+  EXPECT_EQ(node_preset_for("GB300"), "gb300-nvl72");
+  EXPECT_FALSE(node_preset_for("MI300X").has_value());
   EXPECT_FALSE(node_preset_for("").has_value());
   // Every preset named here exists.
   const HardwareCatalog catalog;
-  for (const char* node : {"dgx-a100", "dgx-a100-40gb", "jean-zay-a100", "dgx-h100", "hgx-h800", "hgx-b200"}) {
+  for (const char* node : {"dgx-a100", "dgx-a100-40gb", "jean-zay-a100", "dgx-h100", "hgx-h800", "hgx-b200",
+                           "gb200-nvl72", "gb300-nvl72"}) {
     EXPECT_NO_THROW(catalog.node(node)) << node;
   }
 }
@@ -174,9 +177,14 @@ TEST(PublishedRun, FeaturesNotModelledAreNamedAndMoeAndContextParallelRowsAreExp
   for (const auto& c : configs()) {
     const PublishedScenario s = build_published_scenario(c, HardwareCatalog());
     const bool rack = c.gpu_type.find("GB200") != std::string::npos || c.gpu_type.find("GB300") != std::string::npos;
-    if (rack) {
-      EXPECT_NE(s.missing.find("NVL72"), std::string::npos) << c.config_id << ": " << s.missing;
-    } else if (c.model.find("GPT OSS") != std::string::npos) {
+    if (rack && c.model.find("GPT OSS") == std::string::npos) {
+      // NVL72 racks: one NVLink domain of all the job's GPUs up to 72, else 64 GPUs per rack.
+      EXPECT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
+      const int per_rack = s.scenario.cluster.gpus_per_node > 0 ? s.scenario.cluster.gpus_per_node : 72;
+      EXPECT_EQ(per_rack, std::min<int64_t>(*c.gpus, 64)) << c.config_id;
+      EXPECT_EQ(s.nodes * per_rack, *c.gpus) << c.config_id;
+    }
+    if (c.model.find("GPT OSS") != std::string::npos) {
       EXPECT_NE(s.missing.find("sliding-window"), std::string::npos) << c.config_id << ": " << s.missing;
     } else if ((c.ep && *c.ep > 1) || (c.cp && *c.cp > 1)) {
       // Mixture-of-experts and context-parallel configurations on GPUs with presets are simulated.

@@ -194,7 +194,7 @@ TEST(ValidateRuns, AnyCsvWithTheColumnsWorks) {
          "40,%,,lab_0\n"
          "A lab notebook (2025),GPT 1.3B,1.3,24,2048,,16,,50304,2048,64,4,16,H100 80GB,2,1,,,,,yes,none,bf16,,"
          "peak_memory,20,GB,,lab_0\n"
-         "A lab notebook (2025),GPT 1.3B,1.3,24,2048,,16,,50304,2048,64,4,16,GB300,2,1,,,,,yes,none,bf16,,mfu,"
+         "A lab notebook (2025),GPT 1.3B,1.3,24,2048,,16,,50304,2048,64,4,16,MI300X,2,1,,,,,yes,none,bf16,,mfu,"
          "40,%,,lab_1\n"
          "A lab notebook (2025),GPT 1.3B,1.3,24,2048,,16,,50304,2048,64,4,16,H100 80GB,2,1,,,,,yes,none,bf16,,"
          "time_to_train,3,days,,lab_2\n";
@@ -202,7 +202,7 @@ TEST(ValidateRuns, AnyCsvWithTheColumnsWorks) {
   ASSERT_EQ(v.rows.size(), 4u);
   EXPECT_TRUE(v.rows[0].expressible) << v.rows[0].missing;
   EXPECT_TRUE(v.rows[1].expressible) << v.rows[1].missing;
-  EXPECT_FALSE(v.rows[2].expressible);  // no GB300 preset
+  EXPECT_FALSE(v.rows[2].expressible);  // no MI300X preset
   EXPECT_FALSE(v.rows[3].expressible);  // not a per-step quantity
   EXPECT_NE(v.rows[3].missing.find("time_to_train"), std::string::npos);
   EXPECT_DOUBLE_EQ(v.expressible_fraction, 0.5);

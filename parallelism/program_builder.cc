@@ -182,11 +182,15 @@ struct ChunkParts {
   const Transformer* transformer;
   const PricedLayer* dense;
   const PricedLayer* moe;
+  const PricedLayer* dense_window;  // the sliding-window variants (model.sliding_window > 0)
+  const PricedLayer* moe_window;
   GroupKind data_group;
   int64_t zero3_bucket = 0;  // Layout::zero3_bucket_elements
   int64_t param_bytes = 2;   // bytes per gathered parameter
   const PricedLayer& of(int layer) const {
-    return transformer->layer_kind(layer) == LayerKind::kMoe ? *moe : *dense;
+    const bool window = transformer->model().is_window_layer(layer);
+    if (transformer->layer_kind(layer) == LayerKind::kMoe) return window ? *moe_window : *moe;
+    return window ? *dense_window : *dense;
   }
 };
 
@@ -382,8 +386,8 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   const Pricing plain{&cost, layout.cp, layout.tp, merge, false};
   Pricing layer_pricing = plain;
   layer_pricing.tp_overlap = layout.tp_comm_overlap && layout.tp > 1;
-  auto price = [&](LayerKind kind, const LayerParameters& counts) {
-    const LayerOps& ops = transformer.layer(kind);
+  auto price = [&](LayerKind kind, const LayerParameters& counts, bool window = false) {
+    const LayerOps& ops = transformer.layer(kind, window);
     PricedLayer l;
     l.forward = priced(ops.forward, layer_pricing);
     l.backward = priced(ops.recompute, layer_pricing);
@@ -398,7 +402,11 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   };
   const PricedLayer dense_layer = price(LayerKind::kDense, params.layer);
   const PricedLayer moe_layer = model.moe.enabled() ? price(LayerKind::kMoe, params.moe_layer) : PricedLayer{};
-  const ChunkParts parts{&transformer, &dense_layer, &moe_layer, data_group,
+  const bool windows = model.sliding_window > 0;
+  const PricedLayer dense_window = windows ? price(LayerKind::kDense, params.layer, true) : PricedLayer{};
+  const PricedLayer moe_window =
+      windows && model.moe.enabled() ? price(LayerKind::kMoe, params.moe_layer, true) : PricedLayer{};
+  const ChunkParts parts{&transformer, &dense_layer, &moe_layer, &dense_window, &moe_window, data_group,
                          layout.zero_stage >= 3 ? layout.zero3_bucket_elements : 0, precision.param_bytes()};
   const std::vector<ProgramOp> embedding_forward = priced(transformer.embedding_forward(), plain);
   const std::vector<ProgramOp> embedding_backward = priced(transformer.embedding_backward(), plain);
@@ -648,7 +656,7 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     Bytes working_set;
     for (int layer : stage_layer_indices(layout, layers, s)) {
       const bool moe = transformer.layer_kind(layer) == LayerKind::kMoe;
-      per_microbatch += transformer.layer(moe ? LayerKind::kMoe : LayerKind::kDense).activation_bytes;
+      per_microbatch += transformer.layer_at(layer).activation_bytes;
       working_set = std::max(working_set, moe ? recompute_moe : recompute_dense);
     }
     if (first_stage) per_microbatch += transformer.embedding_activation_bytes();

@@ -85,6 +85,16 @@ void add_model_keys(Schema& s, const std::string& prefix) {
                 kMaxVocab));
   s.key(key(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
   s.key(key(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
+  s.key(integer(prefix + "sliding_window",
+                "sliding-window attention: each query attends to the last N tokens, itself included (0 = full "
+                "causal attention; Mistral, Gemma 2/3, GPT-OSS)",
+                "0", 0, kMaxSeqLen));
+  s.key(integer(prefix + "full_attention_every",
+                "with sliding_window: every N-th layer (N-1, 2N-1, ...) attends to the whole sequence (0 = none; "
+                "GPT-OSS and Gemma 2: 2, Gemma 3: 6)",
+                "0", 0, kMaxLayers));
+  s.key(key(prefix + "attention_sinks", ValueType::kBool,
+            "a learned sink logit per head in every softmax (GPT-OSS): one parameter per head and layer", "false"));
   const std::string moe = prefix + "moe";
   s.section(moe, "mixture-of-experts MLP (absent: dense)");
   s.key(integer(moe + ".num_experts", "routed experts per MoE layer", "0", 0, kMaxExperts));
@@ -377,6 +387,9 @@ void apply_model_keys(const ConfigDocument& doc, const std::string& prefix, Mode
   int_key("make_vocab_size_divisible_by", m.make_vocab_size_divisible_by);
   if (doc.has(prefix + "linear_bias")) m.linear_bias = doc.get_bool(prefix + "linear_bias");
   if (doc.has(prefix + "qkv_bias")) m.qkv_bias = doc.get_bool(prefix + "qkv_bias");
+  int_key("sliding_window", m.sliding_window);
+  int_key("full_attention_every", m.full_attention_every);
+  if (doc.has(prefix + "attention_sinks")) m.attention_sinks = doc.get_bool(prefix + "attention_sinks");
   int_key("moe.num_experts", m.moe.num_experts);
   int_key("moe.top_k", m.moe.top_k);
   int_key("moe.moe_ffn_hidden", m.moe.moe_ffn_hidden);
@@ -786,6 +799,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   if (layout_check == LayoutCheck::kValidate) {
     located_by_message(doc, "parallelism", [&] {
       validate_layout(s.layout, context);
+      validate_sharding(s.model, s.training, shard_spec(s.layout));
       check_pytorch_eager_layout(s.training, s.layout);
       if (s.layout.moe_dispatcher == MoeDispatcher::kDeepEp && s.layout.ep > 1 && s.model.moe.enabled()) {
         require_even_shares_for_deepep(

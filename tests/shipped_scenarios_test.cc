@@ -9,6 +9,7 @@
 
 #include "parallelism/training_simulation.h"
 #include "scenarios/scenario.h"
+#include "workloads/parameter_count.h"
 
 namespace clustersim {
 namespace {
@@ -41,6 +42,16 @@ TEST_P(ShippedScenario, SimulatesToCompletion) {
   const auto& b = r.breakdown;
   EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.other, r.step_time_s, 1e-9);
   EXPECT_EQ(r.gpus, cluster.gpu_count());
+}
+
+// gpt-oss-120b's model card (arXiv:2508.10925, Table 1): 116.83 B parameters, 5.13 B active per
+// token (attention, the 4 routed experts of 128, the unembedding; the input embedding not counted).
+TEST(ModelPresets, GptOss120bMatchesItsModelCard) {
+  const ModelSpec m = load_model_preset("gpt-oss-120b");
+  EXPECT_NEAR(static_cast<double>(count_parameters(m).total()), 116.83e9, 0.001 * 116.83e9);
+  EXPECT_NEAR(static_cast<double>(count_active_parameters(m, false)), 5.13e9, 0.01 * 5.13e9);
+  EXPECT_TRUE(m.is_window_layer(0));
+  EXPECT_FALSE(m.is_window_layer(1));
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ShippedScenario, ::testing::ValuesIn(shipped_scenarios()),

@@ -83,6 +83,7 @@ struct PublishedScenario {
   int nodes = 0;
   double parameters = 0;              // N as the source counts it (llm-foundry NumParams, PaLM's N)
   int flop_mtp_layers = 0;            // multi-token-prediction layers the source's FLOP count includes
+  bool flop_ungated_mlp = false;      // the source's FLOP count prices a SwiGLU MLP as two matrices (GPT-OSS)
   std::vector<std::string> assumed;   // "field = value (why)" for every field the source leaves empty
 
   bool expressible() const { return missing.empty(); }

@@ -177,7 +177,7 @@ TEST(PublishedRun, FeaturesNotModelledAreNamedAndMoeAndContextParallelRowsAreExp
   for (const auto& c : configs()) {
     const PublishedScenario s = build_published_scenario(c, HardwareCatalog());
     const bool rack = c.gpu_type.find("GB200") != std::string::npos || c.gpu_type.find("GB300") != std::string::npos;
-    if (rack && c.model.find("GPT OSS") == std::string::npos) {
+    if (rack) {
       // NVL72 racks: one NVLink domain of all the job's GPUs up to 72, else 64 GPUs per rack.
       EXPECT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
       const int per_rack = s.scenario.cluster.gpus_per_node > 0 ? s.scenario.cluster.gpus_per_node : 72;
@@ -185,8 +185,12 @@ TEST(PublishedRun, FeaturesNotModelledAreNamedAndMoeAndContextParallelRowsAreExp
       EXPECT_EQ(s.nodes * per_rack, *c.gpus) << c.config_id;
     }
     if (c.model.find("GPT OSS") != std::string::npos) {
-      EXPECT_NE(s.missing.find("sliding-window"), std::string::npos) << c.config_id << ": " << s.missing;
-    } else if ((c.ep && *c.ep > 1) || (c.cp && *c.cp > 1)) {
+      // Sliding windows on every other layer; the source's FLOPs price the experts as ungated.
+      EXPECT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
+      EXPECT_EQ(s.scenario.model.sliding_window, 128) << c.config_id;
+      EXPECT_TRUE(s.flop_ungated_mlp) << c.config_id;
+    }
+    if ((c.ep && *c.ep > 1) || (c.cp && *c.cp > 1)) {
       // Mixture-of-experts and context-parallel configurations on GPUs with presets are simulated.
       EXPECT_TRUE(s.expressible()) << c.config_id << ": " << s.missing;
       EXPECT_EQ(s.scenario.layout.ep, c.ep.value_or(1)) << c.config_id;

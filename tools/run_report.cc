@@ -8,7 +8,8 @@ namespace clustersim {
 
 const char* const kFlopConvention =
     "MFU = model FLOPs / (step time x GPUs x dense peak of the compute dtype); model FLOPs = forward + backward "
-    "GEMMs and attention over the full s x s score matrix, no recomputation (Megatron-LM / Korthikanti et al. 2022, "
+    "GEMMs and attention over the full s x s score matrix (s x window for sliding-window layers), no recomputation "
+    "(Megatron-LM / Korthikanti et al. 2022, "
     "PaLM App. B); HFU adds the recomputed forward FLOPs. Causal attention kernels execute about half of those "
     "attention FLOPs, so at long sequences MFU on this convention exceeds the fraction of peak the kernels run at";
 

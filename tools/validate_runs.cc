@@ -153,15 +153,17 @@ double bytes_in(Bytes bytes, const std::string& unit, std::string* why) {
 // 12·L·h²·(a·d/h)·(1 + g/a + s/(2h)), for MLA 6·L·(q_lora·(h + a·(d + r) + 1) + kv_lora·(h + a·(d + v) + 1)
 // + h·r + a·v·h + s·a·(d + r)/2 + s·a·v/2) — the attention core counted causally (half of s × s).
 // With `mtp` multi-token-prediction layers: each counts as one more (MoE) layer, plus its norms and
-// 2h² projection 6·mtp·(3h + 2h²), and one more LM head 6·h·V each.
-double bridge_moe_step_flops(const ModelSpec& m, const TrainingSpec& t, int tp, int mtp) {
+// 2h² projection 6·mtp·(3h + 2h²), and one more LM head 6·h·V each. `ungated`: glu = 1 for SwiGLU
+// too (GPT-OSS's published TFLOP/s, PublishedScenario::flop_ungated_mlp). Sliding windows are not
+// in the formula: every layer's attention counts the whole sequence.
+double bridge_moe_step_flops(const ModelSpec& m, const TrainingSpec& t, int tp, int mtp, bool ungated) {
   const double B = static_cast<double>(t.global_batch);
   const double s = static_cast<double>(t.seq_len);
   const double extra = static_cast<double>(mtp);
   const double L = static_cast<double>(m.layers) + extra;
   const double h = static_cast<double>(m.hidden);
   const double a = static_cast<double>(m.heads);
-  const double glu = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
+  const double glu = m.mlp == MlpKind::kSwiglu && !ungated ? 1.5 : 1.0;
   const double dense_layers = static_cast<double>(m.dense_layer_count());
   const double moe_layers = static_cast<double>(m.moe_layer_count()) + extra;
   const MoeSpec& moe = m.moe;
@@ -216,7 +218,7 @@ double source_flops(const Simulated& sim, bool hardware) {
       return megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
     case SourceConvention::kMegatronBridge:
       if (m.moe.enabled() || m.mla.enabled()) {
-        return bridge_moe_step_flops(m, t, ps.scenario.layout.tp, ps.flop_mtp_layers);
+        return bridge_moe_step_flops(m, t, ps.scenario.layout.tp, ps.flop_mtp_layers, ps.flop_ungated_mlp);
       }
       return megatron_bridge_step_flops(B, s, L, h, a, g, ffn, V);
     case SourceConvention::kLlmFoundry: return llm_foundry_step_flops(B, s, L, h, ps.parameters, hardware && full);

@@ -24,19 +24,24 @@ StepFlops step_flops(const ModelSpec& model, const TrainingSpec& training) {
   one.moe_routing.expert_load.clear();
   const Transformer t(model, one, ShardSpec{});
   double per_sequence = sum_flops(t.head_forward(), false) + sum_flops(t.head_backward(), false);
-  double attention = 0;
+  double not_executed = 0;  // attention FLOPs of the convention that causal kernels skip
   double recompute = 0;
-  for (LayerKind kind : {LayerKind::kDense, LayerKind::kMoe}) {
-    const double layers =
-        static_cast<double>(kind == LayerKind::kDense ? model.dense_layer_count() : model.moe_layer_count());
-    if (layers == 0) continue;
-    const LayerOps& ops = t.layer(kind);
-    per_sequence += layers * (sum_flops(ops.forward, false) + sum_flops(ops.backward, false));
-    attention += layers * (sum_flops(ops.forward, true) + sum_flops(ops.backward, true));
-    recompute += layers * sum_flops(ops.recompute, false);
+  for (int64_t layer = 0; layer < model.layers; ++layer) {
+    const LayerOps& ops = t.layer_at(layer);
+    per_sequence += sum_flops(ops.forward, false) + sum_flops(ops.backward, false);
+    const double attention = sum_flops(ops.forward, true) + sum_flops(ops.backward, true);
+    if (model.is_window_layer(layer)) {
+      // Forward and backward (2×) of the pairs the windowed kernel executes (its forward kernel FLOPs).
+      double executed = 0;
+      for (const Op& op : ops.forward) executed += op.attention_core ? op.kernel_flops : 0;
+      not_executed += attention - 3 * executed;
+    } else {
+      not_executed += attention / 2;
+    }
+    recompute += sum_flops(ops.recompute, false);
   }
   const double batch = static_cast<double>(training.global_batch);
-  return StepFlops{batch * per_sequence, batch * (per_sequence - attention / 2), batch * (per_sequence + recompute)};
+  return StepFlops{batch * per_sequence, batch * (per_sequence - not_executed), batch * (per_sequence + recompute)};
 }
 
 double megatron_gpt_model_flops(double global_batch, double seq_len, double layers, double hidden, double vocab) {

@@ -11,7 +11,9 @@ namespace clustersim {
 //                (Narayanan et al. 2021 eq. 3 without recompute; Korthikanti et al. 2022
 //                72·B·s·L·h²·(1 + s/(6h) + V/(12·h·L)) for GPT) and of PaLM (Chowdhery et al. 2022,
 //                App. B: 6N + 12·L·H·Q·T per token, which also counts the full sequence). MFU uses it.
+//                A sliding-window layer counts s × min(window, s) (every query against its window).
 //   model_causal the same with the attention core's FLOPs halved, as causal kernels execute them
+//                (sliding-window layers: the w(w + 1)/2 + (s − w)·w query-key pairs the kernel executes)
 //                (FlashAttention's benchmarks count causal attention this way); reported alongside.
 //   hardware     model + the forward FLOPs that recomputation repeats (full: every layer's
 //                forward; selective: the naive attention core; with the fused kernel nothing). HFU.

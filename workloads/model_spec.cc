@@ -84,6 +84,21 @@ void ModelSpec::validate() const {
         "set it to the longest sequence (e.g. 2048 for GPT-3) or use position_embedding: rope",
         max_position_embeddings));
   }
+  if (sliding_window < 0) {
+    throw InputError(fmt::format("model.sliding_window must be >= 0 (got {}; 0 = full attention)", sliding_window));
+  }
+  if (full_attention_every < 0) {
+    throw InputError(fmt::format("model.full_attention_every must be >= 0 (got {}; 0 = every layer windowed)",
+                                 full_attention_every));
+  }
+  if (full_attention_every > 0 && sliding_window == 0) {
+    throw InputError(fmt::format("model.full_attention_every = {} needs model.sliding_window > 0 (without a window "
+                                 "every layer already attends to the whole sequence)",
+                                 full_attention_every));
+  }
+  if (sliding_window > 0 && mla.enabled()) {
+    throw InputError("model.sliding_window with multi-head latent attention (model.mla) is not modelled");
+  }
   validate_moe();
   validate_mla();
 }

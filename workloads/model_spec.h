@@ -94,6 +94,13 @@ struct ModelSpec {
   int64_t make_vocab_size_divisible_by = 128;  // Megatron --make-vocab-size-divisible-by
   bool linear_bias = true;               // biases on every linear layer (Megatron --add-bias-linear; GPT)
   bool qkv_bias = false;                 // bias on QKV only, when linear_bias is off (Qwen2)
+  // Sliding-window attention (Mistral 7B, arXiv:2310.06825 §2; Gemma 2/3; GPT-OSS): a query at
+  // position i attends to keys i − sliding_window + 1 .. i. 0 = full causal attention. With
+  // full_attention_every = N > 0, layers N−1, 2N−1, ... (0-based) attend to the whole sequence
+  // (GPT-OSS's config.json layer_types: sliding, full, sliding, ...: N = 2).
+  int64_t sliding_window = 0;
+  int64_t full_attention_every = 0;
+  bool attention_sinks = false;          // a learned per-head sink logit in the softmax (GPT-OSS)
   MoeSpec moe;
   MlaSpec mla;
 
@@ -103,6 +110,10 @@ struct ModelSpec {
   int64_t qk_head_size() const { return head_size() + (mla.enabled() ? mla.rope_head_dim : 0); }
   // Value size per head: mla.v_head_dim with MLA (when set), else head_size().
   int64_t v_head_size() const { return mla.enabled() && mla.v_head_dim > 0 ? mla.v_head_dim : head_size(); }
+  // Whether layer `layer` (0-based) attends through a sliding window (see sliding_window).
+  bool is_window_layer(int64_t layer) const {
+    return sliding_window > 0 && !(full_attention_every > 0 && (layer + 1) % full_attention_every == 0);
+  }
   // Whether layer `layer` (0-based) has a mixture-of-experts MLP.
   bool is_moe_layer(int64_t layer) const { return moe.enabled() && layer >= moe.first_dense_layers; }
   // Layers with a mixture-of-experts MLP, and with a dense one.
@@ -113,7 +124,8 @@ struct ModelSpec {
   // sizes, heads not divisible by kv_heads, hidden not divisible by heads without an explicit
   // head_dim, a learned position table without max_position_embeddings, a non-positive
   // vocabulary divisor; MoE fields without experts, top_k outside 1..num_experts, a non-positive
-  // expert size, first_dense_layers not below layers; MLA with grouped KV heads or without RoPE.
+  // expert size, first_dense_layers not below layers; MLA with grouped KV heads or without RoPE;
+  // negative sliding_window or full_attention_every, full_attention_every without a window.
   void validate() const;
 
  private:

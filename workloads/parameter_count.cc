@@ -47,6 +47,7 @@ LayerParameters attention_parameters(const ModelSpec& model, const ShardedDims& 
   }
   p.proj_weight = d.heads_per_rank * d.head_dim * h;
   p.proj_bias = bias ? h : 0;
+  p.attention_sinks = model.attention_sinks ? d.heads_per_rank : 0;
   p.post_attention_norm = norm;
   return p;
 }

@@ -33,6 +33,7 @@ struct LayerParameters {
   int64_t latent_norms = 0;         // MLA: q_lora_rank + kv_lora_rank (RMSNorm weights)
   int64_t proj_weight = 0;          // heads_per_rank × v_head_dim × h
   int64_t proj_bias = 0;            // h
+  int64_t attention_sinks = 0;      // heads_per_rank (model.attention_sinks: one sink logit per head)
   int64_t post_attention_norm = 0;  // h or 2h
   int64_t fc1_weight = 0;           // dense MLP: h × ffn/tp (× 2 for SwiGLU: gate and up)
   int64_t fc1_bias = 0;             // ffn/tp (× 2)
@@ -48,8 +49,8 @@ struct LayerParameters {
   int64_t expert() const { return expert_weights + expert_biases; }
   int64_t total() const {
     return input_norm + qkv_weight + qkv_bias + q_down_weight + q_up_weight + kv_down_weight + kv_up_weight +
-           latent_norms + proj_weight + proj_bias + post_attention_norm + fc1_weight + fc1_bias + fc2_weight +
-           fc2_bias + router_weight + shared_fc1_weight + shared_fc2_weight + expert();
+           latent_norms + proj_weight + proj_bias + attention_sinks + post_attention_norm + fc1_weight + fc1_bias +
+           fc2_weight + fc2_bias + router_weight + shared_fc1_weight + shared_fc2_weight + expert();
   }
   // Everything else (sharded by the data-parallel group).
   int64_t dense() const { return total() - expert(); }

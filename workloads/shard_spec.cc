@@ -170,6 +170,21 @@ void validate_sharding(const ModelSpec& model, const TrainingSpec& training, con
         "parallelism (parallelism.cp = {}); use seq_len {} or {}",
         training.seq_len, chunk, d.cp, training.seq_len / chunk * chunk, (training.seq_len / chunk + 1) * chunk));
   }
+  if (d.cp > 1 && model.sliding_window > 0) {
+    throw InputError(fmt::format("parallelism.cp = {} with model.sliding_window = {} is not modelled (the ring's "
+                                 "attention steps would skip the key blocks outside each window); use cp: 1",
+                                 d.cp, model.sliding_window));
+  }
+  if (d.cp > 1 && training.attention == AttentionKernel::kNaive) {
+    throw InputError(fmt::format("parallelism.cp = {} needs training.attention: flash (context parallelism runs "
+                                 "the fused attention kernel over ring steps)",
+                                 d.cp));
+  }
+  if (d.cp > 1 && training.flash_kernel == FusedAttentionKernel::kSdpaFlash) {
+    throw InputError(fmt::format("parallelism.cp = {} needs training.flash_kernel: cudnn (the ring's attention steps "
+                                 "are priced by their FLOPs; sdpa-flash prices whole calls by shape)",
+                                 d.cp));
+  }
   const int64_t local_seq = training.seq_len / d.cp;
   if (d.sequence_parallel && local_seq % d.tp != 0) {
     throw InputError(fmt::format("sequence parallelism splits the sequence over parallelism.tp = {} ranks, but "

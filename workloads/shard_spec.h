@@ -94,7 +94,8 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard);
 // Checks that need the training spec too; throws InputError naming the fields: with cp > 1 the
 // sequence must split into 2·cp equal chunks (causal load balancing by zig-zag sharding,
 // ../shared/cases/moe_cp.md E2); with sequence parallel each tp rank must get a whole share of the
-// (context-parallel) sequence.
+// (context-parallel) sequence; cp > 1 needs the fused attention kernel priced by FLOPs (attention
+// flash, flash_kernel not sdpa-flash) and no sliding window.
 void validate_sharding(const ModelSpec& model, const TrainingSpec& training, const ShardSpec& shard);
 
 }  // namespace clustersim

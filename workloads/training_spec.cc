@@ -121,6 +121,18 @@ void TrainingSpec::validate(const ModelSpec& model) const {
                                  "sets model.mla: query/key and value heads differ in size); use flash_kernel: cudnn",
                                  model.name));
   }
+  if (model.sliding_window > 0) {
+    // Megatron-Core passes the window to Transformer Engine's fused attention (--window-size); the
+    // unfused path, PyTorch's SDPA flash backend and flash-attn 1.x take no window.
+    if (framework == Framework::kPytorchEager || attention != AttentionKernel::kFlash ||
+        flash_kernel != FusedAttentionKernel::kCudnn) {
+      throw InputError(fmt::format("model.sliding_window = {} is modelled for training.attention: flash with "
+                                   "flash_kernel: cudnn under framework megatron (got attention {}, flash_kernel {}, "
+                                   "framework {})",
+                                   model.sliding_window, name_of(attention), name_of(flash_kernel),
+                                   name_of(framework)));
+    }
+  }
   validate_fusion(model);
   if (framework == Framework::kPytorchEager) {
     auto unsupported = [](const std::string& what) {

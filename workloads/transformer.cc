@@ -113,6 +113,7 @@ struct Sizes {
   bool hidden_mask, attention_mask;
   int64_t cp_size;
   int64_t tp_size;
+  int64_t window;  // sliding-window attention: keys per query (0 = full causal attention)
   // Multi-head latent attention.
   bool mla;
   int64_t q_lora, kv_lora, rope_dim;
@@ -261,10 +262,27 @@ std::vector<int64_t> combine_matrix_of(const Sizes& z) {
   return z.combine_matrix.empty() ? transposed(z.dispatch_matrix) : z.combine_matrix;
 }
 
+// FLOPs of QKᵀ over d_qk and ·V over d_v for `pairs` query-key pairs per head and sequence, 2 per
+// multiply-add.
+double pair_flops(const Sizes& z, double pairs) {
+  return 2.0 * static_cast<double>(z.b) * pairs * static_cast<double>(z.heads) * static_cast<double>(z.dqk + z.dv);
+}
+
+// Model FLOPs of the attention core: the full s_q × s score matrix (the Megatron-LM / PaLM
+// convention), or s_q × min(window, s) with a sliding window (every query against its window).
 double core_flops(const Sizes& z) {
-  // QKᵀ over d_qk and ·V over d_v, 2 FLOPs per multiply-add, the full s_q × s score matrix.
-  return 2.0 * static_cast<double>(z.b) * static_cast<double>(z.s_q) * static_cast<double>(z.s) *
-         static_cast<double>(z.heads) * static_cast<double>(z.dqk + z.dv);
+  const int64_t keys = z.window > 0 ? std::min(z.window, z.s) : z.s;
+  return pair_flops(z, static_cast<double>(z.s_q) * static_cast<double>(keys));
+}
+
+// FLOPs a causal fused kernel executes forward: half the score matrix (it skips the masked upper
+// triangle), or with a window w ≤ s (no context parallelism) the pairs of each query with its at
+// most w earlier keys: w(w + 1)/2 + (s − w)·w.
+double causal_kernel_flops(const Sizes& z) {
+  if (z.window == 0) return core_flops(z) / 2;
+  const double w = static_cast<double>(std::min(z.window, z.s));
+  const double s = static_cast<double>(z.s);
+  return pair_flops(z, w * (w + 1) / 2 + (s - w) * w);
 }
 
 // Appends an unfused step's ATen kernels (workloads/aten_kernels.h) as memory-bound ops, each its
@@ -298,7 +316,7 @@ void attention_core_forward(OpListBuilder& add, const Sizes& z, SavePolicy polic
     op.cost = OpCost::kFlashAttention;
     op.gemm.dtype = z.act;
     op.flops = flops;
-    op.kernel_flops = flops / 2;  // causal: the kernel skips the masked upper triangle
+    op.kernel_flops = causal_kernel_flops(z);
     op.attention_core = true;
     set_kernel(op, z);
     return;
@@ -335,7 +353,7 @@ void attention_core_backward(OpListBuilder& add, const Sizes& z) {
     op.cost = OpCost::kFlashAttention;
     op.gemm.dtype = z.act;
     op.flops = 2 * flops;
-    op.kernel_flops = 2.5 * (flops / 2);  // FlashAttention's benchmark: backward = 2.5 × forward
+    op.kernel_flops = 2.5 * causal_kernel_flops(z);  // FlashAttention's benchmark: backward = 2.5 × forward
     op.attention_core = true;
     set_kernel(op, z);
     return;
@@ -707,16 +725,6 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
     : model_(std::move(model)), training_(std::move(training)), shard_(shard) {
   validate_sharding(model_, training_, shard_);
   dims_ = shard_model(model_, shard_);
-  if (dims_.cp > 1 && training_.attention == AttentionKernel::kNaive) {
-    throw InputError(fmt::format("parallelism.cp = {} needs training.attention: flash (context parallelism runs "
-                                 "the fused attention kernel over ring steps)",
-                                 dims_.cp));
-  }
-  if (dims_.cp > 1 && training_.flash_kernel == FusedAttentionKernel::kSdpaFlash) {
-    throw InputError(fmt::format("parallelism.cp = {} needs training.flash_kernel: cudnn (the ring's attention steps "
-                                 "are priced by their FLOPs; sdpa-flash prices whole calls by shape)",
-                                 dims_.cp));
-  }
   parameters_ = count_parameters(model_, shard_);
   if (training_.framework == Framework::kPytorchEager && shard_.tp > 1) {
     // train_step.py's tensor parallelism splits the layers only: each rank holds the whole
@@ -752,21 +760,28 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   SavePolicy policy = SavePolicy::kAll;
   if (training_.recompute == Recompute::kFull) policy = SavePolicy::kInputOnly;
   if (training_.recompute == Recompute::kSelective && !z.flash) policy = SavePolicy::kSelective;
-  auto build = [&](LayerKind kind) {
+  auto build = [&](const Sizes& sz, LayerKind kind) {
     LayerOps ops;
-    ops.forward = layer_forward_ops(z, Pass::kForward, policy, kind);
+    ops.forward = layer_forward_ops(sz, Pass::kForward, policy, kind);
     if (training_.recompute == Recompute::kFull) {
-      ops.recompute = layer_forward_ops(z, Pass::kRecompute, SavePolicy::kNothing, kind);
+      ops.recompute = layer_forward_ops(sz, Pass::kRecompute, SavePolicy::kNothing, kind);
     } else if (policy == SavePolicy::kSelective) {
       OpListBuilder add(ops.recompute, Pass::kRecompute);
-      attention_core_forward(add, z, SavePolicy::kNothing);
+      attention_core_forward(add, sz, SavePolicy::kNothing);
     }
-    ops.backward = layer_backward_ops(z, kind);
+    ops.backward = layer_backward_ops(sz, kind);
     ops.activation_bytes = sum_saved(ops.forward);
     return ops;
   };
-  dense_ = build(LayerKind::kDense);
-  if (model_.moe.enabled()) moe_ = build(LayerKind::kMoe);
+  dense_ = build(z, LayerKind::kDense);
+  if (model_.moe.enabled()) moe_ = build(z, LayerKind::kMoe);
+  if (model_.sliding_window > 0) {
+    // The same layers attending through the window (Sizes::window); parameters are unchanged.
+    Sizes windowed = z;
+    windowed.window = model_.sliding_window;
+    dense_window_ = build(windowed, LayerKind::kDense);
+    if (model_.moe.enabled()) moe_window_ = build(windowed, LayerKind::kMoe);
+  }
 
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
@@ -821,13 +836,20 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   }
 }
 
-const LayerOps& Transformer::layer(LayerKind kind) const {
-  if (kind == LayerKind::kDense) return dense_;
+const LayerOps& Transformer::layer(LayerKind kind, bool window) const {
+  if (window && model_.sliding_window == 0) {
+    throw InputError(fmt::format("model \"{}\" has no sliding-window layers (model.sliding_window = 0)", model_.name));
+  }
+  if (kind == LayerKind::kDense) return window ? dense_window_ : dense_;
   if (!model_.moe.enabled()) {
     throw InputError(fmt::format("model \"{}\" has no mixture-of-experts layers (model.moe.num_experts = 0)",
                                  model_.name));
   }
-  return moe_;
+  return window ? moe_window_ : moe_;
+}
+
+const LayerOps& Transformer::layer_at(int64_t index) const {
+  return layer(layer_kind(index), model_.is_window_layer(index));
 }
 
 LayerKind Transformer::layer_kind(int64_t index) const {

@@ -125,8 +125,11 @@ class Transformer {
   // Tokens of one micro-batch on this rank: micro_batch · seq_len / cp.
   int64_t tokens() const { return tokens_; }
 
-  // The ops of a layer of `kind`. Throws InputError for kMoe when the model has no experts.
-  const LayerOps& layer(LayerKind kind) const;
+  // The ops of a layer of `kind`, attending through the model's sliding window when `window`.
+  // Throws InputError for kMoe when the model has no experts, for `window` when it has no window.
+  const LayerOps& layer(LayerKind kind, bool window = false) const;
+  // The ops of layer `index` (0-based): its kind and whether it attends through the window.
+  const LayerOps& layer_at(int64_t index) const;
   // The kind of layer `index` (0-based): kMoe from model.moe.first_dense_layers on.
   LayerKind layer_kind(int64_t index) const;
   // The share of its expert-parallel group's routed token slots each expert-parallel rank processes
@@ -172,6 +175,8 @@ class Transformer {
   int64_t expert_tokens_ = 0;
   LayerOps dense_;
   LayerOps moe_;
+  LayerOps dense_window_;  // model.sliding_window > 0 only
+  LayerOps moe_window_;
   std::vector<Op> embedding_forward_;
   std::vector<Op> embedding_backward_;
   std::vector<Op> head_forward_;

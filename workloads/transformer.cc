@@ -276,13 +276,12 @@ double core_flops(const Sizes& z) {
 }
 
 // FLOPs a causal fused kernel executes forward: half the score matrix (it skips the masked upper
-// triangle), or with a window w ≤ s (no context parallelism) the pairs of each query with its at
-// most w earlier keys: w(w + 1)/2 + (s − w)·w.
+// triangle), or with a window w (no context parallelism) the whole kAttentionTile × kAttentionTile
+// tiles its queries' windows touch (windowed_tile_pairs), at most the causal half.
 double causal_kernel_flops(const Sizes& z) {
   if (z.window == 0) return core_flops(z) / 2;
-  const double w = static_cast<double>(std::min(z.window, z.s));
   const double s = static_cast<double>(z.s);
-  return pair_flops(z, w * (w + 1) / 2 + (s - w) * w);
+  return pair_flops(z, std::min(static_cast<double>(windowed_tile_pairs(z.s, z.window)), s * s / 2));
 }
 
 // Appends an unfused step's ATen kernels (workloads/aten_kernels.h) as memory-bound ops, each its
@@ -720,6 +719,20 @@ Bytes sum_saved(const std::vector<Op>& ops) {
 }
 
 }  // namespace
+
+int64_t windowed_tile_pairs(int64_t seq_len, int64_t window) {
+  if (seq_len <= 0 || window <= 0) {
+    throw InputError(fmt::format("windowed_tile_pairs: sequence {} and window {} must be positive", seq_len, window));
+  }
+  int64_t pairs = 0;
+  for (int64_t first = 0; first < seq_len; first += kAttentionTile) {
+    const int64_t last = std::min(seq_len, first + kAttentionTile) - 1;
+    const int64_t first_key = std::max<int64_t>(0, first - window + 1);
+    const int64_t tiles = last / kAttentionTile - first_key / kAttentionTile + 1;
+    pairs += (last - first + 1) * tiles * kAttentionTile;
+  }
+  return pairs;
+}
 
 Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard)
     : model_(std::move(model)), training_(std::move(training)), shard_(shard) {

@@ -185,6 +185,20 @@ class Transformer {
   Bytes head_activation_bytes_;
 };
 
+// Query-key tiles of fused attention kernels: FlashAttention-2/3 and cuDNN's fused attention work
+// on blocks of 64-128 query rows × 64-128 keys (Dao 2023, arXiv:2307.08691 §3.3; Shah et al. 2024,
+// arXiv:2407.08608 §4, 128 × 128 for head dims up to 128 on Hopper); a tile the window cuts is
+// computed whole.
+inline constexpr int64_t kAttentionTile = 128;
+
+// Query-key pairs a causal sliding-window kernel computes for one head of a sequence of `seq_len`
+// tokens with a `window`-token window: for each tile of kAttentionTile queries, every key tile from
+// the one holding its first query's earliest key (first − window + 1) to its own diagonal tile, each
+// kAttentionTile keys wide. H200 FlexAttention (tools/calibrate/data/h200-2026-11-30/
+// window_attention.jsonl) runs windows of 2,048 in the time this count gives and windows of 128 and
+// 512 up to 2× slower (per-tile overheads). Throws InputError for a non-positive length or window.
+int64_t windowed_tile_pairs(int64_t seq_len, int64_t window);
+
 // The optimizer step over `params` parameters (the rank's optimizer shard) as memory-bound ops:
 // "optimizer.grad_norm" reads the gradients once (Megatron clips by the global norm by default), and
 // "optimizer.step" reads and writes each state tensor once (Adam with an fp32 master copy: reads

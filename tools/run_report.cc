@@ -125,9 +125,10 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
   if (c.scenario != nullptr && c.scenario->model.moe.enabled() &&
       c.scenario->layout.moe_dispatcher != MoeDispatcher::kDeepEp) {
-    out << "  accuracy       mixture of experts: Megatron-Bridge's published fine-grained MoE runs (Qwen3 on B200 "
-           "and H100, DeepSeek-V3 on B200) are 1.9-3.6x slower than clustersim predicts, likely a host-side cost it "
-           "does not model (docs/validation/error_budget.md)\n";
+    out << "  accuracy       mixture of experts: Megatron-Bridge's published MoE runs are 1.0-3.6x slower than "
+           "clustersim predicts (1.9-3.6x for Qwen3 and DeepSeek-V3 at micro batch 1-2 on B200 and H100, 1.0-1.6x on "
+           "GB200/GB300 NVL72, gpt-oss 1.5-2.2x), likely a host-side cost it does not model "
+           "(docs/validation/error_budget.md)\n";
   }
 }
 

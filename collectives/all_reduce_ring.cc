@@ -286,14 +286,13 @@ Duration ring_collective_time(CollectiveOp op, std::span<const Bytes> ring_sizes
   for (int64_t r = 0; r < ring_count; ++r) {
     const auto& ring = rings[static_cast<size_t>(r)];
     const Bytes ring_bytes = ring_sizes[static_cast<size_t>(r)];
-    Duration transfer;
+    SlowestTransfer transfer;
     for (int64_t i = 0; i < n; ++i) {
       const int src = ring[static_cast<size_t>(i)];
       const int dst = ring[static_cast<size_t>((i + 1) % n)];
-      const Bytes sent = position_bytes(op, ring_bytes, n, i, 0, steps);
-      transfer = std::max(transfer, transfer_time(sent, loads.rate(layout, src, dst, costs.efficiency)));
+      transfer.add(position_bytes(op, ring_bytes, n, i, 0, steps), loads.rate(layout, src, dst, costs.efficiency));
     }
-    slowest = std::max(slowest, ring_latency(ring, layout, costs, steps) + transfer);
+    slowest = std::max(slowest, ring_latency(ring, layout, costs, steps) + transfer.time());
   }
   return slowest;
 }
@@ -336,12 +335,11 @@ Duration ring_estimate(const CollectiveRequest& request, const GroupLayout& layo
     const auto ring_count = static_cast<int64_t>(rings.size());
     for (int64_t r = 0; r < ring_count; ++r) {
       const auto& hops = chains[static_cast<size_t>(r)];
-      Duration transfer;
+      SlowestTransfer transfer;
       for (const auto& [src, dst] : hops) {
-        transfer = std::max(transfer, transfer_time(split_part(request.size, ring_count, r),
-                                                    loads.rate(layout, src, dst, costs.efficiency)));
+        transfer.add(split_part(request.size, ring_count, r), loads.rate(layout, src, dst, costs.efficiency));
       }
-      slowest = std::max(slowest, chain_latency(hops, layout, costs) + transfer);
+      slowest = std::max(slowest, chain_latency(hops, layout, costs) + transfer.time());
     }
     return costs.base + slowest;
   }

@@ -147,12 +147,12 @@ Duration tree_estimate(const CollectiveRequest& request, const GroupLayout& layo
   for (int t = 0; t < trees; ++t) {
     const TreeShape& shape = shapes[static_cast<size_t>(t)];
     const Bytes share = split_part(request.size, trees, t);
-    Duration transfer;
+    SlowestTransfer transfer;
     for (const TreeEdge& edge : shape.edges) {
-      transfer = std::max({transfer, transfer_time(share, shares.rate(layout, edge.child, edge.parent, costs.efficiency)),
-                           transfer_time(share, shares.rate(layout, edge.parent, edge.child, costs.efficiency))});
+      transfer.add(share, shares.rate(layout, edge.child, edge.parent, costs.efficiency));
+      transfer.add(share, shares.rate(layout, edge.parent, edge.child, costs.efficiency));
     }
-    slowest = std::max(slowest, tree_latency(shape, costs) + transfer);
+    slowest = std::max(slowest, tree_latency(shape, costs) + transfer.time());
   }
   return costs.base + slowest;
 }

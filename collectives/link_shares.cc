@@ -13,7 +13,7 @@ int64_t nic_key(const GroupLayout& layout, int rank) {
 }
 
 template <typename Key>
-int count_of(const std::map<Key, int>& counts, Key key) {
+int count_of(const std::unordered_map<Key, int>& counts, Key key) {
   auto it = counts.find(key);
   check_invariant(it != counts.end(), "LinkShares::rate asked for a flow that was not added");
   return it->second;

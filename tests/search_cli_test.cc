@@ -152,6 +152,32 @@ TEST(SearchCli, TheSetLineKeepsTheSearchsOwnOverrides) {
   EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), best["step_time_s"].get<double>());
 }
 
+// Options the search applies only where a layout can take them (here the parameter-gather overlap,
+// which needs a ZeRO stage) come back off in the zero-0 layouts' --set lines and --layout-from, so
+// `run` reproduces every ranked layout instead of refusing it.
+TEST(SearchCli, EveryRankedLayoutRunsWithTheScenariosOwnOptions) {
+  const std::string file = temp("opg.yaml");
+  std::ofstream(file) << read(kSmall) << "parallelism:\n  overlap_param_gather: true\n";
+  const Result search = run("search " + file + " --json --set search.top=6");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  std::ofstream(temp("opg.json")) << search.out;
+  const auto top = nlohmann::json::parse(search.out)["top"];
+  ASSERT_GE(top.size(), 4u);
+  int zero0 = 0;
+  for (size_t k = 0; k < top.size(); ++k) {
+    zero0 += top[k]["layout"]["zero"].get<int>() == 0;
+    const Result by_set = run("run " + file + " --json --reproducible " + top[k]["set"].get<std::string>());
+    ASSERT_EQ(by_set.exit_code, 0) << k << ": " << by_set.err;
+    const double step = top[k]["step_time_s"].get<double>();
+    EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), step) << k;
+    const Result by_file =
+        run("run " + file + " --json --reproducible --layout-from " + temp("opg.json") + " --rank " + std::to_string(k + 1));
+    ASSERT_EQ(by_file.exit_code, 0) << k << ": " << by_file.err;
+    EXPECT_EQ(nlohmann::json::parse(by_file.out)["step_time_s"].get<double>(), step) << k;
+  }
+  EXPECT_GE(zero0, 1);
+}
+
 TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   Result r = run("search " + kSmall + " --set 'search.tp=[]'");
   EXPECT_EQ(r.exit_code, 2);

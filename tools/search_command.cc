@@ -310,6 +310,12 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
       fmt::format("simulation.allow_idle_gpus={}", allow_idle_gpus),
   };
   if (c.layout.cp != 1) o.insert(o.begin() + 3, fmt::format("parallelism.cp={}", c.layout.cp));
+  // The scenario's options the search applies only where they can (expand_search_space), off here
+  // where they cannot, so that `run` takes the layout as the search simulated it.
+  if (c.layout.zero_stage == 0) o.push_back("parallelism.overlap_param_gather=false");
+  if (c.layout.tp == 1 || !c.layout.sequence_parallel) o.push_back("parallelism.tp_comm_overlap=false");
+  if (c.layout.zero_stage != 3) o.push_back("parallelism.zero3_bucket_elements=0");
+  if (c.layout.zero_stage != 1) o.push_back("parallelism.grad_reduce_op=auto");  // the one op that applies
   if (!c.layout.stage_layers.empty()) {
     o.push_back(fmt::format("parallelism.stage_layers=[{}]", fmt::join(c.layout.stage_layers, ",")));
   }

@@ -56,7 +56,11 @@ void write_search_csv(const SearchResult& result, std::ostream& out);
 
 // The `--set` overrides that make `clustersim run` simulate `candidate` on the search's scenario:
 // "parallelism.tp=8", ..., "training.micro_batch=1", "training.recompute=full",
-// "training.global_batch=1536", "simulation.allow_idle_gpus=false".
+// "training.global_batch=1536", "simulation.allow_idle_gpus=false"; and, where the layout cannot
+// take the scenario's option, the value the search gave it instead: overlap_param_gather=false
+// without ZeRO, tp_comm_overlap=false without tp > 1 and sequence parallelism,
+// zero3_bucket_elements=0 below ZeRO-3, grad_reduce_op=auto except at ZeRO-1 (where the scenario's
+// choice stands).
 std::vector<std::string> candidate_overrides(const LayoutCandidate& candidate, bool allow_idle_gpus);
 
 // The overrides of the layout ranked `rank` (1-based) in a `clustersim search --json` file, for

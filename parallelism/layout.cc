@@ -105,11 +105,11 @@ void validate_world(const Layout& l, const LayoutContext& c) {
   const std::optional<int64_t> model_parallel = size_product({l.tp, l.cp, l.pp});
   std::string hint;
   if (model_parallel && c.gpus % *model_parallel == 0) {
-    hint = fmt::format("; with tp={} cp={} pp={} use dp={}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
+    hint = fmt::format("; with tp={} cp={} pp={} use parallelism.dp = {}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
   } else if (model_parallel) {
     hint = fmt::format("; tp·cp·pp = {} does not divide {} GPUs", *model_parallel, c.gpus);
   }
-  throw InputError(fmt::format("parallelism: tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPUs{}", l.tp,
+  throw InputError(fmt::format("parallelism tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPUs{}", l.tp,
                                l.cp, l.pp, l.dp, world ? fmt::format("{}", *world) : std::string("more than 2^31"),
                                c.gpus, hint));
 }

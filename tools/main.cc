@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
       if (run_cmd->parsed()) {
         if (!layout_from.empty()) {
           std::vector<std::string> sets = overrides_from_search_json(layout_from, layout_rank, &run.layout_from_scenario);
+          run.layout_from_file = layout_from;
+          run.layout_from_rank = layout_rank;
           run.warnings = &std::cerr;
           sets.insert(sets.end(), run.sets.begin(), run.sets.end());  // the user's --set win
           run.sets = std::move(sets);

@@ -87,10 +87,11 @@ int run_command(const RunOptions& options, std::ostream& out) {
     try {
       return load_scenario(options.scenario, overrides);
     } catch (const InputError& e) {
-      if (options.layout_from_scenario.empty()) throw;
-      throw InputError(fmt::format("{} (the layout comes from --layout-from, a search of scenario \"{}\", applied as "
-                                   "--set overrides of the parallelism keys)",
-                                   e.what(), options.layout_from_scenario));
+      if (options.layout_from_file.empty()) throw;
+      throw InputError(fmt::format("{} (the layout comes from --layout-from {}, top[{}].layout (--rank {}), a search "
+                                   "of scenario \"{}\", applied as --set overrides of the parallelism keys)",
+                                   e.what(), options.layout_from_file, options.layout_from_rank - 1,
+                                   options.layout_from_rank, options.layout_from_scenario));
     }
   }();
   if (options.warnings != nullptr && !options.layout_from_scenario.empty() &&

@@ -21,6 +21,8 @@ struct RunOptions {
   // With --layout-from: the scenario name the search result records; a different name than the
   // scenario's gets a warning on `warnings` (the layout was ranked for another model or cluster).
   std::string layout_from_scenario;
+  std::string layout_from_file;  // with --layout-from: its path and --rank, named in layout errors
+  int layout_from_rank = 0;
   std::ostream* warnings = nullptr;
 };
 

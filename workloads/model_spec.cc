@@ -96,6 +96,16 @@ void ModelSpec::validate() const {
                                  "every layer already attends to the whole sequence)",
                                  full_attention_every));
   }
+  if (full_attention_every == 1) {
+    throw InputError("model.full_attention_every = 1 makes every layer attend to the whole sequence, which leaves "
+                     "model.sliding_window unused; use sliding_window: 0, or full_attention_every 0 (every layer "
+                     "windowed) or >= 2");
+  }
+  if (full_attention_every > layers && layers > 0) {
+    throw InputError(fmt::format("model.full_attention_every = {} exceeds model.layers = {}: no layer would attend to "
+                                 "the whole sequence; use 0 for every layer windowed, or a value in 2..{}",
+                                 full_attention_every, layers, layers));
+  }
   if (sliding_window > 0 && mla.enabled()) {
     throw InputError("model.sliding_window with multi-head latent attention (model.mla) is not modelled");
   }

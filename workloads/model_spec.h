@@ -125,7 +125,8 @@ struct ModelSpec {
   // head_dim, a learned position table without max_position_embeddings, a non-positive
   // vocabulary divisor; MoE fields without experts, top_k outside 1..num_experts, a non-positive
   // expert size, first_dense_layers not below layers; MLA with grouped KV heads or without RoPE;
-  // negative sliding_window or full_attention_every, full_attention_every without a window.
+  // negative sliding_window or full_attention_every, full_attention_every without a window, of 1
+  // (no layer windowed) or above layers (no layer full).
   void validate() const;
 
  private:

@@ -171,8 +171,8 @@ void validate_sharding(const ModelSpec& model, const TrainingSpec& training, con
         training.seq_len, chunk, d.cp, training.seq_len / chunk * chunk, (training.seq_len / chunk + 1) * chunk));
   }
   if (d.cp > 1 && model.sliding_window > 0) {
-    throw InputError(fmt::format("parallelism.cp = {} with model.sliding_window = {} is not modelled (the ring's "
-                                 "attention steps would skip the key blocks outside each window); use cp: 1",
+    throw InputError(fmt::format("parallelism.cp = {} with model.sliding_window = {} is not modelled (context "
+                                 "parallelism's attention would skip the key blocks outside each window); use cp: 1",
                                  d.cp, model.sliding_window));
   }
   if (d.cp > 1 && training.attention == AttentionKernel::kNaive) {

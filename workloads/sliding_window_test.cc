@@ -156,6 +156,9 @@ TEST(SlidingWindow, InvalidCombinationsAreRefused) {
   };
   EXPECT_NE(refusal(windowed(-1, 0), training(2048)).find("model.sliding_window"), std::string::npos);
   EXPECT_NE(refusal(windowed(0, 2), training(2048)).find("model.full_attention_every"), std::string::npos);
+  EXPECT_NE(refusal(windowed(128, 1), training(2048)).find("full_attention_every = 1"), std::string::npos);
+  EXPECT_NE(refusal(windowed(128, 33), training(2048)).find("exceeds model.layers = 32"), std::string::npos);
+  EXPECT_EQ(refusal(windowed(128, 32), training(2048)), "");
   TrainingSpec naive = training(2048);
   naive.attention = AttentionKernel::kNaive;
   EXPECT_NE(refusal(windowed(128, 2), naive).find("attention: flash"), std::string::npos);

@@ -494,6 +494,15 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
       node.nic_of_gpu = affinity;
       node.gpus = static_cast<int>(gpus_per_node);
     }
+    int64_t gpus = 0;
+    for (const NodeSpec& n : c.nodes) gpus += n.gpus;
+    if (gpus + count * node.gpus > kMaxSimulatedGpus) {
+      throw d.error_at(d.has(gpus_key) ? gpus_key : node_key,
+                       fmt::format("{} GPUs ({} nodes of {} GPUs{}) exceed the {} GPUs clustersim simulates (building a "
+                                   "larger topology takes minutes and tens of GB); use fewer nodes or GPUs per node",
+                                   gpus + count * node.gpus, count, node.gpus, gpus > 0 ? " after the earlier groups" : "",
+                                   kMaxSimulatedGpus));
+    }
     for (int64_t i = 0; i < count; ++i) c.nodes.push_back(node);
   };
   const auto groups = doc.get_sections("cluster.node_groups");

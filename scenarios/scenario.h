@@ -40,6 +40,11 @@ inline constexpr int kMaxClusterNodes = 16'384;
 // the parallel sizes (parallelism.tp, pp, dp, cp, ep, etp and their search: lists), which are
 // held in int.
 inline constexpr int kMaxClusterGpus = kMaxClusterNodes * kMaxNodeGpus;
+// GPUs a simulated cluster may hold: 2^18 = 262,144, above the largest training clusters built so
+// far (~10^5 GPUs). Building the topology grows faster than linearly with GPUs and NICs: 1,024
+// GB200 NVL72 racks of 64 GPUs (65,536 GPUs, a NIC each) take about 10 s and 0.5 GB for an
+// analytical all_reduce, 16,384 of them (10^6 GPUs) did not finish in 15 minutes and used 18 GB.
+inline constexpr int64_t kMaxSimulatedGpus = int64_t{1} << 18;
 // cluster.fabric.leaf_ports: downlink ports of one leaf switch, 1 to 65,536 (switches sold have 32
 // to 128 ports at the line rates of the shipped NICs; NVIDIA Quantum-2 QM9700: 64 × 400 Gb/s).
 inline constexpr int kDefaultLeafPorts = 32;

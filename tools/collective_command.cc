@@ -96,6 +96,13 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
     throw InputError(fmt::format("--gpus-per-node {} is not valid for node \"{}\"; valid: 1..{} (or 0 for all)",
                                  options.gpus_per_node, options.node, node.gpus));
   }
+  const int64_t per_node = options.gpus_per_node > 0 ? options.gpus_per_node : node.gpus;
+  if (static_cast<int64_t>(options.nodes) * per_node > kMaxSimulatedGpus) {
+    throw InputError(fmt::format("--nodes {} of {} GPUs make {} GPUs, above the {} clustersim simulates (building a "
+                                 "larger topology takes minutes and tens of GB); use fewer nodes or --gpus-per-node",
+                                 options.nodes, per_node, static_cast<int64_t>(options.nodes) * per_node,
+                                 kMaxSimulatedGpus));
+  }
   ClusterSpec spec;
   spec.nodes.assign(static_cast<size_t>(options.nodes), node);
   spec.fabric.type = options.fabric;

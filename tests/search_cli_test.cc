@@ -123,6 +123,10 @@ TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
   const Result missing = run("run " + kSmall + " --layout-from " + temp("results.json") + " --rank 99");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--rank 99"), std::string::npos) << missing.err;
+  std::ofstream(temp("empty.json")) << R"({"scenario": "x", "top": []})";
+  const Result empty = run("run " + kSmall + " --layout-from " + temp("empty.json"));
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("the search ranked no layout"), std::string::npos) << empty.err;
   // Hand-edited values are refused at their JSON path, not truncated or wrapped.
   for (const auto& [key, value, message] :
        {std::tuple<std::string, nlohmann::json, std::string>{"tp", 1e30, "top[0].layout.tp = 1e+30: expected a whole"},

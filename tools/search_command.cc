@@ -339,6 +339,11 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
     *searched_scenario = j.contains("scenario") && j["scenario"].is_string() ? j["scenario"].get<std::string>() : "";
   }
   const auto& top = j["top"];
+  if (top.empty()) {
+    throw InputError(fmt::format("--layout-from {}: the search ranked no layout (\"top\" is empty); its \"rejected\" "
+                                 "counts say why",
+                                 path));
+  }
   if (rank < 1 || static_cast<size_t>(rank) > top.size()) {
     throw InputError(fmt::format("--rank {}: {} holds {} layouts; valid ranks: 1..{}", rank, path, top.size(),
                                  top.size()));

@@ -185,10 +185,10 @@ class Transformer {
   Bytes head_activation_bytes_;
 };
 
-// Query-key tiles of fused attention kernels: FlashAttention-2/3 and cuDNN's fused attention work
-// on blocks of 64-128 query rows × 64-128 keys (Dao 2023, arXiv:2307.08691 §3.3; Shah et al. 2024,
-// arXiv:2407.08608 §4, 128 × 128 for head dims up to 128 on Hopper); a tile the window cuts is
-// computed whole.
+// Query-key tiles of fused attention kernels: FlashAttention-2 works on blocks of {64, 128} query
+// rows × {64, 128} keys, tuned per head dimension (Dao 2023, arXiv:2307.08691 §3.3 "Tuning block
+// sizes"); FlexAttention's block masks default to 128 × 128 (the kernel measured in
+// tools/reference/window_attention.py). A tile the window cuts is computed whole.
 inline constexpr int64_t kAttentionTile = 128;
 
 // Query-key pairs a causal sliding-window kernel computes for one head of a sequence of `seq_len`

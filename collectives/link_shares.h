@@ -36,9 +36,7 @@ class LinkShares {
 class SlowestTransfer {
  public:
   void add(Bytes size, Bandwidth rate) {
-    // The expression transfer_time rounds up (core/units.cc), so the largest one is its largest time.
-    const long double ratio =
-        static_cast<long double>(size.count()) * 1e12L / static_cast<long double>(rate.bytes_per_second());
+    const long double ratio = transfer_picoseconds(size, rate);  // what transfer_time rounds up
     if (!any_ || ratio > ratio_) {
       any_ = true;
       ratio_ = ratio;

@@ -80,11 +80,13 @@ Bytes Bytes::divided_ceil(int64_t parts) const {
 
 Bytes Bytes::scaled(double factor) const { return bytes_from_real(static_cast<double>(count_) * factor, 1.0); }
 
-Duration transfer_time(Bytes size, Bandwidth bandwidth) {
+long double transfer_picoseconds(Bytes size, Bandwidth bandwidth) {
   check_invariant(bandwidth.is_positive(), "transfer_time needs a positive bandwidth");
-  const long double ps = static_cast<long double>(size.count()) * 1e12L /
-                         static_cast<long double>(bandwidth.bytes_per_second());
-  return Duration::picoseconds(checked_ceil(ps, "transfer time"));
+  return static_cast<long double>(size.count()) * 1e12L / static_cast<long double>(bandwidth.bytes_per_second());
+}
+
+Duration transfer_time(Bytes size, Bandwidth bandwidth) {
+  return Duration::picoseconds(checked_ceil(transfer_picoseconds(size, bandwidth), "transfer time"));
 }
 
 Duration compute_time(double flops, FlopRate rate) {

@@ -162,6 +162,9 @@ class FlopRate {
 // The one conversion of data over a rate into time: ceil(bytes / bandwidth) in picoseconds.
 // Throws InternalError if the bandwidth is not positive.
 Duration transfer_time(Bytes size, Bandwidth bandwidth);
+// bytes / bandwidth in picoseconds before transfer_time rounds it up: comparing these orders
+// transfers as their transfer_time does. Throws InternalError if the bandwidth is not positive.
+long double transfer_picoseconds(Bytes size, Bandwidth bandwidth);
 
 // ceil(flops / rate) in picoseconds. `flops` is a real count (a step of a large model exceeds
 // int64). Throws InternalError if the rate is not positive or flops is negative.

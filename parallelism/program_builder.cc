@@ -1,10 +1,10 @@
 #include "parallelism/program_builder.h"
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
 #include <fmt/format.h>
 #include <memory>
+#include <tuple>
 
 #include "core/error.h"
 #include "parallelism/pipeline_schedule.h"

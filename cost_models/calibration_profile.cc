@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace clustersim {
 
@@ -215,11 +216,7 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
 }
 
 CalibrationProfile load_calibration_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read calibration profile \"{}\"", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_calibration_profile(buffer.str(), path);
+  return parse_calibration_profile(read_input_file(path, "calibration profile"), path);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "scenarios/config_document.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,9 @@
 #include <limits>
 #include <set>
 #include <sstream>
+
+#include "core/input_file.h"
+#include "core/utf8.h"
 
 namespace clustersim {
 
@@ -136,19 +140,34 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
     case ValueType::kBytes:
     case ValueType::kBandwidth:
     case ValueType::kFlopRate:
+    {
+      double si = 0;  // seconds, bytes/s or FLOP/s
       try {
-        if (def.type == ValueType::kDuration) parse_duration(text);
+        if (def.type == ValueType::kDuration) si = parse_duration(text).to_seconds();
         if (def.type == ValueType::kBytes) parse_bytes(text);
-        if (def.type == ValueType::kBandwidth) parse_bandwidth(text);
-        if (def.type == ValueType::kFlopRate) parse_flop_rate(text);
+        if (def.type == ValueType::kBandwidth) si = parse_bandwidth(text).bytes_per_second();
+        if (def.type == ValueType::kFlopRate) si = parse_flop_rate(text).flop_per_second();
       } catch (const InputError& e) {
         throw fail(e.what());
       }
+      const PhysicalRange range = physical_range(def);
+      if (def.type != ValueType::kBytes && ((range.min && si < *range.min) || (range.max && si > *range.max))) {
+        throw fail(fmt::format("\"{}\" is out of range: expected {}", text, describe_physical_range(def)));
+      }
       return;
+    }
     case ValueType::kSection:
     case ValueType::kSectionList: break;
   }
   throw InternalError("validate_scalar on a section");
+}
+
+// `text` with bytes outside printable ASCII as '?', cut to 60 characters: for naming a value
+// that is not text in a message.
+std::string ascii_excerpt(const std::string& text) {
+  std::string out;
+  for (const char c : text.substr(0, 60)) out += c >= 0x20 && c < 0x7f ? c : '?';
+  return text.size() > 60 ? out + "..." : out;
 }
 
 std::string mark_text(const std::string& source, const YAML::Mark& mark) {
@@ -156,11 +175,10 @@ std::string mark_text(const std::string& source, const YAML::Mark& mark) {
   return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
 }
 
-// "file:line" of the "---" that starts `second`, the second document of `text`: the last line
-// beginning with "---" at or before the document's first node (its mark is 0-based; an empty
-// document has none, then the last "---" line of the text counts).
-std::string second_document_where(const std::string& text, const std::string& source, const YAML::Node& second) {
-  const YAML::Mark mark = second.Mark();
+// "file:line" of the "---" that starts the second document of `text`, whose first node is at
+// `mark` (0-based; null for an empty document, then the last "---" line of the text counts): the
+// last line beginning with "---" at or before that node.
+std::string second_document_where(const std::string& text, const std::string& source, const YAML::Mark& mark) {
   const int content_line = mark.is_null() || mark.line < 0 ? std::numeric_limits<int>::max() : mark.line;
   int marker_line = -1;
   int line = 0;
@@ -172,6 +190,64 @@ std::string second_document_where(const std::string& text, const std::string& so
   }
   if (marker_line < 0) return mark_text(source, mark);
   return fmt::format("{}:{}", source, marker_line + 1);
+}
+
+// Records where a document starts and where its first node is; builds nothing.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  YAML::Mark start = YAML::Mark::null_mark();
+  YAML::Mark first_node = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node_at(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node_at(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node_at(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    node_at(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node_at(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node_at(const YAML::Mark& mark) {
+    if (first_node.is_null()) first_node = mark;
+  }
+};
+
+// Checks that `text` holds at most one YAML document, parsing at most three with yaml-cpp's event
+// parser (nothing is built). Throws InputError at a second document's "---", and at a token the
+// parser cannot step over: yaml-cpp 0.7 returns an empty document at a ',' (a flow entry) outside
+// [ ] or { } without consuming it, so YAML::LoadAll, which loops until the input ends, never
+// returns and grows its list of documents without bound.
+void check_single_document(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  std::vector<DocumentMarks> documents;
+  for (int i = 0; i < 3; ++i) {
+    DocumentMarks marks;
+    if (!parser.HandleNextDocument(marks)) break;
+    if (!documents.empty() && marks.start.pos == documents.back().start.pos) {
+      const auto pos = static_cast<size_t>(std::max(0, marks.start.pos));
+      const char c = pos < text.size() ? text[pos] : ' ';
+      throw InputError(fmt::format(
+          "{}: YAML syntax error: unexpected '{}'{}; a scenario is a map of `key: value` lines",
+          mark_text(source, marks.start), c == ',' || (c >= 0x21 && c < 0x7f) ? std::string(1, c) : "?",
+          c == ',' ? " (a list separator outside [ ] or { })" : ""));
+    }
+    documents.push_back(marks);
+  }
+  if (documents.size() > 1) {
+    throw InputError(fmt::format("{}: a second YAML document starts here; a file holds one document: remove "
+                                 "this --- line and what follows it, or merge the two",
+                                 second_document_where(text, source, documents[1].first_node)));
+  }
 }
 
 }  // namespace
@@ -370,16 +446,26 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
     throw InputError(fmt::format("{}:{}: binary data (a NUL byte) at line {}; expected a YAML text file (UTF-8)",
                                  source_name, line, line));
   }
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    const auto before = text.begin() + static_cast<std::ptrdiff_t>(bad);
+    const auto line = 1 + std::count(text.begin(), before, '\n');
+    const size_t newline = text.rfind('\n', bad);  // text[bad] is not '\n': the newline before it
+    const size_t column = newline == std::string::npos ? bad + 1 : bad - newline;
+    throw InputError(fmt::format("{}:{}:{}: byte 0x{:02X} is not UTF-8; a YAML file is UTF-8 text (YAML 1.2 "
+                                 "section 5.2): save it as UTF-8",
+                                 source_name, line, column, static_cast<unsigned char>(text[bad])));
+  }
+  for (const auto& o : overrides) {
+    if (first_invalid_utf8(o.path) != std::string::npos || first_invalid_utf8(o.value) != std::string::npos) {
+      throw InputError(fmt::format("--set {}: not UTF-8 text; give keys and values as UTF-8",
+                                   ascii_excerpt(o.path)));
+    }
+  }
   YAML::Node root;
   try {
     // YAML::Load would read the first document and drop any later one silently.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      throw InputError(fmt::format("{}: a second YAML document starts here; a file holds one document: remove "
-                                   "this --- line and what follows it, or merge the two",
-                                   second_document_where(text, source_name, documents[1])));
-    }
-    if (!documents.empty()) root = documents.front();
+    check_single_document(text, source_name);
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp stops at 2,000 nested levels with the message "bad file".
     throw InputError(fmt::format("{}: YAML nesting deeper than yaml-cpp's limit of 2,000 levels; a scenario needs a "
@@ -407,11 +493,7 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
 
 ConfigDocument ConfigDocument::load_file(const std::string& path, const Schema& schema,
                                          const std::vector<Override>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_string(buffer.str(), path, schema, overrides);
+  return load_string(read_input_file(path, "YAML file"), path, schema, overrides);
 }
 
 ConfigDocument::ConfigDocument(std::shared_ptr<const Data> data, std::string prefix)

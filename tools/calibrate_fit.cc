@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <regex>
+#include <sstream>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "scenarios/scenario.h"
 #include "tools/nccl_tests_log.h"
 
@@ -419,6 +421,15 @@ std::vector<CollectiveGroupFit> fit_collectives(const std::vector<CollectiveMeas
   return out;
 }
 
+namespace {
+// One raw-sample file of clustersim-calibrate, read with the input-size limit (a device, a pipe
+// or a directory entry that is not a file is refused before reading).
+RawTable read_raw_samples(const std::string& path) {
+  std::istringstream in(read_input_file(path, "raw sample file"));
+  return calibrate::read_raw_table(in, path);
+}
+}  // namespace
+
 CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, std::vector<std::string>* notes) {
   auto note = [notes](std::string line) {
     if (notes != nullptr) notes->push_back(std::move(line));
@@ -431,9 +442,9 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
         if (e.path().extension() == ".csv") files.push_back(e.path().string());
       }
       std::sort(files.begin(), files.end());
-      for (const std::string& f : files) tables.push_back(calibrate::read_raw_table_file(f));
+      for (const std::string& f : files) tables.push_back(read_raw_samples(f));
     } else {
-      tables.push_back(calibrate::read_raw_table_file(input));
+      tables.push_back(read_raw_samples(input));
     }
   }
   CalibrationProfile profile;

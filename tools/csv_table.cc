@@ -7,15 +7,12 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace clustersim {
 
 CsvTable CsvTable::read(const std::string& path, std::string_view what) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputError(fmt::format("cannot read the {} \"{}\"", what, path));
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return parse(buffer.str(), path, what);
+  return parse(read_input_file(path, std::string(what)), path, what);
 }
 
 CsvTable CsvTable::parse(const std::string& text, const std::string& path, std::string_view what) {
@@ -93,8 +90,13 @@ size_t CsvTable::column(std::string_view name) const {
   for (size_t i = 0; i < header_.size(); ++i) {
     if (header_[i] == name) return i;
   }
+  // The header as read, cut to its first 20 names of at most 40 characters each.
+  constexpr size_t kShown = 20;
   std::string present;
-  for (const auto& h : header_) present += (present.empty() ? "" : ", ") + h;
+  for (size_t i = 0; i < std::min(header_.size(), kShown); ++i) {
+    present += (present.empty() ? "" : ", ") + header_[i].substr(0, 40) + (header_[i].size() > 40 ? "..." : "");
+  }
+  if (header_.size() > kShown) present += fmt::format(", ... ({} columns in all)", header_.size());
   throw InputError(fmt::format("{}: the {} need a column \"{}\"; the header has: {}", path_, what_, name, present));
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace clustersim {
 
@@ -222,8 +223,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
 }
 
 NcclTestsLog read_nccl_tests_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read nccl-tests log \"{}\"", path));
+  std::istringstream in(read_input_file(path, "nccl-tests log"));
   return parse_nccl_tests_log(in, path);
 }
 

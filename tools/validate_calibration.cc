@@ -8,10 +8,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "collectives/collective_profile.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "cost_models/compute_cost_model.h"
 #include "cost_models/gemm_efficiency_model.h"
 #include "parallelism/training_simulation.h"
@@ -404,8 +406,13 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
   // (d) training steps.
   std::set<std::tuple<int, int64_t, int64_t, int64_t>> step_shapes;  // (dtype, m, n, k) of their GEMMs
   for (const std::string& reference : options.references) {
-    std::ifstream in(reference);
-    if (!in) throw InputError(fmt::format("--reference {}: cannot read the file", reference));
+    std::istringstream in = [&] {
+      try {
+        return std::istringstream(read_input_file(reference, "reference JSON-lines file"));
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--reference {}", e.what()));
+      }
+    }();
     const std::string dir =
         options.scenario_dir.empty() ? (std::filesystem::path(default_data_dir()) / "reference").string()
                                      : options.scenario_dir;

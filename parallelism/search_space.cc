@@ -1,6 +1,8 @@
 #include "parallelism/search_space.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -137,48 +139,153 @@ bool tensor_groups_within_nodes(const Layout& layout, int gpus_per_node) {
   return block <= gpus_per_node && gpus_per_node % block == 0;
 }
 
-std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
-                                                 const TrainingSpec& base_training, const SearchContext& context) {
-  check_invariant(context.gpus > 0 && context.layers > 0 && context.heads > 0, "expand_search_space: empty context");
-  const int gpus = context.gpus;
-  const int layers = context.layers;
-  const bool idle = space.allow_idle_gpus;
+namespace {
 
-  std::vector<int> tps = space.tp;
-  if (tps.empty()) {
+// The value lists of a space with its absent lists derived (search_space.h), and the rules that
+// leave a combination out as "not a layout" or "the same layout twice". Expansion and counting
+// both read them, so the count is exactly the number of candidates expanded.
+struct SpaceLists {
+  std::vector<int> tps, pps, cps, eps, etps, zeros, dps;
+  std::vector<PipelineSchedule> schedules;
+  std::vector<int64_t> micro_batches;
+  std::vector<Recompute> recomputes;
+  std::vector<bool> sps;
+  std::vector<std::string> orders;
+  bool flash = false;
+  bool has_recompute_none = false;
+  bool has_sp_off = false;
+
+  // With a fused attention kernel selective recomputation has nothing to re-run (the s×s scores
+  // are never stored; workloads/transformer.h): the same layout as none.
+  bool recompute_kept(Recompute r) const { return !(r == Recompute::kSelective && flash && has_recompute_none); }
+  // Megatron-LM turns sequence parallelism off at tp 1 (megatron/training/arguments.py): tp 1 runs
+  // without it, once, whatever the sp values searched.
+  bool sp_kept(bool searched_sp, int tp) const { return !(searched_sp && tp == 1 && has_sp_off); }
+};
+
+SpaceLists lists_of(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
+                    const SearchContext& context) {
+  const int gpus = context.gpus;
+  const bool idle = space.allow_idle_gpus;
+  SpaceLists l;
+  l.tps = space.tp;
+  if (l.tps.empty()) {
     for (int t = 1; t <= std::min(gpus, context.heads); ++t) {
       if (context.heads % t != 0) continue;
       if (space.tp_within_node && context.gpus_per_node > 0 && t > context.gpus_per_node) continue;
       if (!idle && gpus % t != 0) continue;
-      tps.push_back(t);
+      l.tps.push_back(t);
     }
   }
-  std::vector<int> pps = space.pp;
-  if (pps.empty()) {
-    for (int p = 1; p <= std::min(gpus, layers); ++p) {
-      if (!space.uneven_stages && layers % p != 0) continue;
+  l.pps = space.pp;
+  if (l.pps.empty()) {
+    for (int p = 1; p <= std::min(gpus, context.layers); ++p) {
+      if (!space.uneven_stages && context.layers % p != 0) continue;
       if (!idle && gpus % p != 0) continue;
-      pps.push_back(p);
+      l.pps.push_back(p);
     }
   }
-  const std::vector<PipelineSchedule> schedules =
-      space.schedule.empty() ? std::vector<PipelineSchedule>{PipelineSchedule::kOneFOneB,
-                                                             PipelineSchedule::kInterleaved1F1B}
-                             : space.schedule;
-  const std::vector<int64_t> micro_batches =
-      space.micro_batch.empty() ? std::vector<int64_t>{base_training.micro_batch} : space.micro_batch;
-  const std::vector<Recompute> recomputes =
-      space.recompute.empty() ? std::vector<Recompute>{base_training.recompute} : space.recompute;
-  const std::vector<int> zeros = space.zero.empty() ? std::vector<int>{base.zero_stage} : space.zero;
-  const std::vector<bool> sps =
-      space.sequence_parallel.empty() ? std::vector<bool>{base.sequence_parallel} : space.sequence_parallel;
-  const std::vector<std::string> orders = space.order.empty() ? std::vector<std::string>{base.order} : space.order;
-  const std::vector<int> cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
-  const std::vector<int> eps = space.ep.empty() ? std::vector<int>{base.ep} : space.ep;
-  const std::vector<int> etps = space.etp.empty() ? std::vector<int>{base.etp} : space.etp;
+  l.schedules = space.schedule.empty() ? std::vector<PipelineSchedule>{PipelineSchedule::kOneFOneB,
+                                                                       PipelineSchedule::kInterleaved1F1B}
+                                       : space.schedule;
+  l.micro_batches = space.micro_batch.empty() ? std::vector<int64_t>{base_training.micro_batch} : space.micro_batch;
+  l.recomputes = space.recompute.empty() ? std::vector<Recompute>{base_training.recompute} : space.recompute;
+  l.zeros = space.zero.empty() ? std::vector<int>{base.zero_stage} : space.zero;
+  l.sps = space.sequence_parallel.empty() ? std::vector<bool>{base.sequence_parallel} : space.sequence_parallel;
+  l.orders = space.order.empty() ? std::vector<std::string>{base.order} : space.order;
+  l.cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
+  l.eps = space.ep.empty() ? std::vector<int>{base.ep} : space.ep;
+  l.etps = space.etp.empty() ? std::vector<int>{base.etp} : space.etp;
+  l.dps = space.dp;  // empty: one derived value per combination
+  l.flash = base_training.attention == AttentionKernel::kFlash;
+  l.has_recompute_none = std::find(l.recomputes.begin(), l.recomputes.end(), Recompute::kNone) != l.recomputes.end();
+  l.has_sp_off = std::find(l.sps.begin(), l.sps.end(), false) != l.sps.end();
+  return l;
+}
+
+// The (vpp, schedule) pairs that make a layout with pp stages, in expansion order.
+std::vector<std::pair<int, PipelineSchedule>> stage_variants(const SearchSpace& space, const SpaceLists& l, int layers,
+                                                            int pp) {
+  const bool uneven = space.uneven_stages && layers % pp != 0;
+  std::vector<int> vpps = space.vpp;
+  if (vpps.empty()) {
+    if (uneven) {
+      for (int v = 1; v <= (layers + pp - 1) / pp; ++v) {
+        if (!uneven_stage_layers(layers, pp, v).empty()) vpps.push_back(v);
+      }
+    } else {
+      vpps = layers % pp == 0 ? divisors(layers / pp) : std::vector<int>{1};
+    }
+  }
+  // One stage has no pipeline, so its schedules are one layout: keep the first non-interleaved one listed.
+  const auto first_flat = std::find_if(l.schedules.begin(), l.schedules.end(),
+                                       [](PipelineSchedule x) { return x != PipelineSchedule::kInterleaved1F1B; });
+  std::vector<std::pair<int, PipelineSchedule>> out;
+  for (int v : vpps) {
+    for (PipelineSchedule schedule : l.schedules) {
+      const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
+      if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
+      if (pp == 1 && schedule != *first_flat) continue;
+      out.emplace_back(v, schedule);
+    }
+  }
+  return out;
+}
+
+// Multiplies, saturating at 2^62 (far above any bound a search may be given).
+uint64_t saturating_product(uint64_t a, uint64_t b) {
+  constexpr uint64_t kCap = uint64_t{1} << 62;
+  if (a == 0 || b == 0) return 0;
+  return a > kCap / b ? kCap : a * b;
+}
+
+uint64_t count_of(const SearchSpace& space, const SpaceLists& l, int layers) {
+  // tp and the sequence-parallel values interact (sp_kept); the pipeline variants depend on pp
+  // alone; every other list multiplies.
+  uint64_t tp_sp = 0;
+  for (int tp : l.tps) {
+    for (bool sp : l.sps) tp_sp += l.sp_kept(sp, tp) ? 1 : 0;
+  }
+  uint64_t stages = 0;
+  for (int pp : l.pps) stages += stage_variants(space, l, layers, pp).size();
+  const auto kept_recomputes = static_cast<uint64_t>(
+      std::count_if(l.recomputes.begin(), l.recomputes.end(), [&](Recompute r) { return l.recompute_kept(r); }));
+  uint64_t n = saturating_product(tp_sp, stages);
+  for (size_t size : {l.cps.size(), l.eps.size(), l.etps.size(), l.micro_batches.size(), l.zeros.size(),
+                      l.orders.size(), l.dps.empty() ? size_t{1} : l.dps.size()}) {
+    n = saturating_product(n, size);
+  }
+  return saturating_product(n, kept_recomputes);
+}
+
+}  // namespace
+
+uint64_t count_search_space(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
+                            const SearchContext& context) {
+  check_invariant(context.gpus > 0 && context.layers > 0 && context.heads > 0, "count_search_space: empty context");
+  return count_of(space, lists_of(space, base, base_training, context), context.layers);
+}
+
+void check_search_space_size(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
+                             const SearchContext& context) {
+  const uint64_t n = count_search_space(space, base, base_training, context);
+  if (n <= static_cast<uint64_t>(space.max_candidates)) return;
+  throw InputError(fmt::format(
+      "the search space holds {}{} layouts, above search.max_candidates = {} (each takes memory, and the valid ones "
+      "a simulation); shorten the search lists (tp, pp, dp, cp, vpp, micro_batch, ...) or raise "
+      "search.max_candidates (at most {})",
+      n >= (uint64_t{1} << 62) ? "more than " : "", n, space.max_candidates, kMaxSearchCandidates));
+}
+
+std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
+                                                 const TrainingSpec& base_training, const SearchContext& context) {
+  check_invariant(context.gpus > 0 && context.layers > 0 && context.heads > 0, "expand_search_space: empty context");
+  check_search_space_size(space, base, base_training, context);
+  const int gpus = context.gpus;
+  const int layers = context.layers;
+  const bool idle = space.allow_idle_gpus;
+  const SpaceLists l = lists_of(space, base, base_training, context);
   const int64_t batch = base_training.global_batch;
-  const bool flash = base_training.attention == AttentionKernel::kFlash;
-  const bool has_recompute_none = std::find(recomputes.begin(), recomputes.end(), Recompute::kNone) != recomputes.end();
 
   // Largest global batch <= the maximum that `unit` divides (0 if none).
   auto batch_for = [&](int64_t unit) -> int64_t {
@@ -187,7 +294,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   };
   // The data-parallel sizes of a (tp, pp, micro batch, schedule) combination.
   auto dps_for = [&](int tp, int cp, int pp, int64_t mb, bool interleaved) -> std::vector<int> {
-    if (!space.dp.empty()) return space.dp;
+    if (!l.dps.empty()) return l.dps;
     const int64_t model_parallel = size_product({tp, cp, pp}).value_or(int64_t{gpus} + 1);
     if (!idle) return {gpus % model_parallel == 0 ? static_cast<int>(gpus / model_parallel) : 0};
     const int most = static_cast<int>(gpus / model_parallel);
@@ -202,75 +309,51 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
   };
 
   std::vector<LayoutCandidate> out;
-  for (int tp : tps) {
-    for (int cp : cps) {
-      for (int pp : pps) {
+  for (int tp : l.tps) {
+    for (int cp : l.cps) {
+      for (int pp : l.pps) {
         const bool uneven = space.uneven_stages && layers % pp != 0;
-        std::vector<int> vpps = space.vpp;
-        if (vpps.empty()) {
-          if (uneven) {
-            for (int v = 1; v <= (layers + pp - 1) / pp; ++v) {
-              if (!uneven_stage_layers(layers, pp, v).empty()) vpps.push_back(v);
-            }
-          } else {
-            vpps = layers % pp == 0 ? divisors(layers / pp) : std::vector<int>{1};
-          }
-        }
-        for (int v : vpps) {
-          for (PipelineSchedule schedule : schedules) {
-            const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
-            if (interleaved != (v > 1) || (interleaved && pp == 1)) continue;  // not a layout
-            // One stage has no pipeline, so its schedules are one layout: keep the first listed.
-            if (pp == 1 && schedule != *std::find_if(schedules.begin(), schedules.end(), [](PipelineSchedule x) {
-                  return x != PipelineSchedule::kInterleaved1F1B;
-                })) {
-              continue;
-            }
-            for (int ep : eps) {
-              for (int etp : etps) {
-                for (int64_t mb : micro_batches) {
-                  for (Recompute recompute : recomputes) {
-                    // With a fused attention kernel selective recomputation has nothing to re-run (the
-                    // s×s scores are never stored; workloads/transformer.h): the same layout as none.
-                    if (recompute == Recompute::kSelective && flash && has_recompute_none) continue;
-                    for (int zero : zeros) {
-                      for (bool searched_sp : sps) {
-                        // Megatron-LM turns sequence parallelism off at tp 1 (megatron/training/arguments.py):
-                        // tp 1 runs without it, once, whatever the sp values searched.
-                        const bool has_sp_off = std::find(sps.begin(), sps.end(), false) != sps.end();
-                        if (searched_sp && tp == 1 && has_sp_off) continue;  // the sp = false variant stands for it
-                        const bool sp = searched_sp && tp > 1;
-                        for (const std::string& order : orders) {
-                          for (int dp : dps_for(tp, cp, pp, mb, interleaved)) {
-                            LayoutCandidate c;
-                            c.layout = base;
-                            c.layout.tp = tp;
-                            c.layout.cp = cp;
-                            c.layout.pp = pp;
-                            c.layout.dp = dp;
-                            c.layout.ep = ep;
-                            c.layout.etp = etp;
-                            c.layout.vpp = v;
-                            c.layout.layers_per_virtual_stage = 0;
-                            c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
-                            c.layout.schedule = schedule;
-                            c.layout.zero_stage = zero;
-                            c.layout.sequence_parallel = sp;
-                            // The base layout's overlap and ZeRO-3 gather choices apply where they can.
-                            c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
-                            c.layout.zero3_bucket_elements = zero == 3 ? base.zero3_bucket_elements : 0;
-                            c.layout.overlap_param_gather = base.overlap_param_gather && zero >= 1;
-                            const bool op_applies =
-                                base.grad_reduce_op == GradReduceOp::kAllReduce ? zero <= 1
-                                : base.grad_reduce_op == GradReduceOp::kReduceScatter ? zero >= 1
-                                                                                      : true;
-                            c.layout.grad_reduce_op = op_applies ? base.grad_reduce_op : GradReduceOp::kAuto;
-                            c.layout.order = order;
-                            c.micro_batch = mb;
-                            c.recompute = recompute;
-                            c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
-                            out.push_back(std::move(c));
-                          }
+        for (const auto& [v, schedule] : stage_variants(space, l, layers, pp)) {
+          const bool interleaved = schedule == PipelineSchedule::kInterleaved1F1B;
+          for (int ep : l.eps) {
+            for (int etp : l.etps) {
+              for (int64_t mb : l.micro_batches) {
+                for (Recompute recompute : l.recomputes) {
+                  if (!l.recompute_kept(recompute)) continue;
+                  for (int zero : l.zeros) {
+                    for (bool searched_sp : l.sps) {
+                      if (!l.sp_kept(searched_sp, tp)) continue;  // the sp = false variant stands for it
+                      const bool sp = searched_sp && tp > 1;
+                      for (const std::string& order : l.orders) {
+                        for (int dp : dps_for(tp, cp, pp, mb, interleaved)) {
+                          LayoutCandidate c;
+                          c.layout = base;
+                          c.layout.tp = tp;
+                          c.layout.cp = cp;
+                          c.layout.pp = pp;
+                          c.layout.dp = dp;
+                          c.layout.ep = ep;
+                          c.layout.etp = etp;
+                          c.layout.vpp = v;
+                          c.layout.layers_per_virtual_stage = 0;
+                          c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
+                          c.layout.schedule = schedule;
+                          c.layout.zero_stage = zero;
+                          c.layout.sequence_parallel = sp;
+                          // The base layout's overlap and ZeRO-3 gather choices apply where they can.
+                          c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
+                          c.layout.zero3_bucket_elements = zero == 3 ? base.zero3_bucket_elements : 0;
+                          c.layout.overlap_param_gather = base.overlap_param_gather && zero >= 1;
+                          const bool op_applies =
+                              base.grad_reduce_op == GradReduceOp::kAllReduce ? zero <= 1
+                              : base.grad_reduce_op == GradReduceOp::kReduceScatter ? zero >= 1
+                                                                                    : true;
+                          c.layout.grad_reduce_op = op_applies ? base.grad_reduce_op : GradReduceOp::kAuto;
+                          c.layout.order = order;
+                          c.micro_batch = mb;
+                          c.recompute = recompute;
+                          c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
+                          out.push_back(std::move(c));
                         }
                       }
                     }
@@ -288,7 +371,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
         "the search space is empty: no combination of tp [{}], pp [{}], vpp and schedule is a layout (vpp > 1 needs "
         "schedule interleaved-1f1b and pp > 1; vpp = 1 needs 1f1b or gpipe; sequence_parallel needs tp > 1); widen "
         "search.tp, search.pp, search.vpp or search.schedule",
-        fmt::join(tps, ", "), fmt::join(pps, ", ")));
+        fmt::join(l.tps, ", "), fmt::join(l.pps, ", ")));
   }
   return out;
 }

@@ -41,6 +41,14 @@
 
 namespace clustersim {
 
+// Default bound on a search's layouts (search.max_candidates), and the largest it may be raised to.
+// A candidate takes about 0.5 KB while the space is held (LayoutCandidate with its Layout), and a
+// valid one an analytical simulation of milliseconds to a second: 10^6 candidates are about 0.5 GB
+// held; 10^8 is the most the key accepts (about 50 GB: beyond a 24 GiB machine on purpose, for
+// larger hosts).
+inline constexpr int64_t kDefaultMaxSearchCandidates = 1'000'000;
+inline constexpr int64_t kMaxSearchCandidates = 100'000'000;
+
 // What "best" means. Tokens/s, step time and MFU agree when every layout uses all GPUs and the
 // same global batch; they differ when idle GPUs or a maximum global batch are allowed.
 // Cost per token = GPUs used × step time / tokens per step (GPU-seconds per token; times a GPU-hour
@@ -87,6 +95,8 @@ struct SearchSpace {
   // Output.
   int top = 10;     // layouts reported
   int rerank = 20;  // best screened layouts re-simulated at the scenario's fidelity
+  // Bound on the layouts the space may expand to (count_search_space), checked before expanding.
+  int64_t max_candidates = kDefaultMaxSearchCandidates;
 };
 
 // One point of the space.
@@ -114,9 +124,21 @@ struct SearchContext {
 // (tp_comm_overlap only where tp > 1 with sequence parallelism, zero3_bucket_elements only with ZeRO-3,
 // grad_reduce_op only with the ZeRO stages it applies to, else auto; overlap_param_gather only with ZeRO >= 1);
 // `base.stage_layers` is not used (stages are even, or uneven_stages). Throws InputError when no
-// combination is a layout at all (an empty space), naming the lists to widen.
+// combination is a layout at all (an empty space), naming the lists to widen, and, before expanding,
+// when the space holds more than space.max_candidates layouts (check_search_space_size).
 std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
                                                  const TrainingSpec& base_training, const SearchContext& context);
+
+// The number of candidates expand_search_space() returns for these arguments, counted without
+// expanding them (list lengths multiplied, the left-out combinations subtracted): microseconds
+// even for a space of 10^12 layouts. Saturates at 2^62.
+uint64_t count_search_space(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
+                            const SearchContext& context);
+
+// Throws InputError naming search.max_candidates, the count and the bound, when the space holds
+// more than space.max_candidates layouts. expand_search_space() calls it first.
+void check_search_space_size(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
+                             const SearchContext& context);
 
 // Checks the space itself, before any candidate: lists present but empty, values out of range,
 // top or rerank below 1, a memory headroom not below `capacity` (impossible constraint). Throws

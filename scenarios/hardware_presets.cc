@@ -67,7 +67,7 @@ const Schema& HardwareCatalog::nic_schema() {
     Schema s("NIC preset");
     s.key(key("name", ValueType::kString, "adapter name", "", true));
     s.key(key("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true));
-    s.key(key("latency", ValueType::kDuration, "adapter latency per traversal", "", true));
+    s.key(hop_latency(key("latency", ValueType::kDuration, "adapter latency per traversal", "", true)));
     return s;
   }();
   return schema;
@@ -82,7 +82,7 @@ const Schema& HardwareCatalog::node_schema() {
     KeyDef intra = key("intra", ValueType::kEnum, "how the GPUs are joined", "nvswitch");
     intra.choices = {"nvswitch", "nvlink-mesh", "pcie"};
     s.key(intra);
-    s.key(key("nvlink_latency", ValueType::kDuration, "GPU to GPU over NVLink (one switch or mesh hop)", "1 us"));
+    s.key(hop_latency(key("nvlink_latency", ValueType::kDuration, "GPU to GPU over NVLink (one switch or mesh hop)", "1 us")));
     s.key(key("nvlink_link_bandwidth", ValueType::kBandwidth, "one NVLink link per direction (mesh nodes)",
               "25 GB/s"));
     s.section_list("mesh", "point-to-point NVLink edges of an nvlink-mesh node");
@@ -94,7 +94,7 @@ const Schema& HardwareCatalog::node_schema() {
     s.key(key("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
               "25 GB/s"));
     s.key(key("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
-    s.key(key("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns"));
+    s.key(hop_latency(key("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns")));
     s.key(count("pcie.switches", "PCIe switches", "2", 1, kMaxNodeGpus));
     s.key(count("pcie.sockets", "CPU sockets", "2", 1, kMaxNodeGpus));
     s.key(key("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
@@ -192,6 +192,12 @@ NodeSpec HardwareCatalog::node(const std::string& name) const {
   for (const auto& e : doc.get_sections("mesh")) {
     n.mesh.push_back(NvLinkMeshEdge{static_cast<int>(e.get_int("gpu_a")), static_cast<int>(e.get_int("gpu_b")),
                                     static_cast<int>(e.get_int("links"))});
+    for (const char* end : {"gpu_a", "gpu_b"}) {
+      if (e.get_int(end) >= n.gpus) {
+        throw e.error_at(end, fmt::format("GPU {} is not in this node of {} GPUs (gpus:); valid: 0..{}",
+                                          e.get_int(end), n.gpus, n.gpus - 1));
+      }
+    }
   }
   if (n.intra == IntraNodeFabric::kNvLinkMesh && n.mesh.empty() && n.gpus > 1) {
     throw doc.error_at("intra", "nvlink-mesh needs the mesh: edges between the GPUs (mesh: [{gpu_a, gpu_b, links}, "

@@ -36,6 +36,32 @@ std::string format_bound(double v) {
 
 }  // namespace
 
+PhysicalRange physical_range(const KeyDef& def) {
+  PhysicalRange r;
+  switch (def.type) {
+    case ValueType::kDuration: r = {0.0, 86'400.0}; break;
+    case ValueType::kBandwidth: r = {1e3, 1e15}; break;
+    case ValueType::kFlopRate: r = {1e9, 1e18}; break;
+    default: return {def.min, def.max};
+  }
+  if (def.min) r.min = def.min;
+  if (def.max) r.max = def.max;
+  return r;
+}
+
+std::string describe_physical_range(const KeyDef& def) {
+  double scale = 1;
+  const char* unit = "";
+  switch (def.type) {
+    case ValueType::kDuration: unit = "s"; break;
+    case ValueType::kBandwidth: scale = 1e-9, unit = "GB/s"; break;
+    case ValueType::kFlopRate: scale = 1e-12, unit = "TFLOP/s"; break;
+    default: return "";
+  }
+  const PhysicalRange r = physical_range(def);
+  return fmt::format("in [{:g} {}, {:g} {}]", *r.min * scale, unit, *r.max * scale, unit);
+}
+
 std::string describe_type(const KeyDef& def) {
   std::string range;
   if (def.min && def.max) {
@@ -53,10 +79,10 @@ std::string describe_type(const KeyDef& def) {
     case ValueType::kBool: return "true|false";
     case ValueType::kString: return "string";
     case ValueType::kEnum: return "one of: " + join(def.choices);
-    case ValueType::kDuration: return "duration, e.g. \"1.5 us\" (ps, ns, us, ms, s)";
+    case ValueType::kDuration: return "duration, e.g. \"1.5 us\" (ps, ns, us, ms, s), " + describe_physical_range(def);
     case ValueType::kBytes: return "size, e.g. \"80 GiB\" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)";
-    case ValueType::kBandwidth: return "bandwidth, e.g. \"400 Gb/s\" or \"450 GB/s\"";
-    case ValueType::kFlopRate: return "FLOP rate, e.g. \"989 TFLOP/s\"";
+    case ValueType::kBandwidth: return "bandwidth, e.g. \"400 Gb/s\" or \"450 GB/s\", " + describe_physical_range(def);
+    case ValueType::kFlopRate: return "FLOP rate, e.g. \"989 TFLOP/s\", " + describe_physical_range(def);
     case ValueType::kIntList: return "list of integers" + range;
     case ValueType::kStringList:
       return def.choices.empty() ? "list of strings" : "list of: " + join(def.choices);

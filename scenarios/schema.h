@@ -37,10 +37,38 @@ struct KeyDef {
   std::string default_text;          // as it would be written in YAML; empty: no default
   std::string description;           // one line
   std::vector<std::string> choices;  // kEnum / kStringList
-  std::optional<double> min;         // kInt / kReal / kIntList elements (inclusive)
+  // Inclusive bounds: of kInt / kReal / kIntList elements; of kDuration in seconds, kBandwidth in
+  // bytes/s, kFlopRate in FLOP/s. A dimensioned key without bounds gets its type's physical range
+  // (physical_range()).
+  std::optional<double> min;
   std::optional<double> max;
   bool required = false;
 };
+
+// Bounds of a dimensioned type that no key of it may leave: values beyond them are typing errors
+// ("1e18 ps", "1e-300 TFLOP/s") that would overflow int64 picoseconds later in the simulation.
+//   kDuration  0 s .. 1 day (86,400 s; the longest time a scenario key gives);
+//   kBandwidth 1 kB/s .. 1 PB/s (1e3 .. 1e15 bytes/s; NVLink 5 is 900 GB/s per GPU direction);
+//   kFlopRate  1 GFLOP/s .. 1 EFLOP/s (1e9 .. 1e18; a GB200 is 2.5e15 dense BF16).
+// Other types: none. `def`'s own min/max, where given, take precedence.
+struct PhysicalRange {
+  std::optional<double> min;
+  std::optional<double> max;
+};
+PhysicalRange physical_range(const KeyDef& def);
+
+// A hop's latency (switch, adapter, NVLink or PCIe hop) is nanoseconds to microseconds; above 1 s
+// it is a typing error, and a collective's thousands of hops would overflow int64 picoseconds.
+inline constexpr double kMaxHopLatencySeconds = 1.0;
+// `def` bounded as a hop latency: 0 s .. kMaxHopLatencySeconds.
+inline KeyDef hop_latency(KeyDef def) {
+  def.min = 0.0;
+  def.max = kMaxHopLatencySeconds;
+  return def;
+}
+
+// "in [0 s, 1 s]" for a dimensioned key: its bounds in its unit (s, GB/s, TFLOP/s), or "".
+std::string describe_physical_range(const KeyDef& def);
 
 class Schema {
  public:

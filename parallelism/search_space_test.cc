@@ -180,6 +180,70 @@ TEST(SearchSpace, ExactGpuCountLeavesOnlyPipelineSizesDividingIt) {
   }
 }
 
+TEST(SearchSpace, CountIsTheNumberOfCandidatesExpandedWithoutExpandingThem) {
+  // Spaces that exercise each rule that leaves a combination out: derived lists, tp 1 without
+  // sequence parallelism, selective beside none with flash attention, one schedule at pp 1,
+  // vpp > 1 only interleaved, uneven stages, idle GPUs.
+  const SearchContext context{.gpus = 64, .gpus_per_node = 8, .layers = 24, .heads = 32};
+  std::vector<SearchSpace> spaces(5);
+  spaces[1].sequence_parallel = {false, true};
+  spaces[1].recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  spaces[1].zero = {0, 1, 3};
+  spaces[1].micro_batch = {1, 2, 4};
+  spaces[2].tp = {1, 2, 4};
+  spaces[2].pp = {1, 3, 5};
+  spaces[2].uneven_stages = true;
+  spaces[2].schedule = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved1F1B};
+  spaces[3].allow_idle_gpus = true;
+  spaces[3].dp = {1, 2, 3};
+  spaces[3].order = {"tp-cp-dp-pp", "tp-cp-pp-dp"};
+  spaces[4].cp = {1, 2};
+  spaces[4].ep = {1, 2, 4};
+  spaces[4].vpp = {1, 2};
+  for (const auto attention : {AttentionKernel::kFlash, AttentionKernel::kNaive}) {
+    TrainingSpec t = training(64);
+    t.attention = attention;
+    for (size_t i = 0; i < spaces.size(); ++i) {
+      const uint64_t expanded = expand_search_space(spaces[i], Layout{}, t, context).size();
+      EXPECT_EQ(count_search_space(spaces[i], Layout{}, t, context), expanded) << "space " << i;
+    }
+  }
+}
+
+TEST(SearchSpace, ASpaceAboveItsBoundIsRefusedBeforeExpansionNamingTheKeyAndCount) {
+  // tp, pp, dp and cp each listing 1 to 1,024: 1024^4 (about 1.1e12) layouts, which would take
+  // hundreds of terabytes to hold.
+  SearchSpace space;
+  for (int v = 1; v <= 1024; ++v) {
+    space.tp.push_back(v);
+    space.pp.push_back(v);
+    space.dp.push_back(v);
+    space.cp.push_back(v);
+  }
+  space.vpp = {1};
+  space.schedule = {PipelineSchedule::kOneFOneB};
+  space.sequence_parallel = {true};
+  const SearchContext context{.gpus = 1024, .gpus_per_node = 8, .layers = 1024, .heads = 1024};
+  const uint64_t n = count_search_space(space, Layout{}, training(1024), context);
+  EXPECT_EQ(n, uint64_t{1024} * 1024 * 1024 * 1024);
+  try {
+    expand_search_space(space, Layout{}, training(1024), context);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("search.max_candidates"), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(n)), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(kDefaultMaxSearchCandidates)), std::string::npos) << message;
+  }
+  // The bound moves with the key: 8 values per list (8^4 = 4,096 layouts) pass a bound of 4,096 and
+  // fail one of 4,095.
+  for (auto* list : {&space.tp, &space.pp, &space.dp, &space.cp}) list->resize(8);
+  space.max_candidates = 4096;
+  EXPECT_EQ(expand_search_space(space, Layout{}, training(1024), context).size(), 4096u);
+  space.max_candidates = 4095;
+  EXPECT_THROW(expand_search_space(space, Layout{}, training(1024), context), InputError);
+}
+
 TEST(SearchSpace, AnEmptySpaceIsAnInputError) {
   SearchSpace space;
   space.pp = {2};

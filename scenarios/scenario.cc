@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "parallelism/layout.h"
@@ -181,6 +182,9 @@ void add_search_keys(Schema& s) {
   s.key(integer("search.top", "layouts reported", "10", 1, kMaxSearchLayouts));
   s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0,
                 kMaxSearchLayouts));
+  s.key(integer("search.max_candidates",
+                "most layouts the space may hold, counted before it is expanded (about 0.5 KB each while held)",
+                std::to_string(kDefaultMaxSearchCandidates), 1, kMaxSearchCandidates));
 }
 
 Schema build_scenario_schema() {
@@ -203,9 +207,10 @@ Schema build_scenario_schema() {
   s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
                {"single-switch", "fat-tree", "rail-optimized"}));
   s.key(key("cluster.fabric.nic", ValueType::kString, "NIC preset replacing the node's NIC (scenarios/hardware/nics/)"));
-  s.key(key("cluster.fabric.switch_latency", ValueType::kDuration,
-            "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ 300 ns)",
-            "300 ns"));
+  s.key(hop_latency(key("cluster.fabric.switch_latency", ValueType::kDuration,
+                        "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ "
+                        "300 ns)",
+                        "300 ns")));
   s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", fmt::format("{}", kDefaultLeafPorts),
                 1, kMaxLeafPorts));
   s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
@@ -684,6 +689,7 @@ SearchSpace load_search(const ConfigDocument& doc) {
   sp.tp_within_node = doc.get_bool("search.tp_within_node");
   sp.top = static_cast<int>(doc.get_int("search.top"));
   sp.rerank = static_cast<int>(doc.get_int("search.rerank"));
+  sp.max_candidates = doc.get_int("search.max_candidates");
   return sp;
 }
 
@@ -783,6 +789,18 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
     s.model.max_position_embeddings = s.training.seq_len;
   }
+  // Every GPU of the cluster must have a peak for the compute dtype (an A100 has none for fp8).
+  for (const auto& n : s.cluster.nodes) {
+    if (n.gpu.dense_peak.count(s.training.compute_dtype) == 0) {
+      std::vector<std::string> listed;
+      for (const auto& [dtype, rate] : n.gpu.dense_peak) listed.emplace_back(name_of(dtype));
+      throw doc.error_at("training.precision",
+                         fmt::format("{}: the cluster's GPU {} has no dense {} peak (its hardware file lists {}); "
+                                     "train in one of those, or add dense_peak.{} to the GPU's file",
+                                     name_of(s.training.compute_dtype), n.gpu.name, name_of(s.training.compute_dtype),
+                                     fmt::join(listed, ", "), name_of(s.training.compute_dtype)));
+    }
+  }
   located_by_message(doc, "model", [&] { s.model.validate(); });
   located_by_message(doc, "training", [&] { s.training.validate(s.model); });
 
@@ -821,6 +839,14 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
     // The space's own rules, placed at the key they name (search_layouts() checks them again).
     located_by_message(doc, "search",
                        [&] { validate_search_space(*s.search, s.cluster.nodes.front().gpu.hbm_capacity); });
+    // Counted before anything is expanded: a space of 10^12 layouts is refused here, in microseconds.
+    SearchContext search_context;
+    search_context.gpus = gpus;
+    search_context.gpus_per_node = context.gpus_per_node;
+    search_context.layers = context.layers;
+    search_context.heads = context.heads;
+    located_by_message(doc, "search",
+                       [&] { check_search_space_size(*s.search, s.layout, s.training, search_context); });
   }
 
   const std::string fidelity = doc.get_string("simulation.fidelity");

@@ -117,7 +117,19 @@ int run_command(const RunOptions& options, std::ostream& out) {
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
 
   const auto start = std::chrono::steady_clock::now();
-  const TrainingReport report = simulate_training(cluster, scenario.model, scenario.training, scenario.layout, sim);
+  const TrainingReport report = [&] {
+    try {
+      return simulate_training(cluster, scenario.model, scenario.training, scenario.layout, sim);
+    } catch (const OverflowError& e) {
+      // No one key is to blame for a step beyond int64 picoseconds: name the file and the keys that
+      // scale it.
+      throw OverflowError(fmt::format(
+          "{}: one step of this scenario ({}; training.seq_len {}, training.global_batch {}, model.layers {}, "
+          "model.hidden {})",
+          scenario.source, e.what(), scenario.training.seq_len, scenario.training.global_batch, scenario.model.layers,
+          scenario.model.hidden));
+    }
+  }();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall};

@@ -122,7 +122,7 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
     throw InputError("-b/--minbytes 0: the smallest size must be at least 1 B (e.g. -b 8, as nccl-tests' examples)");
   }
   if (first > last) {
-    throw InputError(fmt::format("the minimum size ({} B) is larger than the maximum size ({} B)", first, last));
+    throw InputError(fmt::format("-b/--minbytes {} B is larger than -e/--maxbytes {} B; give -b <= -e", first, last));
   }
   if (last > kMaxCollectiveBytes) {
     throw InputError(fmt::format("-e/--maxbytes {} B is out of range; valid: at most {} B (-e {}G: 1 TiB, more than "
@@ -131,7 +131,7 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
   }
   if (options.step_factor == 1 || options.step_factor < 0 ||
       (options.step_factor == 0 && options.step_bytes == Bytes::zero() && first < last)) {
-    throw InputError(fmt::format("the size step does not grow: factor {} and increment {} B; give a factor >= 2 or "
+    throw InputError(fmt::format("-f/--stepfactor {} and -i/--stepbytes {} B: the size does not grow; give -f >= 2 or "
                                  "an increment > 0",
                                  options.step_factor, options.step_bytes.count()));
   }
@@ -188,6 +188,27 @@ Row simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fi
   return row;
 }
 
+// Throws InputError when --algo or --proto cannot run --op on this group, before any size: were
+// every size skipped (below one element per rank), the choice would otherwise go unchecked.
+void check_choice(const Cluster& cluster, const CollectiveCommandOptions& options, const std::vector<GpuId>& group,
+                  int64_t element) {
+  Simulator sim;
+  CollectiveRunner runner(sim, cluster, nullptr, Fidelity::kAnalytical);
+  CollectiveRequest probe;
+  probe.op = options.op;
+  probe.group = options.op == CollectiveOp::kSendRecv ? std::vector<GpuId>{group[0], group[1 % group.size()]} : group;
+  probe.size = Bytes::of(static_cast<int64_t>(group.size()) * element);
+  probe.dtype = options.dtype;
+  probe.algorithm = options.algorithm;
+  probe.protocol = options.protocol;
+  try {
+    runner.choose(probe);
+  } catch (const InputError& e) {
+    const bool algorithm = options.algorithm != CollectiveAlgorithm::kAuto;
+    throw InputError(fmt::format("{}: {}", algorithm ? "--algo" : "--proto", e.what()));
+  }
+}
+
 }  // namespace
 
 Bytes parse_nccl_tests_size(std::string_view text) {
@@ -232,9 +253,23 @@ FabricType parse_fabric_type(std::string_view text) {
 }
 
 Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks) {
+  const bool all_to_all = options.op == CollectiveOp::kAllToAll;
+  if (options.fidelity == Fidelity::kFlow) {
+    if (all_to_all && ranks > kMaxFlowAllToAllRanks) {
+      throw InputError(fmt::format("--fidelity flow: an all_to_all over {} GPUs is {} transfers per size, beyond the "
+                                   "{} GPUs (about 1e6 transfers, minutes per size) that flow fidelity simulates; use "
+                                   "--fidelity analytical (or auto) or fewer --nodes",
+                                   ranks, static_cast<int64_t>(ranks) * (ranks - 1), kMaxFlowAllToAllRanks));
+    }
+    if (ranks > kMaxFlowCollectiveRanks) {
+      throw InputError(fmt::format("--fidelity flow: {} GPUs is beyond the {} that flow fidelity simulates (the routes "
+                                   "of its transfers take minutes); use --fidelity analytical (or auto) or fewer --nodes",
+                                   ranks, kMaxFlowCollectiveRanks));
+    }
+  }
   if (options.fidelity) return *options.fidelity;
-  return options.op == CollectiveOp::kAllToAll && ranks > kAutoFlowAllToAllRanks ? Fidelity::kAnalytical
-                                                                                  : Fidelity::kFlow;
+  return (all_to_all && ranks > kAutoFlowAllToAllRanks) || ranks > kMaxFlowCollectiveRanks ? Fidelity::kAnalytical
+                                                                                             : Fidelity::kFlow;
 }
 
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
@@ -247,6 +282,7 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
   }
   const int64_t element = bytes_per_element(options.dtype);
   const Fidelity fidelity = resolve_fidelity(options, ranks);
+  check_choice(cluster, options, group, element);
   std::vector<Row> rows;
   std::vector<int64_t> skipped;  // requested sizes below one element per rank (per element for
                                  // whole-buffer ops): nccl-tests would run them with count 0
@@ -301,7 +337,11 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
                      : options.fabric == FabricType::kFatTree     ? "fat-tree"
                                                                   : "single-switch",
                      fidelity == Fidelity::kFlow ? "flow" : "analytical");
-  if (!options.fidelity && fidelity == Fidelity::kAnalytical) {
+  if (!options.fidelity && fidelity == Fidelity::kAnalytical && ranks > kMaxFlowCollectiveRanks) {
+    out << fmt::format("# --fidelity auto: a collective over more than {} GPUs runs analytically (closed forms on the "
+                       "links' bandwidth); flow fidelity simulates up to {} GPUs\n",
+                       kMaxFlowCollectiveRanks, kMaxFlowCollectiveRanks);
+  } else if (!options.fidelity && fidelity == Fidelity::kAnalytical) {
     out << fmt::format("# --fidelity auto: an all_to_all over more than {} GPUs runs analytically: bound by the "
                        "busiest port, without the fabric's ECMP collisions (on 64 DGX H100 the flow model is 17-39 % "
                        "slower at 1-64 MiB); --fidelity flow simulates its {} flows, about a minute per size\n",

@@ -69,8 +69,20 @@ struct CollectiveCommandOptions {
 // 57.1 / 267.5 / 1690 us at 1 / 8 / 64 MiB against 40.9 / 194.4 / 1398.7 us).
 inline constexpr int kAutoFlowAllToAllRanks = 256;
 
+// The most GPUs a collective is simulated over at flow fidelity: 16,384 (2,048 DGX nodes). Above,
+// the routes of every transfer dominate: an all_reduce of 1 GiB over 16,384 x 8 GPUs took 44 s at
+// flow and 17 s analytically on 2 cores (Release build, 2026-12-01), against 3.2 s at 16,384 GPUs.
+// --fidelity auto runs larger collectives analytically; --fidelity flow above it is refused.
+inline constexpr int kMaxFlowCollectiveRanks = 16'384;
+// The most GPUs an all_to_all is simulated over at flow fidelity: 1,024, whose n(n−1) = 1,047,552
+// transfers per size take minutes (512 GPUs: about a minute per size, kAutoFlowAllToAllRanks).
+// 2,048 x 8 GPUs would be 2.7e8 transfers, 10 GB of plan alone.
+inline constexpr int kMaxFlowAllToAllRanks = 1'024;
+
 // The fidelity a sweep of `options` over `ranks` GPUs runs at: options.fidelity when set, else flow,
-// or analytical for an all_to_all over more than kAutoFlowAllToAllRanks GPUs.
+// or analytical for an all_to_all over more than kAutoFlowAllToAllRanks GPUs or any collective over
+// more than kMaxFlowCollectiveRanks. Throws InputError, naming --fidelity, the limit and the work,
+// when --fidelity flow is asked beyond kMaxFlowCollectiveRanks or kMaxFlowAllToAllRanks.
 Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks);
 
 // The largest collective size simulated (-e, and a measured size of validate --collectives): 1 TiB,

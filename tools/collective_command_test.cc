@@ -131,10 +131,16 @@ TEST(CollectiveCommand, AutoFidelityRunsLargeAllToAllAnalytically) {
   EXPECT_EQ(resolve_fidelity(options, 256), Fidelity::kFlow);
   EXPECT_EQ(resolve_fidelity(options, 257), Fidelity::kAnalytical);
   options.fidelity = Fidelity::kFlow;
-  EXPECT_EQ(resolve_fidelity(options, 4096), Fidelity::kFlow);  // asked for: kept
+  EXPECT_EQ(resolve_fidelity(options, kMaxFlowAllToAllRanks), Fidelity::kFlow);  // asked for: kept
+  EXPECT_THROW(resolve_fidelity(options, kMaxFlowAllToAllRanks + 1), InputError);  // beyond what flow finishes
   options.fidelity.reset();
   options.op = CollectiveOp::kAllReduce;
   EXPECT_EQ(resolve_fidelity(options, 4096), Fidelity::kFlow);
+  EXPECT_EQ(resolve_fidelity(options, kMaxFlowCollectiveRanks), Fidelity::kFlow);
+  EXPECT_EQ(resolve_fidelity(options, kMaxFlowCollectiveRanks + 1), Fidelity::kAnalytical);
+  options.fidelity = Fidelity::kFlow;
+  EXPECT_THROW(resolve_fidelity(options, kMaxFlowCollectiveRanks + 1), InputError);
+  options.fidelity.reset();
   options.op = CollectiveOp::kAllToAll;
   options.nodes = 64;
   options.min_bytes = options.max_bytes = Bytes::kibibytes(1024);

@@ -220,18 +220,24 @@ int main(int argc, char** argv) {
         return search_command(search, *partition, std::cout);
       }
       if (coll_cmd->parsed()) {
-        coll.op = parse_collective_op(coll_op);
-        coll.algorithm = parse_collective_algorithm(coll_algo);
-        coll.protocol = parse_protocol(coll_proto);
-        try {
-          coll.dtype = parse_data_type(coll_dtype);
-        } catch (const InputError& e) {
-          throw InputError(std::string("-d/--datatype: ") + e.what());
-        }
-        coll.fabric = parse_fabric_type(coll_fabric);
-        coll.min_bytes = parse_nccl_tests_size(coll_min);
-        coll.max_bytes = parse_nccl_tests_size(coll_max);
-        coll.step_bytes = parse_nccl_tests_size(coll_step);
+        // Each value is parsed under its flag, so that every message names the flag it is about.
+        const auto under_flag = [](const char* flag, auto parse) {
+          try {
+            return parse();
+          } catch (const InputError& e) {
+            const std::string message = e.what();
+            if (message.rfind("--", 0) == 0 || message.rfind("-b", 0) == 0) throw;  // names its flag already
+            throw InputError(std::string(flag) + ": " + message);
+          }
+        };
+        coll.op = under_flag("--op", [&] { return parse_collective_op(coll_op); });
+        coll.algorithm = under_flag("--algo", [&] { return parse_collective_algorithm(coll_algo); });
+        coll.protocol = under_flag("--proto", [&] { return parse_protocol(coll_proto); });
+        coll.dtype = under_flag("-d/--datatype", [&] { return parse_data_type(coll_dtype); });
+        coll.fabric = under_flag("--fabric", [&] { return parse_fabric_type(coll_fabric); });
+        coll.min_bytes = under_flag("-b/--minbytes", [&] { return parse_nccl_tests_size(coll_min); });
+        coll.max_bytes = under_flag("-e/--maxbytes", [&] { return parse_nccl_tests_size(coll_max); });
+        coll.step_bytes = under_flag("-i/--stepbytes", [&] { return parse_nccl_tests_size(coll_step); });
         // nccl-tests steps by -i when it is given and -f is not: so does this, and a factor of 2 or
         // more given with an increment is refused rather than one of the two ignored.
         if (coll_cmd->count("-i") > 0 && coll.step_bytes.count() > 0) {
@@ -344,12 +350,12 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const OverflowError& e) {
     // Values each in range can still multiply beyond int64 (a 2^24-token sequence runs for years).
-    std::cerr << "error: " << e.what() << ": a size or time this input leads to is beyond what clustersim represents "
+    std::cerr << "error: " << bounded_message(e.what()) << ": a size or time this input leads to is beyond what clustersim represents "
               << "(int64 bytes, or int64 picoseconds: about 106 days); use smaller sizes (sequence length, batch, "
               << "model dimensions, message size)\n";
     return 2;
   } catch (const InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << bounded_message(e.what()) << "\n";
     return 2;
   } catch (const InternalError& e) {
     std::cerr << "internal error: " << e.what() << "\n";

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,13 @@ class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message) : std::logic_error(message) {}
 };
+
+// `message` cut to `max_bytes` (default 1,000: about ten lines), with the count of what was left
+// out, so that no error message is longer than a few lines whatever value it quotes.
+inline std::string bounded_message(const std::string& message, std::size_t max_bytes = 1000) {
+  if (message.size() <= max_bytes) return message;
+  return message.substr(0, max_bytes) + "... (" + std::to_string(message.size() - max_bytes) + " more characters)";
+}
 
 // Flushes `out` and throws InputError naming `what` (a file or "standard output") when a write to
 // it failed: a full disk, /dev/full, a closed pipe. Output that did not arrive is not a success.

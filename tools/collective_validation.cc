@@ -293,8 +293,15 @@ CollectiveValidation validate_collectives(const std::string& csv_path, const std
     }
     row.size_bytes = static_cast<int64_t>(size_bytes);
     const double time_us = reader.number_or_zero(record, "time_us");
+    if (time_us < 0 || (time_us == 0 && !reader.text(record, "time_us").empty())) {
+      reader.bad(record, "time_us", "a measured time is > 0 us; leave the field empty when the source gives only busbw");
+    }
+    const double busbw = reader.number_or_zero(record, "busbw_GBps");
+    if (busbw < 0) {
+      reader.bad(record, "busbw_GBps", "a bus bandwidth is >= 0 GB/s; leave the field empty when the source gives none");
+    }
     row.measured_is_time = time_us > 0;
-    row.measured = row.measured_is_time ? time_us : reader.number_or_zero(record, "busbw_GBps");
+    row.measured = row.measured_is_time ? time_us : busbw;
     std::string reason;
     const auto setup = setup_for(row, field("bw_definition"), &reason);
     if (!setup || row.measured <= 0) {

@@ -383,6 +383,8 @@ std::vector<PublishedConfig> read_published_runs(const std::string& csv_path) {
     if (rows.text(r, "metric_name").empty()) rows.bad(r, "metric_name", "every row needs the metric it reports");
     const auto value = rows.real(r, "metric_value");
     if (!value) rows.bad(r, "metric_value", "every row needs the published value");
+    // Every metric the CSV holds (throughput, FLOP/s, MFU, times, GPU-hours) is positive.
+    if (!(*value > 0)) rows.bad(r, "metric_value", "a published throughput, time or utilisation is > 0");
     auto [it, inserted] = index_of.emplace(id, configs.size());
     if (inserted) {
       PublishedConfig c;

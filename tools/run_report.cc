@@ -206,7 +206,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
               {"fidelity", fidelity_name(c.fidelity)},
               {"simulated_ranks", r.step.ranks.size()},
               {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a path from argv may not be UTF-8
 }
 
 }  // namespace clustersim

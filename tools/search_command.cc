@@ -17,6 +17,7 @@
 
 #include "collectives/collective_profile.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "cost_models/calibration_profile.h"
 #include "tools/run_command.h"
 #include "tools/run_report.h"
@@ -323,11 +324,16 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
 }
 
 std::vector<std::string> overrides_from_search_json(const std::string& path, int rank, std::string* searched_scenario) {
-  std::ifstream file(path);
-  if (!file) throw InputError(fmt::format("--layout-from {}: cannot open the file", path));
+  const std::string file_text = [&] {
+    try {
+      return read_input_file(path, "search JSON file");
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--layout-from {}", e.what()));
+    }
+  }();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(file);
+    j = nlohmann::json::parse(file_text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("--layout-from {}: not JSON ({})", path, e.what()));
   }
@@ -352,6 +358,18 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   const nlohmann::json& l = top[static_cast<size_t>(rank - 1)].contains("layout")
                                 ? top[static_cast<size_t>(rank - 1)]["layout"]
                                 : throw InputError(fmt::format("{} is missing", where));
+  if (!l.is_object()) throw InputError(fmt::format("{}: expected an object of layout fields, got {}", where, l.type_name()));
+  // The fields layout_json() writes, and no others: a field this build does not know would be
+  // ignored, and the layout run would not be the one meant.
+  const nlohmann::ordered_json known = layout_json(LayoutCandidate{}, false);
+  for (const auto& [key, value] : l.items()) {
+    if (!known.contains(key)) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : known.items()) names.push_back(k);
+      throw InputError(fmt::format("{}.{}: unknown field; a layout written by `clustersim search --json` has {}",
+                                   where, key.substr(0, 60), fmt::join(names, ", ")));
+    }
+  }
   // A whole number in [1, max] (0 allowed for `zero`), as the search writes them.
   auto whole = [&](const char* key, int64_t low, int64_t high, std::optional<int64_t> fallback = std::nullopt) {
     if (!l.contains(key)) {
@@ -459,7 +477,7 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
   }
   j["rejected"] = std::move(rejected);
   j["rejected_examples"] = std::move(examples);
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a path from argv may not be UTF-8
 }
 
 void write_search_csv(const SearchResult& r, std::ostream& out) {

@@ -104,12 +104,12 @@ def tz_offset(d):
 
 
 def load_smi(d):
-    p = os.path.join(d, "nvsmi.csv")
+    p = first_existing(d, "nvsmi.csv", "nvsmi.csv.gz")
     rows = []
-    if not os.path.exists(p):
+    if not p:
         return rows
     tz = tz_offset(d)
-    lines = open(p, errors="replace").read().splitlines()
+    lines = [line.rstrip("\n") for line in read_lines_tolerant(p)]
     header = None
     for line in lines:
         if line.startswith("timestamp"):
@@ -269,6 +269,33 @@ def binned_rate(chunks, phase, bin_ms, limit_ms):
     return [(k * bin_ms, work[k] / (busy[k] * 1e-3) if busy[k] > 0 else None) for k in range(n)]
 
 
+def drop_onset(profile, ref_ms=16.0, skip_ms=4.0, frac=0.98):
+    """First bin time (ms) from which the rate stays below frac × the peak of the first ref_ms for
+    three bins, or None."""
+    peak = max((r for t, r in profile if t < ref_ms and r is not None), default=None)
+    if not peak:
+        return None, None
+    for i, (t, r) in enumerate(profile):  # the first of three bins in a row under the mark
+        nxt = [q for _, q in profile[i:i + 3]]
+        if t > skip_ms and len(nxt) == 3 and all(q is not None and q < frac * peak for q in nxt):
+            return t, peak
+    return None, peak
+
+
+def autocorr_peak_lag_s(values, lo=5, hi=20):
+    """Lag (in 100 ms windows, returned in s) with the largest autocorrelation between lo and hi."""
+    x = [v for v in values if v is not None]
+    if len(x) < 3 * hi:
+        return None, None
+    m = sum(x) / len(x)
+    den = sum((v - m) ** 2 for v in x)
+    if den <= 0:
+        return None, None
+    best = max(((sum((x[i] - m) * (x[i + lag] - m) for i in range(len(x) - lag)) / den, lag)
+                for lag in range(lo, hi + 1)))
+    return best[1] * WINDOW_MS / 1e3, best[0]
+
+
 def rate_of(chunks, phase, t_lo=0.0, t_hi=float("inf")):
     sel = [c for c in chunks if c[1] == phase and c[2] >= t_lo and c[3] <= t_hi]
     t = sum(c[3] - c[2] for c in sel)
@@ -360,6 +387,17 @@ def step_response(chunks, nvml, wall0, s, max_sm):
             if r is not None and abs(r - settled) / settled < 0.02:
                 out["rate_within_2pct_ms"] = t + 5.0
                 break
+    scale = 1e12 if out["rate_unit_bins"] == "TFLOP/s" else 1e9
+    fine = binned_rate(chunks, "w", 2.0, 400.0)
+    onset, peak = drop_onset(fine)
+    out["rate_peak_first_16ms"] = peak
+    out["rate_drop_onset_ms"] = onset  # first 2 ms bin under 98 % of that peak
+    out["rate_5ms_bins_first_400ms"] = [None if r is None else round(r / scale, 1)
+                                        for _, r in binned_rate(chunks, "w", 5.0, 400.0)]
+    lag, ac = autocorr_peak_lag_s([w_rate for t, w_rate in binned_rate(chunks, "w", WINDOW_MS, max((c[3] for c in chunks), default=0.0))
+                                   if t >= 2000.0])
+    out["rate_oscillation_period_s"] = lag
+    out["rate_oscillation_autocorr"] = ac
     nv = samples_between(nvml, wall0 - 0.05, wall0 + 5.0)
     pts = [(r["t_wall"] - wall0, r["sm_mhz"], r.get("power_instant_w"), r["power_w"]) for r in nv
            if r["sm_mhz"] is not None]
@@ -413,6 +451,24 @@ def mix_detail(rec, chunks, nvml, wall0):
     out["gemm_burst_ms_median"] = median(sp[1] - sp[0] for sp in g)
     o = [sp for sp in spans if sp[2] != "g"]
     out["other_burst_ms_median"] = median(sp[1] - sp[0] for sp in o)
+    # GEMM rate against the time since its burst began, over the bursts that start after 2 s.
+    prof_w, prof_t = {}, {}
+    g_starts = [sp[0] for sp in g]
+    for _, ph, t0, t1, w in chunks:
+        if ph != "g" or t0 < 2000.0:
+            continue
+        j = bisect.bisect_right(g_starts, t0 + 1e-9) - 1  # the burst this chunk belongs to
+        if j < 0 or g_starts[j] < 2000.0:
+            continue
+        k = int((t0 - g_starts[j]) // 2.0)
+        prof_w[k] = prof_w.get(k, 0.0) + w
+        prof_t[k] = prof_t.get(k, 0.0) + (t1 - t0)
+    if prof_t:
+        prof = [(k * 2.0, prof_w[k] / (prof_t[k] * 1e-3)) for k in sorted(prof_t)]
+        onset, peak = drop_onset(prof)
+        out["burst_rate_peak_first_16ms"] = peak
+        out["burst_drop_onset_ms"] = onset
+        out["burst_profile_2ms_tflops"] = [[t, round(r / 1e12, 1)] for t, r in prof[:150]]
     if g and median(sp[1] - sp[0] for sp in g) >= 20:
         head, tail = [], []
         for sp in g:
@@ -467,7 +523,32 @@ def main(argv):
         with open(summary_path, "w") as f:
             json.dump({"run": run, "scenarios": summaries}, f, indent=1)
     print_table(summaries, nv_static, nvml)
+    host = os.path.join(d, "host.jsonl")
+    if os.path.exists(host):
+        print_host([json.loads(line) for line in open(host) if line.strip()])
     return 0
+
+
+def print_host(recs):
+    """host_launch.py's lines, one row each."""
+    for r in recs:
+        k = r.get("kind")
+        if r.get("error"):
+            print(f"host {k} {r.get('op')}: error {r['error']}")
+        elif k == "op":
+            print(f"op {r['op']:24s} kernels/call {r.get('kernels_per_call')}: host {fmt(r.get('host_us_per_call_gpu_idle'), nd=2)} µs "
+                  f"(GPU busy: {fmt(r.get('host_us_per_call_gpu_busy'), nd=2)}), GPU queued {fmt(r.get('gpu_us_per_call_queued'), nd=2)} µs, "
+                  f"graph {fmt(r.get('graph_gpu_us_per_kernel_queued'), nd=2)} µs/kernel, replay call "
+                  f"{fmt(r.get('graph_host_us_per_replay'))} µs {r.get('graph_error') or ''}")
+        elif k == "queue":
+            print(f"queue {r['op']:20s} first blocking launch #{r.get('first_blocking_index')} "
+                  f"(blocked {fmt(r.get('blocking_call_ms'))} ms), host {fmt(r.get('host_us_per_launch_before_block_median'), nd=2)} µs/launch")
+        elif k == "step":
+            e, n, g = r.get("eager_reference", {}), r.get("eager_nocache", {}), r.get("graph", {})
+            pr = r.get("eager_profile", {})
+            print(f"step {r['config']:20s} {r['params'] / 1e6:.0f} M: eager {e.get('step_time_ms')} ms, eager (no autocast cache) "
+                  f"{fmt(n.get('step_time_ms'), nd=2)} ms, graph {fmt(g.get('step_time_ms'), nd=3)} ms, launches/step "
+                  f"{pr.get('launch_calls')} {r.get('graph_error') or ''}")
 
 
 def fmt(v, unit=1.0, nd=1):

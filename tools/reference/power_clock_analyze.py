@@ -95,7 +95,8 @@ def load_nvml(d):
 def tz_offset(d):
     p = os.path.join(d, "meta.txt")
     if os.path.exists(p):
-        m = re.search(r"local: \S+ \S+ ([+-]\d{4})", open(p).read())
+        with open(p) as f:
+            m = re.search(r"local: \S+ \S+ ([+-]\d{4})", f.read())
         if m:
             s = m.group(1)
             sign = 1 if s[0] == "+" else -1
@@ -145,10 +146,11 @@ def load_scenarios(d):
     recs = []
     p = os.path.join(d, "scenarios.jsonl")
     if os.path.exists(p):
-        for line in open(p):
-            line = line.strip()
-            if line:
-                recs.append(json.loads(line))
+        with open(p) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    recs.append(json.loads(line))
     return recs
 
 
@@ -480,14 +482,8 @@ def mix_detail(rec, chunks, nvml, wall0):
     return out
 
 
-def main(argv):
-    if not argv:
-        print(__doc__)
-        return 2
-    d = argv[0]
-    summary_path = None
-    if "--summary" in argv:
-        summary_path = argv[argv.index("--summary") + 1]
+def analyze(d):
+    """(run record, card facts, windows, summaries, NVML samples) of the measurement in folder d."""
     recs = load_scenarios(d)
     chunks = load_chunks(d)
     nvml = load_nvml(d)
@@ -504,12 +500,24 @@ def main(argv):
                                   "skipped": rec.get("skipped"), "error": rec.get("error")})
             continue
         ch = chunks.get(rec["name"], [])
-        win = window_rows(rec["name"], rec, ch, nvml, smi) if rec.get("kind") != "idle" or True else []
+        win = window_rows(rec["name"], rec, ch, nvml, smi)
         all_windows.extend(win)
         s = summarize(rec, ch, win, nvml, smi, max_sm)
         if rec.get("error"):
             s["error"] = rec["error"]
         summaries.append(s)
+    return run, nv_static, all_windows, summaries, nvml
+
+
+def main(argv):
+    if not argv:
+        print(__doc__)
+        return 2
+    d = argv[0]
+    summary_path = None
+    if "--summary" in argv:
+        summary_path = argv[argv.index("--summary") + 1]
+    run, nv_static, all_windows, summaries, nvml = analyze(d)
     cols = ["scenario", "window", "t_ms", "rate_w", "busy_w", "rate_g", "busy_g", "rate_c", "busy_c", "busy_i",
             "rate_step", "busy_step", "sm_mhz", "mem_mhz", "power_w", "power_instant_w", "power_average_w", "temp_c",
             "reasons", "n_nvml", "smi_power_draw_w", "smi_power_instant_w", "smi_sm_mhz", "n_smi"]
@@ -525,7 +533,8 @@ def main(argv):
     print_table(summaries, nv_static, nvml)
     host = os.path.join(d, "host.jsonl")
     if os.path.exists(host):
-        print_host([json.loads(line) for line in open(host) if line.strip()])
+        with open(host) as f:
+            print_host([json.loads(line) for line in f if line.strip()])
     return 0
 
 

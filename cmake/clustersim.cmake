@@ -10,6 +10,9 @@ function(clustersim_warnings target)
                                              -fno-sanitize-recover=undefined)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(CLUSTERSIM_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
 endfunction()
 
 # clustersim_library(NAME SOURCES a.cc b.cc DEPS core engine PRIVATE_DEPS yaml-cpp)
@@ -25,10 +28,12 @@ function(clustersim_library name)
   clustersim_warnings(clustersim_${name})
 endfunction()
 
-# clustersim_test(NAME SOURCES x_test.cc DEPS topology [LABELS slow])
-# One GoogleTest executable per folder; every TEST becomes a ctest test.
+# clustersim_test(NAME SOURCES x_test.cc DEPS topology [LABELS slow] [ONE_PROCESS])
+# One GoogleTest executable per folder; every TEST becomes a ctest test. With ONE_PROCESS the
+# executable is one ctest test that runs all its TESTs in one process, so that an expensive
+# fixture (a function-local static, such as the published-run validation) is computed once.
 function(clustersim_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "ONE_PROCESS" "" "SOURCES;DEPS;PRIVATE_DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   foreach(dep IN LISTS ARG_DEPS)
@@ -38,5 +43,10 @@ function(clustersim_test name)
   target_compile_definitions(${name} PRIVATE
     CLUSTERSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   clustersim_warnings(${name})
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${ARG_LABELS}")
+  if(ARG_ONE_PROCESS)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+  else()
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
 endfunction()

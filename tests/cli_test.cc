@@ -565,9 +565,11 @@ TEST(Cli, HugeSizesAreOutOfRangeNotTruncated) {
 TEST(Cli, SizesBeyondInt64SaySo) {
   const Result r = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.seq_len=16777216");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("overflows int64: a size or time this input leads to is beyond what clustersim represents"),
+  EXPECT_NE(r.output.find("overflows int64; training.seq_len 16777216"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a size or time this input leads to is beyond what clustersim represents"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("llama3-8b-dgx-h100.yaml: one step of this scenario"), std::string::npos) << r.output;
 }
 
 // A value listed twice in a search list searched (and ranked) every layout with it twice.

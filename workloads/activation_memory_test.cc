@@ -16,7 +16,6 @@
 namespace clustersim {
 namespace {
 
-constexpr double kGiB = 1073741824.0;
 
 struct Gpt {
   ModelSpec model = testing::gpt3_175b();
@@ -45,7 +44,7 @@ TEST(ActivationMemory, KorthikantiClosedFormsComeOutOfTheOps) {
 }
 
 TEST(ActivationMemory, M4FlashAttentionRemovesTheScoreTermsAndMakesSelectiveANoOp) {
-  // ../shared/cases/memory.md M4: with a fused kernel ≈ 34·sbh whether or not selective recompute
+  // docs/cases/memory.md M4: with a fused kernel ≈ 34·sbh whether or not selective recompute
   // is on; without it, none = sbh(34 + 5as/h) and selective = 34·sbh.
   const Gpt g;
   const auto flash = AttentionKernel::kFlash;
@@ -77,7 +76,7 @@ TEST(ActivationMemory, GroupedQueryAttentionSwiGluAndNoDropout) {
 }
 
 TEST(ActivationMemory, M3Gpt3OnSixtyFourA100) {
-  // ../shared/cases/memory.md M3: GPT-3 175B, s 2048, b 1, tp 8, pp 8, interleaved with v = 3 chunks:
+  // docs/cases/memory.md M3: GPT-3 175B, s 2048, b 1, tp 8, pp 8, interleaved with v = 3 chunks:
   // the first stage holds 12 layers × p·(1 + (p−1)/(p·v)) micro-batches = 96 layers × 31/24.
   // No recompute, no sequence parallel → 66.84 GiB; sequence parallel + selective → 12.35 GiB.
   const ModelSpec m = testing::gpt3_175b();

@@ -1,0 +1,191 @@
+// Reproducers of what fuzzing the loaders and a sweep of hand-written bad inputs found: each is
+// refused as bad input (exit code 2) with a message that names the file, line and key or the flag.
+// How long each takes and how much memory it uses is measured by scripts/bad-input-bench (timed
+// tests would be flaky on a loaded machine).
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(CLUSTERSIM_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kSource = CLUSTERSIM_SOURCE_DIR;
+std::string corpus(const std::string& harness, const std::string& name) {
+  return kSource + "/tests/fuzz/corpus/" + harness + "/" + name;
+}
+std::string scenario(const std::string& name) { return kSource + "/scenarios/" + name; }
+
+// A file of this test's own under the temporary directory.
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const auto path = std::filesystem::temp_directory_path() / ("clustersim_bad_input_" + name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path.string();
+}
+
+// Expects `args` refused with exit code 2 and every one of `parts` in the message.
+void expect_refused(const std::string& args, std::initializer_list<std::string> parts) {
+  const Result r = run(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  for (const std::string& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  // A few lines at most, whatever the input quoted.
+  EXPECT_LT(r.output.size(), 1200u) << r.output.substr(0, 300);
+}
+
+TEST(BadInput, AStrayCommaIsASyntaxErrorAtItsLineNotAHang) {
+  // yaml-cpp 0.7's LoadAll never returned on these and grew by about 200 MB per CPU-second.
+  expect_refused("run " + corpus("scenario", "comma"), {"comma:1:1: YAML syntax error: unexpected ','"});
+  expect_refused("run " + corpus("scenario", "comma-comment"), {"comma-comment:1:1:", "unexpected ','"});
+  expect_refused("run " + corpus("scenario", "comment-comma"), {"comment-comma:2:1:", "unexpected ','"});
+  expect_refused("run " + corpus("scenario", "comma-comment-text"), {"comma-comment-text:1:1:"});
+  // The same through a node preset file named by cluster.node.
+  const std::string node = write_temp("comma-node.yaml", ",");
+  const std::string s =
+      write_temp("comma-node-scenario.yaml", "cluster:\n  node: " + node + "\nmodel:\n  preset: llama3-8b\n");
+  expect_refused("run " + s, {"comma-node-scenario.yaml:2:3: cluster.node:", node + ":1:1: YAML syntax error"});
+}
+
+TEST(BadInput, ABytesThatIsNotUtf8IsRefusedAtItsLineAndColumn) {
+  const std::string file = corpus("scenario", "raw-0xff-in-string");
+  expect_refused("run --json " + file, {"raw-0xff-in-string:1:14: byte 0xFF is not UTF-8"});
+  expect_refused("search --json " + file, {"raw-0xff-in-string:1:14: byte 0xFF is not UTF-8"});
+}
+
+TEST(BadInput, ASearchSpaceAboveItsBoundIsRefusedBeforeItIsExpanded) {
+  std::string list = "[1";
+  for (int v = 2; v <= 1024; ++v) {
+    list += ',';
+    list += std::to_string(v);
+  }
+  list += ']';
+  const std::string sets =
+      " --set search.tp=" + list + " --set search.pp=" + list + " --set search.dp=" + list + " --set search.cp=" + list;
+  expect_refused("search " + scenario("llama3-8b-dgx-h100.yaml") + sets,
+                 {"1110249046016 layouts", "search.max_candidates = 1000000"});
+}
+
+TEST(BadInput, DevicesPipesAndDirectoriesAreRefusedBeforeReading) {
+  expect_refused("run /dev/zero", {"/dev/zero: is a character device, not a regular file"});
+  const std::string fifo = (std::filesystem::temp_directory_path() / "clustersim_bad_input_fifo").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused("run " + fifo, {"is a named pipe"});
+  std::filesystem::remove(fifo);
+  const std::string s = write_temp("dir-calibration.yaml",
+                                   "calibration: /tmp\ncluster:\n  node: dgx-h100\nmodel:\n"
+                                   "  preset: llama3-8b\ntraining:\n  seq_len: 2048\n"
+                                   "  global_batch: 8\n");
+  expect_refused("run " + s, {"calibration", "directory"});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --layout-from /dev/zero",
+                 {"--layout-from /dev/zero"});
+}
+
+TEST(BadInput, FlowFidelityBeyondItsLimitsIsRefusedNamingTheFlag) {
+  expect_refused("collective --op all_to_all --nodes 2048 --fidelity flow",
+                 {"--fidelity flow", "268419072 transfers", "1024 GPUs"});
+  expect_refused("collective --nodes 4096 --fidelity flow", {"--fidelity flow", "32768 GPUs", "16384"});
+}
+
+TEST(BadInput, ValuesThatOverflowNameTheirFileAndKey) {
+  expect_refused("run " + corpus("scenario", "seq-len-overflow"),
+                 {"seq-len-overflow: one step of this scenario", "training.seq_len 16777216", "int64 picoseconds"});
+  expect_refused("run " + corpus("scenario", "switch-latency-1e18ps"),
+                 {"switch-latency-1e18ps:6:5: cluster.fabric.switch_latency: \"1e18 ps\" is out of range", "1 s]"});
+  const std::string nic = write_temp("nic-latency.yaml", "name: x\nbandwidth: \"400 Gb/s\"\nlatency: \"1000000 s\"\n");
+  const std::string s =
+      write_temp("nic-scenario.yaml", "cluster:\n  node: dgx-h100\n  nodes: 2\n  fabric:\n    nic: " + nic +
+                                          "\nmodel:\n  preset: llama3-8b\n");
+  expect_refused("run " + s, {"nic-scenario.yaml:5:5: cluster.fabric.nic:", "nic-latency.yaml:3:1: latency:"});
+  const std::string gpu = write_temp("tiny-peak.yaml",
+                                     "name: x\ndense_peak:\n  bf16: \"1e-300 TFLOP/s\"\n"
+                                     "hbm_capacity: \"80 GB\"\nhbm_bandwidth: \"3 TB/s\"\n");
+  std::ifstream node_in(kSource + "/scenarios/hardware/nodes/dgx-h100.yaml");
+  std::string node((std::istreambuf_iterator<char>(node_in)), std::istreambuf_iterator<char>());
+  const auto at = node.find("gpu: ");
+  ASSERT_NE(at, std::string::npos);
+  node.replace(at, node.find('\n', at) - at, "gpu: " + gpu);
+  const std::string node_file = write_temp("tiny-peak-node.yaml", node);
+  const std::string s2 =
+      write_temp("tiny-peak-scenario.yaml", "cluster:\n  node: " + node_file + "\nmodel:\n  preset: llama3-8b\n");
+  expect_refused("run " + s2, {"tiny-peak.yaml:3:3: dense_peak.bf16: \"1e-300 TFLOP/s\" is out of range"});
+}
+
+TEST(BadInput, AnAlgorithmThatCannotRunTheOpIsRefusedEvenWhenEverySizeIsSkipped) {
+  // -b 8 -e 8 on 8 GPUs: below one element per rank, so every size is skipped.
+  expect_refused("collective --algo tree --op all_to_all", {"--algo: algorithm \"tree\" cannot run all_to_all"});
+}
+
+TEST(BadInput, NegativeMeasurementsInValidationCsvsAreRefusedAtTheirField) {
+  const std::string collectives =
+      write_temp("negative-time.csv",
+                 "source,system,gpus,nodes,collective,algorithm,size_bytes,time_us,algbw_GBps,busbw_GBps,notes,"
+                 "bw_definition\nx,DGX H100,16,2,all_reduce,NCCL default,8,-135.8,0.00,0.00,,\n");
+  expect_refused("validate --collectives " + collectives, {"negative-time.csv:2: column time_us = \"-135.8\""});
+  std::ifstream runs_in(kSource + "/docs/validation/published/training_runs.csv");
+  std::string header, row;
+  std::getline(runs_in, header);
+  std::getline(runs_in, row);
+  const auto metric = row.find(",achieved_tflops_per_gpu,137,");
+  ASSERT_NE(metric, std::string::npos);
+  row.replace(metric, std::string(",achieved_tflops_per_gpu,137,").size(), ",achieved_tflops_per_gpu,-137,");
+  const std::string runs = write_temp("negative-metric.csv", header + "\n" + row + "\n");
+  expect_refused("validate --runs " + runs, {"negative-metric.csv:2", "metric_value", "> 0"});
+}
+
+TEST(BadInput, ALayoutFromFieldThisBuildDoesNotKnowIsRefused) {
+  expect_refused(
+      "run " + scenario("llama3-8b-dgx-h100.yaml") + " --layout-from " + corpus("layout_json", "unknown-field"),
+      {"top[0].layout.expert_parallel: unknown field"});
+}
+
+TEST(BadInput, MessagesNameTheKeyOrTheFlagAndStayShort) {
+  expect_refused("run " + corpus("scenario", "fp8-on-a100"),
+                 {"fp8-on-a100:9:3: training.precision: fp8: the cluster's GPU A100-SXM4-80GB has no dense fp8 peak"});
+  std::ifstream mesh_in(kSource + "/scenarios/hardware/nodes/hybrid-cube-mesh-a100.yaml");
+  std::string mesh((std::istreambuf_iterator<char>(mesh_in)), std::istreambuf_iterator<char>());
+  const auto edge = mesh.find("gpu_b: 1,");
+  ASSERT_NE(edge, std::string::npos);
+  mesh.replace(edge, 9, "gpu_b: 99,");
+  const std::string mesh_file = write_temp("mesh-99.yaml", mesh);
+  const std::string s =
+      write_temp("mesh-scenario.yaml", "cluster:\n  node: " + mesh_file + "\nmodel:\n  preset: llama3-8b\n");
+  expect_refused("run " + s, {"mesh-99.yaml:", "mesh[0].gpu_b: GPU 99 is not in this node of 8 GPUs"});
+  // Every collective flag that takes a value names itself when the value is bad.
+  expect_refused("collective --op bogus", {"--op:"});
+  expect_refused("collective --algo bogus", {"--algo:"});
+  expect_refused("collective --proto bogus", {"--proto:"});
+  expect_refused("collective -d bogus", {"-d/--datatype:"});
+  expect_refused("collective --fabric bogus", {"--fabric"});
+  expect_refused("collective -b 1X", {"-b/--minbytes:"});
+  expect_refused("collective -e 1X", {"-e/--maxbytes:"});
+  expect_refused("collective -i 1X", {"-i/--stepbytes:"});
+  expect_refused("collective -b 64 -e 8", {"-b/--minbytes 64 B is larger than -e/--maxbytes 8 B"});
+  // A CSV header of 100,000 columns: the message lists 20 of them.
+  expect_refused("validate --runs " + corpus("validation_csv", "wide-header-100k-columns"),
+                 {"(100000 columns in all)"});
+}
+
+}  // namespace

@@ -1,0 +1,30 @@
+// Fuzzes the scenario loader (scenarios::load_scenario) with the bytes as a scenario file; a
+// scenario small enough (at most 16 GPUs, 8 layers, 4 micro-batches, sequences of 4,096) is then
+// simulated for one step at analytical fidelity, which must also end in a result or an InputError.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "parallelism/training_simulation.h"
+#include "scenarios/scenario.h"
+#include "tests/fuzz/fuzz_support.h"
+#include "topology/cluster.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace clustersim;
+  const std::string path = fuzz::write_input(data, size, "scenario.yaml");
+  fuzz::expect_loads_or_input_error([&] {
+    const Scenario s = load_scenario(path);
+    int gpus = 0;
+    for (const auto& n : s.cluster.nodes) gpus += n.gpus;
+    const int64_t micro_batches = s.training.global_batch / std::max<int64_t>(1, s.training.micro_batch);
+    if (gpus > 16 || s.model.layers > 8 || micro_batches > 4 || s.training.seq_len > 4096) return;
+    const Cluster cluster(s.cluster);
+    TrainingSimulationOptions options;
+    options.fidelity = Fidelity::kAnalytical;
+    options.representative = s.simulation.representative;
+    options.allow_idle_gpus = s.simulation.allow_idle_gpus;
+    simulate_training(cluster, s.model, s.training, s.layout, options);
+  });
+  return 0;
+}

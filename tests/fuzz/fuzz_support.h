@@ -1,0 +1,62 @@
+#pragma once
+
+// Shared by the fuzz harnesses of tests/fuzz/ (docs/development.md says how to run them).
+//
+// A harness feeds one input to one loader and accepts exactly two outcomes: the loader returns,
+// or it throws InputError (bad input, exit code 2 in the CLI). Anything else — another exception,
+// a crash, a sanitizer report, a hang or memory above libFuzzer's -rss_limit_mb — is a finding.
+// An InputError message longer than kMaxMessageBytes is a finding too: messages name the file,
+// line and key and cut long values.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace clustersim::fuzz {
+
+// Longest acceptable InputError message: a few lines.
+inline constexpr std::size_t kMaxMessageBytes = 2'000;
+
+// A file holding the current input, for loaders that read paths. One per process, rewritten per
+// input, under the system's temporary directory; `name` keeps the extension the loader expects.
+inline std::string write_input(const std::uint8_t* data, std::size_t size, const std::string& name) {
+  static const std::filesystem::path dir = [] {
+    auto d = std::filesystem::temp_directory_path() / ("clustersim-fuzz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  const auto path = (dir / name).string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return path;
+}
+
+// Runs `load`; returns normally for success or InputError, aborts (a finding) for anything else.
+template <typename F>
+void expect_loads_or_input_error(F&& load) {
+  try {
+    load();
+  } catch (const InputError& e) {
+    const std::string_view message = e.what();
+    if (message.size() > kMaxMessageBytes) {
+      std::fprintf(stderr, "InputError message of %zu bytes (limit %zu): %.300s...\n", message.size(), kMaxMessageBytes,
+                   e.what());
+      std::abort();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "not an InputError: %s\n", e.what());
+    std::abort();
+  }
+}
+
+}  // namespace clustersim::fuzz

@@ -182,6 +182,37 @@ TEST(SearchCli, EveryRankedLayoutRunsWithTheScenariosOwnOptions) {
   EXPECT_GE(zero0, 1);
 }
 
+// A search over the expert-parallel size ranks layouts whose ep differs from the scenario's (here
+// 1): the printed --set line and --layout-from carry it, so `run` simulates the ranked layout.
+TEST(SearchCli, RankedExpertParallelLayoutsRunAsRanked) {
+  const std::string file = temp("moe-ep.yaml");
+  std::ofstream(file) << read(scenario("search/mixtral-8x7b-64-h100.yaml"));
+  const std::string narrow = " --set search.tp=[1] --set search.pp=[2] --set search.cp=[1] --set search.vpp=[4]"
+                             " --set search.micro_batch=[1] --set search.recompute=[none]"
+                             " --set search.sequence_parallel=[false] --set search.ep=[4,8] --set search.top=2"
+                             " --set search.rerank=0 --set simulation.fidelity=analytical";
+  const Result search = run("search " + file + " --json" + narrow);
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  std::ofstream(temp("moe-ep.json")) << search.out;
+  const auto top = nlohmann::json::parse(search.out)["top"];
+  ASSERT_GE(top.size(), 1u);
+  for (size_t k = 0; k < top.size(); ++k) {
+    EXPECT_GT(top[k]["layout"]["ep"].get<int>(), 1) << k;
+    const std::string set = top[k]["set"].get<std::string>();
+    EXPECT_NE(set.find("parallelism.ep=" + std::to_string(top[k]["layout"]["ep"].get<int>())), std::string::npos)
+        << set;
+    const double step = top[k]["step_time_s"].get<double>();
+    const std::string analytical = " --set simulation.fidelity=analytical";
+    const Result by_set = run("run " + file + " --json --reproducible " + set + analytical);
+    ASSERT_EQ(by_set.exit_code, 0) << k << ": " << by_set.err;
+    EXPECT_EQ(nlohmann::json::parse(by_set.out)["step_time_s"].get<double>(), step) << k;
+    const Result by_file = run("run " + file + " --json --reproducible --layout-from " + temp("moe-ep.json") +
+                               " --rank " + std::to_string(k + 1) + analytical);
+    ASSERT_EQ(by_file.exit_code, 0) << k << ": " << by_file.err;
+    EXPECT_EQ(nlohmann::json::parse(by_file.out)["step_time_s"].get<double>(), step) << k;
+  }
+}
+
 TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   Result r = run("search " + kSmall + " --set 'search.tp=[]'");
   EXPECT_EQ(r.exit_code, 2);
@@ -230,7 +261,7 @@ TEST(SearchCli, BadTopAndCsvFailBeforeTheSearch) {
 }
 
 TEST(SearchCli, AWellFormedSearchThatFindsNothingExitsWith0AndSaysWhy) {
-  // ../shared/cases/layouts.md L6: 5,128 GPUs, Turing-NLG 530B, every GPU used.
+  // docs/cases/layouts.md L6: 5,128 GPUs, Turing-NLG 530B, every GPU used.
   const Result r = run("search " + scenario("search/turing-nlg-530b-5128-a100.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("no feasible layout"), std::string::npos) << r.out;

@@ -281,6 +281,8 @@ nlohmann::ordered_json layout_json(const LayoutCandidate& c, bool allow_idle_gpu
           {"dp", c.layout.dp},
           {"cp", c.layout.cp},
           {"vpp", c.layout.vpp},
+          {"ep", c.layout.ep},
+          {"etp", c.layout.etp},
           {"micro_batch", c.micro_batch},
           {"global_batch", c.global_batch},
           {"recompute", std::string(name_of(c.recompute))},
@@ -311,6 +313,9 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
       fmt::format("simulation.allow_idle_gpus={}", allow_idle_gpus),
   };
   if (c.layout.cp != 1) o.insert(o.begin() + 3, fmt::format("parallelism.cp={}", c.layout.cp));
+  // The expert partition, always: the search may rank an ep or etp other than the scenario's.
+  o.insert(o.begin() + 4 + (c.layout.cp != 1 ? 1 : 0), fmt::format("parallelism.ep={}", c.layout.ep));
+  o.insert(o.begin() + 5 + (c.layout.cp != 1 ? 1 : 0), fmt::format("parallelism.etp={}", c.layout.etp));
   // The scenario's options the search applies only where they can (expand_search_space), off here
   // where they cannot, so that `run` takes the layout as the search simulated it.
   if (c.layout.zero_stage == 0) o.push_back("parallelism.overlap_param_gather=false");
@@ -411,6 +416,8 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   c.layout.dp = static_cast<int>(whole("dp", 1, kMaxInt));
   c.layout.cp = static_cast<int>(whole("cp", 1, kMaxInt, 1));
   c.layout.vpp = static_cast<int>(whole("vpp", 1, kMaxInt));
+  c.layout.ep = static_cast<int>(whole("ep", 1, kMaxInt, 1));    // absent in files of earlier builds: 1
+  c.layout.etp = static_cast<int>(whole("etp", 1, kMaxInt, 1));
   c.micro_batch = whole("micro_batch", 1, INT64_MAX);
   c.global_batch = whole("global_batch", 1, INT64_MAX);
   c.recompute = located("recompute", [&] { return parse_recompute(text("recompute")); });

@@ -76,7 +76,7 @@ NodeSpec dgx_a100_like() {
   return node;
 }
 
-// Issue 2: a ring all_reduce of S bytes on n GPUs of one NVSwitch node tends to
+// The collectives target (docs/validation/collectives.md): a ring all_reduce of S bytes on n GPUs of one NVSwitch node tends to
 // 2(n−1)/n · S / B_link (flow fidelity). B_link is the bandwidth NCCL can use on the GPU's NVLink:
 // datasheet × nvlink_efficiency(). What remains above the bound is NCCL's latency term, base +
 // 2(n−1) × hwLat(NVLink, ring, Simple) = 8.4 + 14 × 3.4 us for n = 8 (tuning.cc): within 1 % of

@@ -30,7 +30,7 @@ struct RankMemoryInputs {
   int64_t dense_params = 0;
   // Mixture-of-experts expert parameters on this rank, after expert (and expert-tensor) splitting;
   // their gradients and optimizer state are sharded by the expert data-parallel size
-  // (../shared/cases/moe_cp.md E1).
+  // (docs/cases/moe_cp.md E1).
   int64_t expert_params = 0;
   // Activations one micro-batch leaves saved on this rank (all its layers).
   Bytes activations_per_microbatch;

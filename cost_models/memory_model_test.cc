@@ -13,7 +13,7 @@ namespace {
 constexpr double kGiB = 1073741824.0;
 
 TEST(MemoryModel, M1ZeroStage2WithAndWithoutTheFp32GradientCopy) {
-  // ../shared/cases/memory.md M1: 2,851 M parameters, 8 GPUs, ZeRO-2, mixed-precision Adam.
+  // docs/cases/memory.md M1: 2,851 M parameters, 8 GPUs, ZeRO-2, mixed-precision Adam.
   // DeepSpeed's estimator: 2P unsharded + (2 + 4 + 4 + 8)P/8 sharded = 11.28 GiB.
   const int64_t p = 2'851'000'000;
   const MemoryModel deepspeed(PrecisionPolicy::deepspeed_mixed(DataType::kFp16, true), OptimizerKind::kAdam, 2, 8);
@@ -44,7 +44,7 @@ TEST(MemoryModel, M1ZeroPaperFigure1AcrossStages) {
 }
 
 TEST(MemoryModel, M2MegatronBytesPerParameter) {
-  // ../shared/cases/memory.md M2: Llama-2-7B, dp = 8.
+  // docs/cases/memory.md M2: Llama-2-7B, dp = 8.
   const int64_t p = 6'738'415'616;
   const MemoryModel plain(PrecisionPolicy::megatron_mixed(), OptimizerKind::kAdam, 0, 8);
   EXPECT_DOUBLE_EQ(plain.bytes_per_parameter().total(), 18.0);
@@ -77,7 +77,7 @@ TEST(MemoryModel, M2MegatronBytesPerParameter) {
 }
 
 TEST(MemoryModel, M3Gpt3OnSixtyFourA100ModelStates) {
-  // ../shared/cases/memory.md M3: 18 B × 12h² × 96 layers / 64 GPUs (tp 8 × pp 8), h = 12288,
+  // docs/cases/memory.md M3: 18 B × 12h² × 96 layers / 64 GPUs (tp 8 × pp 8), h = 12288,
   // embeddings excluded = 45.5625 GiB exactly.
   const int64_t h = 12288;
   const int64_t params_per_rank = 12 * h * h * 96 / 64;
@@ -101,7 +101,7 @@ TEST(MemoryModel, ActivationsScaleWithTheScheduleInFlightCount) {
 }
 
 TEST(MemoryModel, M5UnevenStagesPeakAtTheLargestStage) {
-  // ../shared/cases/memory.md M5: stages of [1, 2, 2, 3] layers, 1F1B with p = 4 (stage r holds
+  // docs/cases/memory.md M5: stages of [1, 2, 2, 3] layers, 1F1B with p = 4 (stage r holds
   // p − r micro-batches). Each stage holds its own layers' states; the 3-layer stage's layer part is
   // 1.5× the average stage (2 layers). GPT layers of h = 8192 (12h² parameters), s = 2048, b = 1,
   // selective recompute with sequence parallel at t = 1: 34·s·b·h activation bytes per layer.
@@ -125,7 +125,7 @@ TEST(MemoryModel, M5UnevenStagesPeakAtTheLargestStage) {
 }
 
 TEST(MemoryModel, E1ExpertStateShardsByExpertDataParallelSize) {
-  // ../shared/cases/moe_cp.md E1: Mixtral-8x7B on 64 GPUs, tp 2, pp 4, ep 8, etp 1 → dp 8,
+  // docs/cases/moe_cp.md E1: Mixtral-8x7B on 64 GPUs, tp 2, pp 4, ep 8, etp 1 → dp 8,
   // expert-dp 2; distributed optimizer, bf16 params, fp32 grads. A middle stage (8 layers):
   //   dense per layer per rank: (QKV h·(32 + 2·8)·128 + proj 32·128·h) / tp + router h·8 + 2 norms h
   //   experts per layer per rank: 8 experts / ep 8 = 1 expert of SwiGLU 3·h·14336

@@ -19,7 +19,7 @@ OptimizerKind parse_optimizer(std::string_view text);
 int optimizer_state_count(OptimizerKind optimizer);
 
 // Where each byte of a parameter's training state lives, made explicit because frameworks differ
-// (../shared/cases/memory.md M1, M2):
+// (docs/cases/memory.md M1, M2):
 //   param_dtype            working weights the forward pass reads (bf16/fp16, or fp32)
 //   grad_dtype             the gradient buffer backward accumulates into: Megatron keeps an fp32
 //                          main_grad (--accumulate-allreduce-grads-in-fp32), DeepSpeed a 16-bit one

@@ -1,7 +1,7 @@
 // Expert and context parallelism through the programs and the step simulation:
-// ../shared/cases/moe_cp.md E1 (expert memory), E2 (the ring overlapped with attention),
-// ../shared/cases/collectives.md C4 (the busiest receiver sets the dispatch time, end to end),
-// ../shared/cases/layouts.md L3 and L7, the expert and data-context groups, and the search over
+// docs/cases/moe_cp.md E1 (expert memory), E2 (the ring overlapped with attention),
+// docs/cases/collectives.md C4 (the busiest receiver sets the dispatch time, end to end),
+// docs/cases/layouts.md L3 and L7, the expert and data-context groups, and the search over
 // ep and cp.
 
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ ModelSpec small_moe() {
 }
 
 TEST(ExpertParallel, E1MixtralMiddleStageMemory) {
-  // ../shared/cases/moe_cp.md E1: Mixtral-8x7B on 64 GPUs, tp 2, pp 4, ep 8, etp 1 → dp 8, expert-dp
+  // docs/cases/moe_cp.md E1: Mixtral-8x7B on 64 GPUs, tp 2, pp 4, ep 8, etp 1 → dp 8, expert-dp
   // 64 / (1 · 8 · 4) = 2; distributed optimizer, bf16 parameters, fp32 gradients. A middle stage holds
   // ≈ 168.1 M dense parameters at (6 + 12/8) B and ≈ 1,409.3 M expert parameters at (6 + 12/2) B:
   // ≈ 18.17 GB. Dividing everything by tp alone would give ≈ 43.5 GB.
@@ -119,7 +119,7 @@ double dispatch_seconds(const ModelSpec& model, const TrainingSpec& t, const Lay
 }
 
 TEST(ExpertParallel, C4BusiestReceiverSetsTheDispatchTimeEndToEnd) {
-  // ../shared/cases/collectives.md C4 through the step simulation: 8 GPUs on 8 nodes (one 400G NIC
+  // docs/cases/collectives.md C4 through the step simulation: 8 GPUs on 8 nodes (one 400G NIC
   // each: network-bound), ep 8, one expert per GPU. Balanced, every GPU receives 7/8 of a rank's
   // tokens from its peers (112 of 128 units); with the histogram {192, 101 ×6, 98} (sum 896 = 7 · 128)
   // the busiest GPU receives 7 · 128 · 192/896 = 192. The dispatch time follows the busiest receiver:
@@ -212,7 +212,7 @@ TEST(ExpertParallel, DeepEpDispatchCrossesTheNetworkOncePerNode) {
 }
 
 TEST(ExpertParallel, L7TensorOneExpertEightDataEight) {
-  // ../shared/cases/layouts.md L7: tp = 1 with ep = 8 and dp = 8 on one 8-GPU node simulates to the
+  // docs/cases/layouts.md L7: tp = 1 with ep = 8 and dp = 8 on one 8-GPU node simulates to the
   // end with finite, deterministic times and non-zero collective times (flow fidelity).
   const Cluster cluster(testing::h100_cluster(1));
   const Layout layout{.dp = 8, .ep = 8, .zero_stage = 1, .order = "tp-cp-ep-dp-pp"};

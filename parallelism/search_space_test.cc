@@ -24,7 +24,7 @@ TrainingSpec training(int64_t global_batch) {
   return t;
 }
 
-// L6 of ../shared/cases/layouts.md: 5,128 GPUs, 105 layers, 128 heads.
+// L6 of docs/cases/layouts.md: 5,128 GPUs, 105 layers, 128 heads.
 SearchContext l6_context() { return SearchContext{.gpus = 5128, .gpus_per_node = 8, .layers = 105, .heads = 128}; }
 
 TEST(UnevenStages, TakeTheSurplusFromTheFirstAndLastStageInStepsOfVpp) {

@@ -1,5 +1,5 @@
 // The shipped search scenarios (scenarios/search/): each loads and expands; the SC21 ones match
-// their Table 1 rows; the L6 case of ../shared/cases/layouts.md. The long runs are in
+// their Table 1 rows; the L6 case of docs/cases/layouts.md. The long runs are in
 // search_slow_test.cc (label `slow`).
 
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@ namespace {
 
 const std::string kCsv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";
 
-// Issue 2: for sizes ≥ 64 MiB the median error against the published measurements is ≤ 15 %
+// The target of docs/validation/collectives.md: for sizes ≥ 64 MiB the median error against the published measurements is ≤ 15 %
 // before any calibration.
 TEST(CollectiveValidation, MedianErrorOfLargeMessagesIsWithinFifteenPercent) {
   const CollectiveValidation validation = validate_collectives(kCsv, default_data_dir());

@@ -3,7 +3,7 @@
 // `clustersim validate --calibration PROFILE --reference REFERENCE.jsonl [--out REPORT.md]
 //      [--nccl-raw NCCL.csv]... [--nccl-tests-log FILE --ranks N --nodes M]... [--gpu PRESET]`
 //
-// Predicted against measured at two levels (issue 4), written as Markdown
+// Predicted against measured at two levels, written as Markdown
 // (docs/validation/calibration.md):
 //   (a) GEMM: every sample of the profile predicted from the others (leave-one-out; a shape's
 //       repeated measurements are one sample of the profile), per dtype and alignment class, with
@@ -16,7 +16,7 @@
 //       for one GPU, h200x<ranks>-<name>-<variant>.yaml for a torchrun variant (ddp, tp, pp) on
 //       <ranks> GPUs, with -m<micro-batches> before .yaml when a step runs several — against the measured step time (the slowest rank's; and the one-GPU rows'
 //       forward / backward / optimizer split) and peak allocated memory (the largest rank's);
-//       target (issue 4): within 10 % on both for at least six configurations. A torchrun row
+//       target (docs/validation/calibration.md, Summary): within 10 % on both for at least six configurations. A torchrun row
 //       without a scenario is listed as not simulated, with the reason;
 //   (e) with --gemm-holdout: GEMMs measured apart from the profile (clustersim-calibrate raw files;
 //       a shape's repeated measurements merged to their median, as the fit merges them) predicted

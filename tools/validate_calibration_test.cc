@@ -29,7 +29,7 @@ CalibrationValidationOptions committed() {
   return o;
 }
 
-// Issue 4's targets on the committed H200 data; a regression of the calibration (profile, GEMM
+// The targets of docs/validation/calibration.md (Summary) on the committed H200 data; a regression of the calibration (profile, GEMM
 // predictor, pytorch-eager op model, memory moments) fails here.
 TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   const CalibrationValidation v = validate_calibration(committed());

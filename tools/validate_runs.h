@@ -56,7 +56,7 @@ struct SourceSummary {
   int rows = 0;
   int expressible = 0;
   double mape = 0;       // over its expressible rows (0 when none)
-  bool core = false;     // one of issue 8's ≤ 10 % sources (SC21, Korthikanti, Megatron-LM README, Megatron-Bridge)
+  bool core = false;     // one of the ≤ 10 % sources of published.md's target (SC21, Korthikanti, Megatron-LM README, Megatron-Bridge)
 };
 
 // The memory model against Korthikanti et al. 2022's closed forms for one of their configurations
@@ -91,7 +91,7 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
 // docs/validation/published.md: summary, error budget table of the largest errors, every row.
 // `command` is the command line that generated it (printed in the header).
 void write_runs_report(const RunValidation& validation, const std::string& command, std::ostream& out);
-// docs/validation/training.md (issue 3): every row predicted with its error and the MAPE, grouped by
+// docs/validation/training.md: every row predicted with its error and the MAPE, grouped by
 // configuration, without the published.md sections on sources and the error budget.
 void write_training_report(const RunValidation& validation, const std::string& command, std::ostream& out);
 struct ValidateRunsOptions {

@@ -58,13 +58,13 @@ double mape_of(Keep keep) {
 
 bool dense_without_cp(const RunValidationRow& r) { return r.ep == 1 && r.cp == 1; }
 
-// Issue 8's targets where they are met, and regression bounds where they are not yet
+// The targets of docs/validation/published.md (its summary lines) where they are met, and regression bounds where they are not yet
 // (docs/validation/error_budget.md explains the gap); tighten them as the model improves. The
 // bounds of the dense rows without context parallelism are kept apart from those of the
-// mixture-of-experts and context-parallel rows (issue 7), whose errors are larger.
+// mixture-of-experts and context-parallel rows (published.md, "Mixture-of-experts and context-parallel rows"), whose errors are larger.
 TEST(ValidateRuns, AccuracyDoesNotRegress) {
   const RunValidation& v = committed();
-  EXPECT_GE(v.expressible_fraction, 0.80);  // issue 8: at least 80 % of all rows expressible
+  EXPECT_GE(v.expressible_fraction, 0.80);  // published.md's target: at least 80 % of all rows expressible
   EXPECT_GE(v.expressible_fraction, 0.95);  // today
   EXPECT_LE(source("Narayanan et al., SC21").mape, 0.20);
   EXPECT_LE(source("Korthikanti et al.").mape, 0.05);
@@ -73,21 +73,21 @@ TEST(ValidateRuns, AccuracyDoesNotRegress) {
   EXPECT_LE(mape_of([&](const RunValidationRow& r) { return r.publication == bridge && dense_without_cp(r); }), 0.20);
   EXPECT_LE(mape_of([](const RunValidationRow& r) { return is_core_row(r) && dense_without_cp(r); }), 0.18);
   EXPECT_LE(mape_of(dense_without_cp), 0.22);
-  // llm-foundry (MPT under Composer + FSDP, priced by the PyTorch eager op model): issue 8's 15 %.
+  // llm-foundry (MPT under Composer + FSDP, priced by the PyTorch eager op model): the 15 % target of published.md.
   EXPECT_LE(source("mosaicml/llm-foundry scripts/train/benchmarking/README.md").mape, 0.15);
   // BLOOM-176B (Megatron-DeepSpeed, whose pipeline engine all-reduces the bf16 optimizer's fp32
-  // gradients): issue 8's 15 %.
+  // gradients): the 15 % target of published.md.
   EXPECT_LE(source("BigScience tr11-176B-ml README").mape, 0.15);
-  // DeepSeek-V3's own run (DeepEP's node-limited dispatch): issue 8's 15 %.
+  // DeepSeek-V3's own run (DeepEP's node-limited dispatch): the 15 % target of published.md.
   EXPECT_LE(source("DeepSeek-AI").mape, 0.15);
   // Hagemann et al. (Aleph Alpha's scaling framework: RoPE, SwiGLU and, unless the file names its
-  // RMS kernel, RMSNorm as PyTorch operations): issue 8's 15 %.
+  // RMS kernel, RMSNorm as PyTorch operations): the 15 % target of published.md.
   EXPECT_LE(source("Hagemann et al.").mape, 0.15);
   // All expressible rows: a regression bound (14.4 % when it was set; 14.9 % with the NVL72 and GPT-OSS rows).
   EXPECT_LE(v.mape, 0.15);
 }
 
-// Issue 7's rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):
+// The mixture-of-experts and context-parallel rows. Context parallelism (Llama 3.1 405B with cp 2 on H100 and B200, Megatron-Bridge):
 // 8 % before tensor-parallel communication overlap was modelled, 18 % since (+13 % on H100, +17 … +24 %
 // on B200: the overlap removed the exposed collectives that had offset optimistic compute, see
 // docs/validation/error_budget.md section 2); the bound is a regression bound above today's value. Mixture-of-experts rows are predicted 1.5-4× too fast for Megatron-Bridge's

@@ -1,7 +1,7 @@
 #pragma once
 
 // How context parallelism cuts a causal sequence over cp ranks, and the attention work each rank
-// then has (../shared/cases/moe_cp.md E2).
+// then has (docs/cases/moe_cp.md E2).
 //
 //   contiguous  rank r holds tokens [r·s/cp, (r+1)·s/cp): with causal attention the last rank's
 //               queries see the most keys, so work grows with r (cp = 2, s = 8: 10 vs 26 query-key

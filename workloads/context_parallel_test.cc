@@ -1,4 +1,4 @@
-// Context parallelism: zig-zag sharding of causal attention (../shared/cases/moe_cp.md E2), the K/V
+// Context parallelism: zig-zag sharding of causal attention (docs/cases/moe_cp.md E2), the K/V
 // volume of one ring step with GQA, and the Ulysses (all-to-all) alternative.
 
 #include "workloads/context_parallel.h"

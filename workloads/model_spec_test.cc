@@ -23,7 +23,7 @@ std::string error_of(const ModelSpec& model, const ShardSpec& shard) {
 }
 
 TEST(VocabularyPadding, M6PadsToMultiplesOfTheDivisorTimesTp) {
-  // ../shared/cases/memory.md M6 (Megatron _vocab_size_with_padding, divisor 128 × tp).
+  // docs/cases/memory.md M6 (Megatron _vocab_size_with_padding, divisor 128 × tp).
   EXPECT_EQ(padded_vocab_size(50257, 128, 1), 50304);
   EXPECT_EQ(padded_vocab_size(50257, 128, 4), 50688);
   EXPECT_EQ(padded_vocab_size(50257, 128, 8), 51200);

@@ -1,6 +1,6 @@
 // Mixture-of-experts layers: parameter counts of the published models, the ops of one MoE layer
 // per rank (router, permutation, dispatch, grouped expert GEMMs), routing imbalance, capacity and
-// the memory effect of expert parallelism (../shared/cases/moe_cp.md E1).
+// the memory effect of expert parallelism (docs/cases/moe_cp.md E1).
 
 #include <gtest/gtest.h>
 
@@ -87,7 +87,7 @@ TEST(MoeParameters, DeepSeekV3TotalAndActivated) {
 }
 
 TEST(MoeParameters, ExpertShardingByEpAndEtpAndStageSplit) {
-  // ../shared/cases/moe_cp.md E1: a middle stage of Mixtral-8x7B at tp 2, ep 8, etp 1 (8 layers)
+  // docs/cases/moe_cp.md E1: a middle stage of Mixtral-8x7B at tp 2, ep 8, etp 1 (8 layers)
   // holds ≈ 168.1 M dense parameters (attention / tp, router and norms whole) and ≈ 1,409.3 M expert
   // parameters (one expert per layer).
   const int64_t h = 4096;
@@ -161,7 +161,7 @@ TEST(MoeLayer, RouterPermutationDispatchAndGroupedGemms) {
 }
 
 TEST(MoeLayer, E1RoutedExpertActivationsScaleWithTopKTokensAndFfnOverTp) {
-  // ../shared/cases/moe_cp.md E1: routed-expert activations ∝ top_k · s · b · moe_ffn / tp; expert
+  // docs/cases/moe_cp.md E1: routed-expert activations ∝ top_k · s · b · moe_ffn / tp; expert
   // parallelism moves tokens between ranks but does not reduce them.
   const ModelSpec m = testing::mixtral_8x7b();
   const int64_t s = 4096;

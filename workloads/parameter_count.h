@@ -12,7 +12,7 @@ namespace clustersim {
 // layers (proj, fc2) their input features; their biases stay whole (added after the reduction), and
 // norms are replicated (Shoeybi et al. 2019). With fewer KV heads than tp ranks each rank holds one
 // KV head, replicated tp/kv times, so its K/V projection weights are h × head_dim × 2
-// (../shared/cases/layouts.md L2).
+// (docs/cases/layouts.md L2).
 //
 // Multi-head latent attention (Megatron-Core multi_latent_attention.py) replaces qkv_weight by the
 // down-projections h → q_lora_rank and h → kv_lora_rank + rope_head_dim (replicated over tp:

@@ -84,7 +84,7 @@ std::vector<int64_t> divisors(int64_t n);
 
 // Validates the model against the shard spec and returns the per-rank dimensions. Throws InputError
 // naming the fields and suggesting valid values when: tp, cp, ep or etp is not positive; heads % tp ≠ 0
-// (../shared/cases/layouts.md L3); kv_heads and tp do not nest (tp must divide kv_heads, or kv_heads
+// (docs/cases/layouts.md L3); kv_heads and tp do not nest (tp must divide kv_heads, or kv_heads
 // must divide tp so that each KV head is replicated tp/kv times: L2); ffn_hidden % tp ≠ 0 (with dense
 // layers); num_experts % ep ≠ 0 (L3), moe_ffn_hidden % etp ≠ 0, the shared experts' size % tp ≠ 0,
 // ep or etp above 1 for a dense model; experts with tp > 1 but no sequence parallelism (Megatron-Core
@@ -93,7 +93,7 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard);
 
 // Checks that need the training spec too; throws InputError naming the fields: with cp > 1 the
 // sequence must split into 2·cp equal chunks (causal load balancing by zig-zag sharding,
-// ../shared/cases/moe_cp.md E2); with sequence parallel each tp rank must get a whole share of the
+// docs/cases/moe_cp.md E2); with sequence parallel each tp rank must get a whole share of the
 // (context-parallel) sequence; cp > 1 needs the fused attention kernel priced by FLOPs (attention
 // flash, flash_kernel not sdpa-flash) and no sliding window.
 void validate_sharding(const ModelSpec& model, const TrainingSpec& training, const ShardSpec& shard);

@@ -26,7 +26,7 @@ namespace clustersim {
 // (QKᵀ, batched over heads), "softmax" (scale, causal mask, softmax), "attention_dropout",
 // "attention_values" (·V). Context parallelism adds before the core either "cp_kv_exchange" (ring
 // attention, zig-zag sharded: rank r holds sequence chunks r and 2·cp−1−r of 2·cp, so every rank has
-// the same causal work, ../shared/cases/moe_cp.md E2; the program builder overlaps each ring step
+// the same causal work, docs/cases/moe_cp.md E2; the program builder overlaps each ring step
 // with the attention of the block in hand) or, with cp_comm a2a, "cp_all_to_all" before and
 // "cp_all_to_all_output" after the core (Ulysses).
 // Backward runs in reverse with, per forward GEMM, a data-gradient GEMM ("x.dgrad": M = T, N = in,
@@ -57,7 +57,7 @@ namespace clustersim {
 // R = T_r · top_k · ep · (its share of the routed slots) tokens (× etp after the etp all-gather): the
 // expert-parallel group meets at every all-to-all, so the busiest rank sets the pace; the dispatch's
 // matrix sends every rank's tokens to the ranks in proportion to their shares, so its busiest
-// receiver sets the all-to-all time (../shared/cases/collectives.md C4). With the allgather dispatcher
+// receiver sets the all-to-all time (docs/cases/collectives.md C4). With the allgather dispatcher
 // the two all-to-alls become an all-gather and a reduce-scatter of [ep · T_r, h] on the same group.
 //
 // Saved activations per op follow Korthikanti et al. 2022, Sec. 4 (16-bit activations, 1-byte
@@ -67,13 +67,13 @@ namespace clustersim {
 // dropout mask sbh. Tensor parallelism divides the parts inside the parallel region by t, sequence
 // parallelism the rest; selective recompute drops the s² tensors; full recompute keeps only the layer
 // input; a fused attention kernel never stores the s² tensors (so selective recompute changes nothing
-// with it, ../shared/cases/memory.md M4). Generalised here: SwiGLU saves its 2·ffn input and the ffn
+// with it, docs/cases/memory.md M4). Generalised here: SwiGLU saves its 2·ffn input and the ffn
 // product; GQA with the fused kernel saves K and V with kv_heads (per rank: kv_heads_per_rank), while
 // the naive path expands K and V to all query heads before QKᵀ (Megatron's unfused attention) and saves
 // them at full size; zero dropout stores no mask; MLA saves the inputs of its down- and up-projections
 // and latent norms; a MoE layer saves the router input and its fp32 probabilities, the inputs of the
 // expert GEMMs and activation (R tokens: top_k · s · b · moe_ffn / tp scaled, since expert
-// parallelism moves tokens between ranks but does not reduce them, ../shared/cases/moe_cp.md E1) and
+// parallelism moves tokens between ranks but does not reduce them, docs/cases/moe_cp.md E1) and
 // the k expert outputs of each token kept by the unpermute for the probabilities' gradient. Omitted,
 // as in the paper: O(s·b) normalisation statistics and the O(a·s·b) softmax log-sum-exp of the fused
 // kernel (< 0.2 % for h ≥ 4096), and the routing indices (O(s·b·top_k) integers).

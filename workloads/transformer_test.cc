@@ -121,7 +121,7 @@ TEST(Transformer, TensorParallelCommunicationPointsAndSizes) {
 }
 
 TEST(Transformer, ContextParallelRingExchangesKvHeads) {
-  // ../shared/cases/moe_cp.md E2: per ring step 2 × (s/cp) × kv_heads × head_dim × bytes; with GQA
+  // docs/cases/moe_cp.md E2: per ring step 2 × (s/cp) × kv_heads × head_dim × bytes; with GQA
   // the KV heads (Llama-3-70B: 8, per rank at tp 8: 1), cp − 1 steps.
   const int64_t s = 8192, cp = 4;
   const Transformer t(testing::llama3_70b(), testing::training(s, 1, Recompute::kNone, AttentionKernel::kFlash),

@@ -103,6 +103,8 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
                                  options.nodes, per_node, static_cast<int64_t>(options.nodes) * per_node,
                                  kMaxSimulatedGpus));
   }
+  // Refused before the topology is built (seconds at 10^5 GPUs) when flow fidelity cannot finish.
+  resolve_fidelity(options, static_cast<int>(static_cast<int64_t>(options.nodes) * per_node));
   ClusterSpec spec;
   spec.nodes.assign(static_cast<size_t>(options.nodes), node);
   spec.fabric.type = options.fabric;

@@ -4,6 +4,8 @@
 // tests would be flaky on a loaded machine).
 
 #include <gtest/gtest.h>
+
+#include "cli_process.h"
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,24 +16,11 @@
 #include <fstream>
 #include <string>
 
+namespace clustersim {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string command = std::string(CLUSTERSIM_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using cli_test::Result;
+using cli_test::run;
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 std::string corpus(const std::string& harness, const std::string& name) {
@@ -189,3 +178,4 @@ TEST(BadInput, MessagesNameTheKeyOrTheFlagAndStayShort) {
 }
 
 }  // namespace
+}  // namespace clustersim

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_process.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -13,24 +15,11 @@
 #include <vector>
 #include <sys/wait.h>
 
+namespace clustersim {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string command = std::string(CLUSTERSIM_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using cli_test::Result;
+using cli_test::run;
 
 std::string scenario(const std::string& name) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name; }
 
@@ -626,3 +615,4 @@ TEST(Cli, HelpConfigListsEveryKey) {
 }
 
 }  // namespace
+}  // namespace clustersim

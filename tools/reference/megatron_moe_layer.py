@@ -57,8 +57,15 @@ MODELS = {
                         groups=8, group_topk=4, scaling=2.5),
     "gpt-oss-120b": dict(hidden=2880, ffn=2880, experts=128, topk=4, act="quick_geglu",
                          bias=True, lb="aux_loss", aux=1e-3, fusion=False,
-                         clamp=7.0, glu_offset=1.0),
+                         clamp=7.0, glu_offset=1.0, explicit_expert_comm=True),
 }
+# explicit_expert_comm: the expert linears take the branch an expert-parallel rank (EP > 1) takes,
+# skipping the tensor-parallel identity functions (_CopyToModelParallelRegion,
+# _ReduceFromModelParallelRegion) that world size 1 otherwise goes through. Needed for experts
+# with biases: at EP = TP = 1, RowParallelLinear returns the output of
+# _ReduceFromModelParallelRegion (its input, as-is: a view), and MLP.forward's in-place
+# `output += output_bias * per_token_scale` then fails in autograd ("Output 0 of
+# _ReduceFromModelParallelRegionBackward is a view and is being modified inplace").
 
 TOKENS = (1024, 4096, 16384)
 
@@ -86,6 +93,9 @@ def all_cases():
     for m in ("qwen3-30b-a3b", "deepseek-v3"):
         cases.append(dict(model=m, tokens=4096, dispatcher="alltoall",
                           override=dict(fusion=False), tag="nofusion"))
+    # 5. the expert-parallel rank's branch of the expert linears (see explicit_expert_comm)
+    cases.append(dict(model="qwen3-30b-a3b", tokens=4096, dispatcher="alltoall",
+                      override=dict(explicit_expert_comm=True), tag="epbranch"))
     for c in cases:
         c["name"] = f"{c['model']}:{c['dispatcher']}:{c['tokens']}" + (f":{c['tag']}" if c.get("tag") else "")
     return cases
@@ -246,7 +256,7 @@ def make_config(torch, spec, dispatcher):
     return TransformerConfig(**kw)
 
 
-def build_layer(torch, cfg, num_experts):
+def build_layer(torch, cfg, num_experts, explicit_expert_comm=False):
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_submodules
     from megatron.core.transformer.spec_utils import build_module
 
@@ -255,6 +265,10 @@ def build_layer(torch, cfg, num_experts):
         layer = build_module(mlp, config=cfg, layer_number=1)
     else:                               # a builder: partial(MoELayer, submodules=...)
         layer = mlp(config=cfg, layer_number=1)
+    if explicit_expert_comm:
+        for expert in layer.experts.local_experts:
+            expert.linear_fc1.explicit_expert_comm = True
+            expert.linear_fc2.explicit_expert_comm = True
     layer.cuda()
     layer.train()
     return layer
@@ -482,7 +496,7 @@ def run_case(torch, case, args, tdir):
                dispatcher=case["dispatcher"], spec=spec)
     t_build = time.perf_counter()
     cfg = make_config(torch, spec, case["dispatcher"])
-    layer = build_layer(torch, cfg, spec["experts"])
+    layer = build_layer(torch, cfg, spec["experts"], spec.get("explicit_expert_comm", False))
     torch.cuda.synchronize()
     res["build_s"] = round(time.perf_counter() - t_build, 2)
     params = [p for p in layer.parameters()]
@@ -619,6 +633,142 @@ def run_case(torch, case, args, tdir):
 
 
 # ---------------------------------------------------------------------------------------------
+# Host cost of the pieces of one expert, with the GPU kept busy (the host never waits)
+# ---------------------------------------------------------------------------------------------
+
+def run_micro(torch, args, out_path):
+    """Host microseconds per call of the eager and Megatron pieces an expert is made of.
+
+    A long torch.cuda._sleep kernel runs first, so every launch queues behind it and the host
+    never waits for the GPU; n calls (n x kernels per call stays under the ~1,022-deep launch
+    queue) are timed with the host clock, 7 repetitions, median. Shapes: one Qwen3-30B-A3B expert
+    (hidden 2048, ffn 768) with 256 tokens.
+    """
+    import torch.nn.functional as F
+    from megatron.core.fusions.fused_bias_swiglu import weighted_bias_swiglu_impl
+
+    perf = time.perf_counter
+    lines = []
+    T, H, FF = 256, 2048, 768
+    dev = "cuda"
+    sleep_cycles = int(2.0e9 * 0.25)   # ~0.25 s at 1980 MHz
+
+    def bench(name, fn, n, kernels_hint=None, note=None):
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        per = []
+        for _ in range(7):
+            torch.cuda._sleep(sleep_cycles)
+            t0 = perf()
+            for _ in range(n):
+                fn()
+            t1 = perf()
+            torch.cuda.synchronize()
+            t2 = perf()
+            per.append((t1 - t0) / n * 1e6)
+            if t1 - t0 > 0.2:   # the sleep may have ended: host figures would include waits
+                note = (note or "") + " host loop longer than the sleep kernel"
+        r = dict(kind="micro", name=name, n=n, host_us=round(statistics.median(per), 2),
+                 host_us_min=round(min(per), 2), host_us_max=round(max(per), 2))
+        if note:
+            r["note"] = note.strip()
+        # GPU operations per call, from the profiler's trace
+        try:
+            import tempfile
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                fn()
+                torch.cuda.synchronize()
+            with tempfile.NamedTemporaryFile(suffix=".json") as tf:
+                prof.export_chrome_trace(tf.name)
+                with open(tf.name) as f:
+                    tr = json.load(f)
+            evs = tr["traceEvents"] if isinstance(tr, dict) else tr
+            r["kernels_per_call"] = sum(1 for e in evs if e.get("ph") == "X" and e.get("cat") == "kernel")
+            r["copies_per_call"] = sum(1 for e in evs if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "gpu_memset"))
+        except Exception as ex:  # noqa: BLE001
+            r["kernels_per_call"] = f"error {ex!r}"[:200]
+        lines.append(r)
+        print(f"[micro] {name:<58} {r['host_us']:9.2f} us/call  kernels {r['kernels_per_call']}", flush=True)
+
+    def grads_none(*ts):
+        for t in ts:
+            t.grad = None
+
+    small = torch.randn(256, device=dev)
+    bench("eager x.mul_(0.999), 256 floats", lambda: small.mul_(0.999), 400)
+
+    x = torch.randn(T, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    w1 = torch.randn(2 * FF, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    g1 = torch.randn(T, 2 * FF, device=dev, dtype=torch.bfloat16)
+    bench("F.linear 256x2048 . 2048x1536 bf16, forward", lambda: F.linear(x, w1), 200)
+
+    def lin_fb():
+        grads_none(x, w1)
+        F.linear(x, w1).backward(g1)
+    bench("F.linear 256x2048 . 2048x1536 bf16, forward + backward", lin_fb, 100)
+
+    y = torch.randn(T, 2 * FF, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    pr = torch.rand(T, 1, device=dev, dtype=torch.float32, requires_grad=True)
+    gy = torch.randn(T, FF, device=dev, dtype=torch.bfloat16)
+    bench("weighted_bias_swiglu_impl (torch.compile'd), forward",
+          lambda: weighted_bias_swiglu_impl(y, None, pr), 200)
+
+    def wsw_fb():
+        grads_none(y, pr)
+        weighted_bias_swiglu_impl(y, None, pr).backward(gy)
+    bench("weighted_bias_swiglu_impl (torch.compile'd), forward + backward", wsw_fb, 100)
+
+    def glu_eager(t, p):
+        a, b = torch.chunk(t, 2, dim=-1)
+        return (F.silu(a) * b * p).to(t.dtype)
+    bench("eager chunk/silu/mul/mul/to (the unfused GLU), forward", lambda: glu_eager(y, pr), 100)
+
+    def glu_fb():
+        grads_none(y, pr)
+        glu_eager(y, pr).backward(gy)
+    bench("eager chunk/silu/mul/mul/to (the unfused GLU), forward + backward", glu_fb, 50)
+
+    # Megatron's own expert MLP and linears (from a built Qwen3-shaped layer with 8 experts)
+    for fusion, eb in ((True, False), (False, False), (True, True)):
+        spec = dict(MODELS["qwen3-30b-a3b"], experts=8, fusion=fusion)
+        cfg = make_config(torch, spec, "alltoall")
+        layer = build_layer(torch, cfg, 8, explicit_expert_comm=eb)
+        expert = layer.experts.local_experts[0]
+        tag = ("fused GLU" if fusion else "unfused GLU") + (", EP-rank branch" if eb else "")
+        xe = torch.randn(T, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        pe = torch.rand(T, device=dev, dtype=torch.float32, requires_grad=True)
+        ge = torch.randn(T, H, device=dev, dtype=torch.bfloat16)
+        params = list(expert.parameters())
+        bench(f"Megatron expert MLP ({tag}), forward", lambda: expert(xe, pe), 100)
+
+        def mlp_fb():
+            grads_none(xe, pe, *params)
+            o, _ = expert(xe, pe)
+            o.backward(ge)
+        bench(f"Megatron expert MLP ({tag}), forward + backward", mlp_fb, 30)
+        if fusion and not eb:
+            fc1 = expert.linear_fc1
+
+            def fc1_fb():
+                grads_none(xe, *fc1.parameters())
+                o, _ = fc1(xe)
+                o.backward(g1)
+            bench("Megatron ColumnParallelLinear 2048->1536 (expert), forward", lambda: fc1(xe), 200)
+            bench("Megatron ColumnParallelLinear 2048->1536 (expert), forward + backward", fc1_fb, 100)
+        del layer, expert, params
+
+    # the dispatcher's split-and-cat over 128 experts (sort_chunks_by_idxs at EP = 1)
+    big = torch.randn(32768, H, device=dev, dtype=torch.bfloat16)
+    sizes = [256] * 128
+    bench("torch.split into 128 + torch.cat (sort_chunks_by_idxs, EP 1)",
+          lambda: torch.cat(torch.split(big, sizes), dim=0), 20)
+    with open(out_path, "a") as f:
+        for r in lines:
+            f.write(json.dumps(r) + "\n")
+
+# ---------------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -626,6 +776,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--micro", action="store_true", help="also time the pieces of one expert (host cost)")
     ap.add_argument("--budget-s", type=float, default=480.0, help="start no case after this many seconds")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--min-iters", type=int, default=5)
@@ -717,6 +868,14 @@ def main():
                  f"({r['case_s']} s)" if "gpu_ms" in r else (r.get("error") or r.get("skipped"))), flush=True)
         if "tb" in r:
             print(r["tb"], flush=True)
+
+    if args.micro:
+        try:
+            run_micro(torch, args, out_path)
+        except Exception as ex:  # noqa: BLE001
+            print(f"[micro] failed: {ex!r}\n{traceback.format_exc()}", flush=True)
+        gc.collect()
+        torch.cuda.empty_cache()
 
     try:
         from torch._dynamo.utils import counters

@@ -37,7 +37,7 @@ rc=${PIPESTATUS[0]}
 # one file for the traces (the device tool returns at most 8 files of 16 MiB)
 if ls "$out"/traces/*.json.gz >/dev/null 2>&1; then
   while :; do
-    tar -C "$out" -cf "$out/traces.tar" traces --exclude='*.json'
+    tar -C "$out" --exclude="*.json" -cf "$out/traces.tar" traces
     [ "$(stat -c %s "$out/traces.tar")" -lt 15000000 ] && break
     big=$(ls -S "$out"/traces/*.json.gz | head -1)
     echo "# traces.tar too large: dropping $big" >> "$out/meta.txt"

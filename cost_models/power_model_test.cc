@@ -144,11 +144,12 @@ TEST(PowerModel, ScalesOtherGpusByTheirLimit) {
   const PowerModel b(b200);
   EXPECT_NEAR(b.gemm_dynamic_w(DataType::kBf16), h.gemm_dynamic_w(DataType::kBf16) * 1000.0 / 700.0, 1e-9);
   EXPECT_NEAR(b.idle().in_watts(), 1000.0 * kDefaultIdleFractionOfLimit, 1e-9);
-  // A GEMM at half the reference fraction of its peak draws half the dynamic power.
+  // A GEMM at half the reference fraction of its peak: the rate-following share of its dynamic
+  // power halves, the rest stays.
   const Duration d = Duration::milliseconds(1);
   const double half_rate = 0.5 * 800.9 / 989 * 2250e12;
   EXPECT_NEAR(b.gemm(d, Duration::zero(), half_rate * 1e-3, DataType::kBf16).clock_bound_joules,
-              0.5 * b.gemm_dynamic_w(DataType::kBf16) * 1e-3, 1e-9);
+              (1 - 0.5 * PowerModel::kRateShare) * b.gemm_dynamic_w(DataType::kBf16) * 1e-3, 1e-9);
 }
 
 }  // namespace

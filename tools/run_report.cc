@@ -95,7 +95,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                        "x PUE {:.2f})\n",
                        r.energy.joules_per_step, e.cluster_joules_per_step * 1e-3, e.node_overhead_w * 1e-3,
                        e.node_overhead_w > 0 ? "" : ": not given by the node preset", e.pue);
-    out << fmt::format("  energy per 1M tok   {:.2f} MJ ({:.3f} kWh), cluster with PUE\n", e.joules_per_token,
+    out << fmt::format("  energy per 1M tok   {:.3g} MJ ({:.3g} kWh), cluster with PUE\n", e.joules_per_token,
                        e.joules_per_token / 3.6);
   }
   const TimeBreakdown& b = r.breakdown;

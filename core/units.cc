@@ -128,6 +128,8 @@ constexpr std::array kFlopUnits{
     UnitEntry{"FLOP/s", 1.0}, UnitEntry{"GFLOP/s", 1e9}, UnitEntry{"TFLOP/s", 1e12}, UnitEntry{"PFLOP/s", 1e15},
 };
 
+constexpr std::array kPowerUnits{UnitEntry{"W", 1.0}, UnitEntry{"kW", 1e3}, UnitEntry{"MW", 1e6}};
+
 template <size_t N>
 std::string unit_list(const std::array<UnitEntry, N>& units) {
   std::string out;
@@ -200,6 +202,10 @@ FlopRate parse_flop_rate(std::string_view text) {
   return FlopRate::flop_per_s(rate);
 }
 
+Power parse_power(std::string_view text) {
+  return Power::watts(parse_quantity(text, kPowerUnits, "power", "700 W"));
+}
+
 std::string to_string(Duration d) {
   const double ps = static_cast<double>(d.ps());
   const double mag = std::fabs(ps);
@@ -221,5 +227,7 @@ std::string to_string(Bytes b) {
 std::string to_string(Bandwidth bw) { return fmt::format("{:.6g} GB/s", bw.gigabytes_per_second()); }
 
 std::string to_string(FlopRate rate) { return fmt::format("{:.6g} TFLOP/s", rate.teraflop_per_second()); }
+
+std::string to_string(Power power) { return fmt::format("{:.6g} W", power.in_watts()); }
 
 }  // namespace clustersim

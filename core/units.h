@@ -159,6 +159,24 @@ class FlopRate {
   double flop_per_s_ = 0;
 };
 
+// Electrical power in watts (board power of a GPU, a node's overhead, a switch).
+class Power {
+ public:
+  constexpr Power() = default;
+  static constexpr Power watts(double w) { return Power(w); }
+  static constexpr Power zero() { return Power(0); }
+
+  constexpr double in_watts() const { return watts_; }
+  constexpr Power operator*(double factor) const { return Power(watts_ * factor); }
+  constexpr Power operator+(Power o) const { return Power(watts_ + o.watts_); }
+  constexpr Power operator-(Power o) const { return Power(watts_ - o.watts_); }
+  constexpr auto operator<=>(const Power&) const = default;
+
+ private:
+  constexpr explicit Power(double w) : watts_(w) {}
+  double watts_ = 0;
+};
+
 // The one conversion of data over a rate into time: ceil(bytes / bandwidth) in picoseconds.
 // Throws InternalError if the bandwidth is not positive.
 Duration transfer_time(Bytes size, Bandwidth bandwidth);
@@ -178,6 +196,7 @@ Bandwidth rate_of(Bytes size, Duration time);
 //   sizes      "80 GiB", "1.5 GB", "512 MiB", "4096 B", "64 KiB", "2 TB"
 //   bandwidths "400 Gb/s", "450 GB/s", "25 GiB/s", "100 Mb/s", "1.2 TB/s"
 //   FLOP rates "989 TFLOP/s", "19.5 TFLOP/s", "2 PFLOP/s", "500 GFLOP/s"
+//   powers     "700 W", "1.2 kW", "123.3 W", "0 W"
 // A bare number, an unknown unit, a negative value or NaN/inf throws InputError whose message names
 // the string and lists the valid units. Sizes and bandwidths must be >= 0; bandwidth and FLOP rates
 // must be > 0.
@@ -185,11 +204,13 @@ Duration parse_duration(std::string_view text);
 Bytes parse_bytes(std::string_view text);
 Bandwidth parse_bandwidth(std::string_view text);
 FlopRate parse_flop_rate(std::string_view text);
+Power parse_power(std::string_view text);  // >= 0
 
 // Human-readable forms for reports and error messages ("1.50 us", "80.0 GiB", "450 GB/s").
 std::string to_string(Duration d);
 std::string to_string(Bytes b);
 std::string to_string(Bandwidth bw);
 std::string to_string(FlopRate rate);
+std::string to_string(Power power);
 
 }  // namespace clustersim

@@ -46,6 +46,17 @@ TEST(Units, RejectsBareNumbersUnknownUnitsAndNonPositiveRates) {
   EXPECT_THROW(parse_flop_rate("nan TFLOP/s"), InputError);
 }
 
+TEST(Units, ParsesPowerAndRejectsNegativeOrNonFinite) {
+  EXPECT_DOUBLE_EQ(parse_power("700 W").in_watts(), 700.0);
+  EXPECT_DOUBLE_EQ(parse_power("1.2 kW").in_watts(), 1200.0);
+  EXPECT_DOUBLE_EQ(parse_power("0 W").in_watts(), 0.0);
+  EXPECT_THROW(parse_power("700"), InputError);
+  EXPECT_THROW(parse_power("-5 W"), InputError);
+  EXPECT_THROW(parse_power("inf W"), InputError);
+  EXPECT_THROW(parse_power("nan W"), InputError);
+  EXPECT_THROW(parse_power("700 w"), InputError);
+}
+
 TEST(Units, ErrorMessageNamesValueAndValidUnits) {
   try {
     parse_bandwidth("400 Gbps");

@@ -62,6 +62,7 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
   memory_bandwidth_ = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
   kernel_gap_ = Duration::microseconds(ComputeDefaults::kKernelGapUs);
   dispatch_interval_ = Duration::microseconds(ComputeDefaults::kEagerDispatchUs);
+  if (gpu.power_limit > Power::zero()) power_.emplace(gpu);
   if (profile == nullptr) return;
 
   profile_name_ = profile->name;

@@ -12,6 +12,7 @@
 #include "cost_models/gemm_kernel_model.h"
 #include "cost_models/gemm_predictor.h"
 #include "cost_models/gemm_shape.h"
+#include "cost_models/power_model.h"
 
 namespace clustersim {
 
@@ -109,6 +110,8 @@ class ComputeCostModel {
   // and kernel gap), or nullptr without GEMM samples.
   const GemmPredictor* gemm_predictor() const { return predictor_ ? &*predictor_ : nullptr; }
   const GpuSpec& gpu() const { return gpu_; }
+  // The GPU's power model, or nullptr when its preset gives no power limit.
+  const PowerModel* power_model() const { return power_ ? &*power_ : nullptr; }
 
   // One line for reports: which profile (name, GPU, date, what it covered) or that datasheet
   // defaults were used, with the numbers in force.
@@ -129,6 +132,7 @@ class ComputeCostModel {
   std::optional<AttentionPredictor> sdpa_flash_;         // the profile's sdpa-flash samples
   std::optional<std::string> profile_name_;
   std::string profile_summary_;
+  std::optional<PowerModel> power_;
 };
 
 // Leave-one-out evaluation of a profile's GEMM samples on `gpu` (see GemmPredictor): the check the

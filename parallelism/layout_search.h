@@ -98,6 +98,7 @@ struct SearchProblem {
   // it; scenarios::resolve_fidelity). Empty: analytical for every layout.
   std::function<Fidelity(const Layout&)> fidelity_for;
   bool representative = true;
+  bool power_model = false;  // simulation.power_model (TrainingSimulationOptions::power_model)
 
   Fidelity fidelity(const Layout& layout) const { return fidelity_for ? fidelity_for(layout) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;

@@ -17,13 +17,20 @@ namespace clustersim {
 namespace {
 
 void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind work, Duration duration, double flops,
-                  bool merge) {
+                  const PowerWork& power, bool merge) {
   if (merge && !out.empty() && out.back().kind == ProgramOp::Kind::kCompute && out.back().work == work) {
     out.back().duration += duration;
     out.back().flops += flops;
+    out.back().power += power;
     return;
   }
-  out.push_back(ProgramOp::compute(std::string(label), work, duration, flops));
+  out.push_back(ProgramOp::compute(std::string(label), work, duration, flops, power));
+}
+
+// Power work of a memory-bound kernel moving `bytes` in `duration` (empty without a power model).
+PowerWork memory_power(Duration duration, Bytes bytes, const ComputeCostModel& cost) {
+  const PowerModel* power = cost.power_model();
+  return power == nullptr ? PowerWork{} : power->memory_bound(duration, cost.kernel_gap(), bytes);
 }
 
 // Handle of the context-parallel ring's exchange in a pass (one at a time: started, waited, reused);
@@ -62,7 +69,8 @@ void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core
       p.all_to_all_bytes = ring;
       out.push_back(std::move(p));
     }
-    push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, merge);
+    push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, op_power(step, step_time, cost),
+                 merge);
     if (send) out.push_back(ProgramOp::wait(kRingHandle));
   }
 }
@@ -99,7 +107,8 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
       }
     }
     if (op.cost != OpCost::kCommunication) {
-      push_compute(out, op.name, work_of(op.pass), op_duration(op, cost), op.kernel_flops, merge);
+      const Duration d = op_duration(op, cost);
+      push_compute(out, op.name, work_of(op.pass), d, op.kernel_flops, op_power(op, d, cost), merge);
       continue;
     }
     switch (op.comm) {
@@ -155,7 +164,7 @@ std::vector<ProgramOp> priced(const std::vector<Op>& ops, const Pricing& pricing
 void append(std::vector<ProgramOp>& out, const std::vector<ProgramOp>& ops, bool merge) {
   for (const auto& op : ops) {
     if (op.kind == ProgramOp::Kind::kCompute) {
-      push_compute(out, op.label, op.work, op.duration, op.flops, merge);
+      push_compute(out, op.label, op.work, op.duration, op.flops, op.power, merge);
     } else {
       out.push_back(op);
     }
@@ -271,14 +280,14 @@ void append_layers_bucketed(std::vector<ProgramOp>& out, const ChunkParts& parts
       while (next < starts.size() && done + left > starts[next]) {
         const Duration part = starts[next] - done;
         const double share = static_cast<double>(part.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, part, op.flops * share, merge);
+        push_compute(out, op.label, op.work, part, op.flops * share, op.power.scaled(share), merge);
         done += part;
         left -= part;
         take_due();
       }
       if (left > Duration::zero()) {
         const double share = static_cast<double>(left.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, left, op.flops * share, merge);
+        push_compute(out, op.label, op.work, left, op.flops * share, op.power.scaled(share), merge);
         done += left;
       }
     }
@@ -352,13 +361,14 @@ void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, co
       if (n == 0) continue;
       elements += n;
       const Bytes moved = Bytes::of(checked_mul(2 * precision.grad_bytes(), n, "DDP bucket bytes"));
-      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward,
-                                       cost.memory_bound_time(moved, MemoryAccess::kElementwise)));
+      const Duration d = cost.memory_bound_time(moved, MemoryAccess::kElementwise);
+      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward, d, 0, memory_power(d, moved, cost)));
     }
     chunk.backward.ops = std::move(ops);
   }
   const Bytes back = Bytes::of(checked_mul(2 * precision.grad_bytes(), elements, "DDP bucket bytes"));
   stage.after_reductions = cost.memory_bound_time(back, MemoryAccess::kElementwise);
+  stage.after_reductions_power = memory_power(stage.after_reductions, back, cost);
 }
 
 }  // namespace
@@ -493,7 +503,9 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
         layout.zero_stage >= 1 ? (stage_params.dense + dense_shards - 1) / dense_shards +
                                      (stage_params.expert + expert_shards - 1) / expert_shards
                                : stage_params.total();
-    stage.optimizer = total_duration(optimizer_step_ops(optimizer_shard, training), cost);
+    const std::vector<Op> optimizer_ops = optimizer_step_ops(optimizer_shard, training);
+    stage.optimizer = total_duration(optimizer_ops, cost);
+    for (const Op& op : optimizer_ops) stage.optimizer_power += op_power(op, op_duration(op, cost), cost);
     if (training.framework == Framework::kPytorchEager && layout.dp > 1 && layout.zero_stage == 0) {
       add_ddp_bucket_copies(stage, cost, precision);
     }

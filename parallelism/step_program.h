@@ -16,6 +16,7 @@
 
 #include "collectives/collective.h"
 #include "core/units.h"
+#include "cost_models/power_model.h"
 #include "parallelism/rank_grid.h"
 #include "workloads/op.h"
 
@@ -45,6 +46,7 @@ struct ProgramOp {
   WorkKind work = WorkKind::kForward;
   Duration duration;
   double flops = 0;  // FLOPs of a compute op (for the trace and HFU)
+  PowerWork power;   // a compute op's full-clock power work (empty: counted as idle, never slowed)
   GroupKind group = GroupKind::kTensor;
   CollectiveOp op = CollectiveOp::kAllReduce;
   Bytes size;           // collective size in the nccl-tests convention (collectives/collective.h)
@@ -55,13 +57,15 @@ struct ProgramOp {
   // copies of a priced layer; null = `size` split evenly.
   std::shared_ptr<const std::vector<int64_t>> all_to_all_bytes;
 
-  static ProgramOp compute(std::string label, WorkKind work, Duration duration, double flops = 0) {
+  static ProgramOp compute(std::string label, WorkKind work, Duration duration, double flops = 0,
+                           PowerWork power = {}) {
     ProgramOp op;
     op.kind = Kind::kCompute;
     op.label = std::move(label);
     op.work = work;
     op.duration = duration;
     op.flops = flops;
+    op.power = power;
     return op;
   }
   static ProgramOp collective(std::string label, GroupKind group, CollectiveOp collective_op, Bytes size,
@@ -118,9 +122,11 @@ struct StageProgram {
   std::vector<ChunkProgram> chunks;  // v chunks; chunk c is virtual stage c·pp + stage
   GradientReduction gradients;
   Duration optimizer;                // optimizer step compute time on this rank
+  PowerWork optimizer_power;         // its full-clock power work
   // Compute that waits for every gradient reduction and runs before the optimizer step: PyTorch
   // DDP copying the reduced buckets back into the parameters' .grad (framework pytorch-eager).
   Duration after_reductions;
+  PowerWork after_reductions_power;
   // ZeRO >= 1 / distributed optimizer: all-gather of the updated parameters on the data-parallel
   // group after the optimizer (bytes = gathered output per rank); zero = none.
   Bytes data_param_gather;

@@ -5,7 +5,9 @@
 #include <deque>
 #include <fmt/format.h>
 #include <map>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "core/error.h"
@@ -96,6 +98,12 @@ class StepSimulation {
       rank->breakdown.rank = r;
       rank->breakdown.gpu = r;
       rank->breakdown.stage = c.pp;
+      if (options.power != nullptr) {
+        const size_t i = ranks_.size();
+        rank->governor.emplace(*options.power, i < options.initial_power_w.size()
+                                                   ? std::optional<double>(options.initial_power_w[i])
+                                                   : std::nullopt);
+      }
       ranks_.push_back(std::move(rank));
     }
   }
@@ -122,6 +130,13 @@ class StepSimulation {
     result.step_time = end - Time::zero();
     for (auto& r : ranks_) {
       r->breakdown.idle = end - r->breakdown.finish;
+      if (r->governor) {
+        r->governor->idle_for(end - r->governor_time);
+        r->breakdown.energy_joules = r->governor->energy_joules();
+        r->breakdown.final_power_w = r->governor->average_w();
+        r->breakdown.clock_bound_full = r->governor->clock_bound_full();
+        r->breakdown.clock_bound_actual = r->governor->clock_bound_actual();
+      }
       result.ranks.push_back(r->breakdown);
     }
     result.events = sim_.events_executed();
@@ -143,6 +158,7 @@ class StepSimulation {
     Duration recompute;
     Duration optimizer;
     Duration comm;
+    PowerWork power;                           // of the compute ops
     std::array<int, kGroupKinds> sequences{};  // collectives issued per group kind
   };
 
@@ -176,6 +192,8 @@ class StepSimulation {
     WaitKind wait = WaitKind::kNone;
     Time wait_start;
     RankBreakdown breakdown;
+    std::optional<PowerGovernor> governor;  // with a power model
+    Time governor_time;                     // the governor has been run up to here
   };
 
   struct Rendezvous {
@@ -424,7 +442,18 @@ class StepSimulation {
     }
   }
 
-  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration duration) {
+  // The time `full` (full-clock compute with power work `power`) takes under r's governor, from
+  // now; the compute stream was idle since the governor's last run. Without a power model: `full`.
+  Duration governed(Rank& r, Duration full, const PowerWork& power) {
+    if (!r.governor) return full;
+    r.governor->idle_for(sim_.now() - r.governor_time);
+    const Duration d = r.governor->run(full, power);
+    r.governor_time = sim_.now() + d;
+    return d;
+  }
+
+  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration full, const PowerWork& power) {
+    const Duration duration = governed(r, full, power);
     const Time start = sim_.now();
     Rank* rank = &r;
     sim_.schedule_after(duration, [this, rank, label, work, duration, start] {
@@ -454,6 +483,7 @@ class StepSimulation {
       const ProgramOp& op = ops.ops[i];
       if (op.kind == ProgramOp::Kind::kCompute) {
         seg.total += op.duration;
+        seg.power += op.power;
         if (op.work == WorkKind::kOptimizer) {
           seg.optimizer += op.duration;
         } else {
@@ -482,11 +512,27 @@ class StepSimulation {
     return seg;
   }
 
+  // Under a power model the segment's compute runs as one mix, before its collectives (whose time
+  // counts as idle power): the segment's order within is lost, not its total.
   void run_segment(Rank& r, const Segment& seg) {
     for (size_t k = 0; k < kGroupKinds; ++k) r.collective_sequence[k] += seg.sequences[k];
     Rank* rank = &r;
-    sim_.schedule_after(seg.total, [this, rank, compute = seg.compute, recompute = seg.recompute,
-                                    optimizer = seg.optimizer, comm = seg.comm] {
+    Duration compute = seg.compute;
+    Duration recompute = seg.recompute;
+    Duration optimizer = seg.optimizer;
+    Duration total = seg.total;
+    if (r.governor) {
+      const Duration full = seg.compute + seg.optimizer;
+      const Duration actual = governed(r, full, seg.power);
+      if (actual != full && full > Duration::zero()) {
+        const double stretch = static_cast<double>(actual.ps()) / static_cast<double>(full.ps());
+        compute = Duration::picoseconds(std::llround(static_cast<double>(seg.compute.ps()) * stretch));
+        recompute = std::min(compute, Duration::picoseconds(std::llround(static_cast<double>(seg.recompute.ps()) * stretch)));
+        optimizer = actual - compute;
+        total = actual + seg.comm;
+      }
+    }
+    sim_.schedule_after(total, [this, rank, compute, recompute, optimizer, comm = seg.comm] {
       rank->breakdown.compute += compute;
       rank->breakdown.recompute += recompute;
       rank->breakdown.optimizer += optimizer;
@@ -529,7 +575,7 @@ class StepSimulation {
         const ProgramOp& op = ops.ops[r.op_index++];
         switch (op.kind) {
           case ProgramOp::Kind::kCompute:
-            run_compute(r, op.label, op.work, op.duration);
+            run_compute(r, op.label, op.work, op.duration, op.power);
             return;
           case ProgramOp::Kind::kCollective: {
             Rank* rank = &r;
@@ -628,7 +674,8 @@ class StepSimulation {
         case Phase::kAfterReductions:
           r.phase = Phase::kEmbeddingReduce;
           if (program.after_reductions > Duration::zero()) {
-            run_compute(r, "ddp.bucket_to_grad", WorkKind::kBackward, program.after_reductions);
+            run_compute(r, "ddp.bucket_to_grad", WorkKind::kBackward, program.after_reductions,
+                        program.after_reductions_power);
             return;
           }
           break;
@@ -647,7 +694,7 @@ class StepSimulation {
         case Phase::kOptimizer:
           r.phase = Phase::kParamGather;
           if (program.optimizer > Duration::zero()) {
-            run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer);
+            run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer, program.optimizer_power);
             return;
           }
           break;

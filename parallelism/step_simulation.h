@@ -18,6 +18,7 @@
 
 #include "collectives/collective_runner.h"
 #include "core/units.h"
+#include "cost_models/power_model.h"
 #include "parallelism/layout.h"
 #include "parallelism/rank_grid.h"
 #include "parallelism/step_program.h"
@@ -30,6 +31,13 @@ struct StepSimulationOptions {
   bool representative = true;
   bool record_trace = false;
   const CollectiveProfile* collective_profile = nullptr;
+  // The GPU's power model: each simulated rank's compute stream runs under its own clock governor
+  // (cost_models/power_model.h), which stretches clock-bound work while the averaged power would
+  // exceed the limit, and integrates the GPU's energy. Null: full clock throughout, no energy.
+  const PowerModel* power = nullptr;
+  // The governors' averaged power (W) at the start of the step, per simulated rank in the order of
+  // StepResult::ranks (the end of the previous step); empty: every GPU starts idle.
+  std::vector<double> initial_power_w;
 };
 
 // Where one rank's step time went. The five parts sum to the step time.
@@ -44,6 +52,13 @@ struct RankBreakdown {
   Duration optimizer;      // optimizer step
   Duration idle;           // finished before the slowest rank
   Time finish;
+  // With a power model: the GPU's energy over the step (idle power while the compute stream waits
+  // or after it finished; communication kernels are counted as idle), and the clock-bound work's
+  // full-clock time and the time it took under the governor.
+  double energy_joules = 0;
+  double final_power_w = 0;  // the governor's averaged power at the end of the step
+  Duration clock_bound_full;
+  Duration clock_bound_actual;
 };
 
 // The most spans one traced step records (about 150 bytes each: 0.6 GB): DeepSeek-V3 on 2,048

@@ -35,8 +35,9 @@ Op row_block(const Op& gemm, int parts) {
   return block;
 }
 
-ProgramOp compute(const Op& op, Duration duration) {
-  return ProgramOp::compute(std::string(op.name), work_of(op.pass), duration, op.kernel_flops);
+ProgramOp compute(const Op& op, Duration duration, const ComputeCostModel& cost) {
+  return ProgramOp::compute(std::string(op.name), work_of(op.pass), duration, op.kernel_flops,
+                            op_power(op, duration, cost));
 }
 
 ProgramOp tensor_collective(const Op& op, CollectiveOp collective_op, Bytes size, int handle) {
@@ -98,7 +99,7 @@ void append_ring_exchange(std::vector<ProgramOp>& out, const Op& gather, const O
       step.all_to_all_bytes = ring;
       out.push_back(std::move(step));
     }
-    out.push_back(compute(block, block_time));
+    out.push_back(compute(block, block_time, cost));
     if (exchange) out.push_back(ProgramOp::wait(kFirstTpOverlapHandle));
   }
 }
@@ -110,7 +111,7 @@ void append_pipelined_reduce_scatter(std::vector<ProgramOp>& out, const Op& gemm
   const Duration block_time = op_duration(block, cost).scaled(overlapped_gemm_slowdown(cost.gpu().sm_count));
   const Bytes chunk = scatter.comm_bytes.divided_ceil(kSplits);
   for (int i = 0; i < kSplits; ++i) {
-    out.push_back(compute(block, block_time));
+    out.push_back(compute(block, block_time, cost));
     out.push_back(tensor_collective(scatter, CollectiveOp::kReduceScatter, chunk, kFirstTpOverlapHandle + i));
   }
   for (int i = 0; i < kSplits; ++i) out.push_back(ProgramOp::wait(kFirstTpOverlapHandle + i));
@@ -120,10 +121,10 @@ void append_bulk_overlap(std::vector<ProgramOp>& out, const Op& dgrad, const Op&
                          const Op& scatter, const ComputeCostModel& cost) {
   const double slowdown = overlapped_gemm_slowdown(cost.gpu().sm_count);
   out.push_back(tensor_collective(gather, CollectiveOp::kAllGather, gather.comm_bytes, kFirstTpOverlapHandle));
-  out.push_back(compute(dgrad, op_duration(dgrad, cost).scaled(slowdown)));
+  out.push_back(compute(dgrad, op_duration(dgrad, cost).scaled(slowdown), cost));
   out.push_back(ProgramOp::wait(kFirstTpOverlapHandle));
   out.push_back(tensor_collective(scatter, CollectiveOp::kReduceScatter, scatter.comm_bytes, kFirstTpOverlapHandle));
-  out.push_back(compute(wgrad, op_duration(wgrad, cost).scaled(slowdown)));
+  out.push_back(compute(wgrad, op_duration(wgrad, cost).scaled(slowdown), cost));
   out.push_back(ProgramOp::wait(kFirstTpOverlapHandle));
 }
 

@@ -119,7 +119,35 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   sim.representative = options.representative;
   sim.record_trace = options.record_trace;
   sim.collective_profile = options.collective_profile;
+  if (options.power_model) sim.power = cost.power_model();
   report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
+  if (sim.power != nullptr) {
+    // Steady state of back-to-back steps: each GPU's governor starts where the previous step left it.
+    // One iteration from idle; its residual (start vs end average of the second run) is reported in
+    // GpuEnergy::start_end_power_w.
+    for (const RankBreakdown& r : report.step.ranks) sim.initial_power_w.push_back(r.final_power_w);
+    report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
+    double joules = 0;
+    Duration full;
+    Duration actual;
+    for (const RankBreakdown& r : report.step.ranks) {
+      joules += r.energy_joules;
+      full += r.clock_bound_full;
+      actual += r.clock_bound_actual;
+    }
+    report.energy.modelled = true;
+    for (size_t i = 0; i < report.step.ranks.size(); ++i) {
+      report.energy.start_end_power_w =
+          std::max(report.energy.start_end_power_w,
+                   std::abs(report.step.ranks[i].final_power_w - sim.initial_power_w[i]));
+    }
+    report.energy.power_limit_w = sim.power->limit().in_watts();
+    report.energy.joules_per_step = joules / static_cast<double>(report.step.ranks.size());
+    report.energy.avg_power_w = report.energy.joules_per_step / report.step.step_time.to_seconds();
+    if (actual > Duration::zero()) {
+      report.energy.rate_factor = static_cast<double>(full.ps()) / static_cast<double>(actual.ps());
+    }
+  }
 
   report.flops = step_flops(model, training);
   report.step_time_s = seconds(report.step.step_time);

@@ -34,6 +34,22 @@ struct TrainingSimulationOptions {
   // simulates many layouts (clustersim search) builds it once; it must be for the same GPU and
   // profile.
   const ComputeCostModel* compute_cost = nullptr;
+  // Run each GPU under its power limit (cost_models/power_model.h) and report its energy; needs the
+  // GPU's power_limit (without one the step runs at full clock and has no energy figures).
+  bool power_model = false;
+};
+
+// The GPUs' power over the step (TrainingSimulationOptions::power_model), averaged over the GPUs.
+struct GpuEnergy {
+  bool modelled = false;
+  double avg_power_w = 0;       // energy per GPU / step time
+  double joules_per_step = 0;   // per GPU
+  double power_limit_w = 0;
+  // Full-clock time of the clock-bound work / its time under the governor (1: never power-limited).
+  double rate_factor = 1;
+  // The largest difference between a GPU's averaged power at the start and at the end of the
+  // simulated step (W): how far the one-iteration steady state is from periodic.
+  double start_end_power_w = 0;
 };
 
 // Seconds of the critical (last-finishing) rank; they sum to the step time.
@@ -63,6 +79,7 @@ struct TrainingReport {
   Bytes capacity;                      // GPU memory capacity
   bool fits = true;
   std::string compute_model;           // "datasheet defaults ..." or "calibrated by profile ..."
+  GpuEnergy energy;
 };
 
 // Validates everything (InputError naming fields and valid values), builds the programs and

@@ -140,13 +140,15 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
     case ValueType::kBytes:
     case ValueType::kBandwidth:
     case ValueType::kFlopRate:
+    case ValueType::kPower:
     {
-      double si = 0;  // seconds, bytes/s or FLOP/s
+      double si = 0;  // seconds, bytes/s, FLOP/s or W
       try {
         if (def.type == ValueType::kDuration) si = parse_duration(text).to_seconds();
         if (def.type == ValueType::kBytes) parse_bytes(text);
         if (def.type == ValueType::kBandwidth) si = parse_bandwidth(text).bytes_per_second();
         if (def.type == ValueType::kFlopRate) si = parse_flop_rate(text).flop_per_second();
+        if (def.type == ValueType::kPower) si = parse_power(text).in_watts();
       } catch (const InputError& e) {
         throw fail(e.what());
       }
@@ -585,6 +587,11 @@ Bytes ConfigDocument::get_bytes(const std::string& path) const {
 Bandwidth ConfigDocument::get_bandwidth(const std::string& path) const {
   const KeyDef& def = declared(path, ValueType::kBandwidth);
   return parse_bandwidth(scalar_or_default(*data_, prefix_ + path, def));
+}
+
+Power ConfigDocument::get_power(const std::string& path) const {
+  const KeyDef& def = declared(path, ValueType::kPower);
+  return parse_power(scalar_or_default(*data_, prefix_ + path, def));
 }
 
 FlopRate ConfigDocument::get_flop_rate(const std::string& path) const {

@@ -57,6 +57,7 @@ class ConfigDocument {
   Bytes get_bytes(const std::string& path) const;
   Bandwidth get_bandwidth(const std::string& path) const;
   FlopRate get_flop_rate(const std::string& path) const;
+  Power get_power(const std::string& path) const;
   std::vector<int64_t> get_int_list(const std::string& path) const;
   std::vector<std::string> get_string_list(const std::string& path) const;
   // Elements of a kSectionList: each is a document rooted at one element, whose keys are the

@@ -57,6 +57,13 @@ const Schema& HardwareCatalog::gpu_schema() {
     s.key(count("nvlink_links", "number of NVLink links", "0", 0, kMaxNodeGpus));
     s.key(count("sm_count", "streaming multiprocessors", "", 1, kMaxSmCount));
     s.key(key("supports_nvls", ValueType::kBool, "NVLink SHARP in-switch reduction (Hopper and later)", "false"));
+    KeyDef limit = key("power_limit", ValueType::kPower,
+                       "board power limit (TDP) from the datasheet, e.g. \"700 W\" (absent: no power model)");
+    limit.min = 1.0;
+    s.key(limit);
+    s.key(key("idle_power", ValueType::kPower,
+              "board power with a CUDA context open and no kernel running (needs power_limit; absent: "
+              "0.176 x power_limit, the H200's measured 123 W of 700 W)"));
     return s;
   }();
   return schema;
@@ -105,6 +112,10 @@ const Schema& HardwareCatalog::node_schema() {
     affinity.min = 0;
     affinity.max = kMaxNodeGpus - 1;
     s.key(affinity);
+    s.key(key("overhead_power", ValueType::kPower,
+              "power of the node besides its GPUs (CPUs, memory, NICs, fans, conversion), for energy reports; "
+              "\"0 W\": not given",
+              "0 W"));
     return s;
   }();
   return schema;
@@ -166,6 +177,18 @@ GpuSpec HardwareCatalog::gpu(const std::string& name) const {
   g.nvlink_links = static_cast<int>(doc.get_int("nvlink_links"));
   g.sm_count = static_cast<int>(doc.get_int("sm_count"));
   g.supports_nvls = doc.get_bool("supports_nvls");
+  if (doc.has("power_limit")) {
+    g.power_limit = doc.get_power("power_limit");
+    g.idle_power = doc.has("idle_power") ? doc.get_power("idle_power") : g.power_limit * kDefaultIdleFractionOfLimit;
+    if (!(g.idle_power < g.power_limit)) {
+      throw doc.error_at(doc.has("idle_power") ? "idle_power" : "power_limit",
+                         fmt::format("idle power {} is not below the power limit {}; the limit must exceed the "
+                                     "idle power (H200: idle 123 W, limit 700 W)",
+                                     to_string(g.idle_power), to_string(g.power_limit)));
+    }
+  } else if (doc.has("idle_power")) {
+    throw doc.error_at("idle_power", "idle_power needs power_limit (the datasheet's board power, e.g. \"700 W\")");
+  }
   return g;
 }
 
@@ -219,6 +242,7 @@ NodeSpec HardwareCatalog::node(const std::string& name) const {
   n.nic = nic(doc.get_string("nic"));
   n.nics = static_cast<int>(doc.get_int("nics"));
   for (int64_t g : doc.get_int_list("nic_of_gpu")) n.nic_of_gpu.push_back(static_cast<int>(g));
+  n.overhead_power = doc.get_power("overhead_power");
   if (!n.nic_of_gpu.empty() && static_cast<int>(n.nic_of_gpu.size()) != n.gpus) {
     throw doc.error_at("nic_of_gpu", fmt::format("has {} entries but the node has {} GPUs; give one NIC per GPU",
                                                  n.nic_of_gpu.size(), n.gpus));

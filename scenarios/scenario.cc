@@ -215,6 +215,10 @@ Schema build_scenario_schema() {
                 1, kMaxLeafPorts));
   s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
              fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription));
+  s.key(real("cluster.pue",
+             "facility power usage effectiveness: facility energy / IT energy (default 1.2: between Google's "
+             "fleet-wide 1.10 of 2023 and the 1.58 average of the Uptime Institute's 2023 survey)",
+             fmt::format("{}", kDefaultPue), 1, kMaxPue));
 
   s.section("model", "the transformer");
   s.key(key("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));
@@ -353,6 +357,10 @@ Schema build_scenario_schema() {
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
             "false"));
+  s.key(key("simulation.power_model", ValueType::kBool,
+            "run each GPU under its power limit (clock governor, cost_models/power_model.h) and report energy; "
+            "false: full clock throughout, no energy figures",
+            kDefaultPowerModel ? "true" : "false"));
 
   add_search_keys(s);
   return s;
@@ -737,6 +745,7 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   problem.space = *scenario.search;
   problem.fidelity_for = [settings = scenario.simulation](const Layout& l) { return resolve_fidelity(settings, l); };
   problem.representative = scenario.simulation.representative;
+  problem.power_model = scenario.simulation.power_model;
   return problem;
 }
 
@@ -857,6 +866,8 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   s.simulation.flow_max_all_to_all_ranks = static_cast<int>(doc.get_int("simulation.flow_max_all_to_all_ranks"));
   s.simulation.representative = doc.get_bool("simulation.representative");
   s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
+  s.simulation.power_model = doc.get_bool("simulation.power_model");
+  s.pue = doc.get_real("cluster.pue");
   return s;
 }
 

@@ -55,6 +55,12 @@ inline constexpr double kMaxOversubscription = 64.0;
 
 enum class FidelityChoice { kAuto, kFlow, kAnalytical };
 
+// simulation.power_model's default (see its schema description and cost_models/power_model.h).
+inline constexpr bool kDefaultPowerModel = false;
+// cluster.pue: facility energy / IT energy, in [1, 5].
+inline constexpr double kDefaultPue = 1.2;
+inline constexpr double kMaxPue = 5.0;
+
 struct SimulationSettings {
   FidelityChoice fidelity = FidelityChoice::kAuto;
   // `auto` uses flow fidelity up to this many GPUs and analytical beyond, and analytical for layouts
@@ -65,6 +71,7 @@ struct SimulationSettings {
   int flow_max_all_to_all_ranks = 64;
   bool representative = true;
   bool allow_idle_gpus = false;
+  bool power_model = kDefaultPowerModel;
 };
 
 struct Scenario {
@@ -77,6 +84,7 @@ struct Scenario {
   std::optional<std::string> calibration;  // profile name or path
   std::string calibration_where;           // "file:line:column: calibration: " (or its --set), for messages
   SimulationSettings simulation;
+  double pue = kDefaultPue;           // cluster.pue
   std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
 };
 

@@ -42,6 +42,7 @@ PhysicalRange physical_range(const KeyDef& def) {
     case ValueType::kDuration: r = {0.0, 86'400.0}; break;
     case ValueType::kBandwidth: r = {1e3, 1e15}; break;
     case ValueType::kFlopRate: r = {1e9, 1e18}; break;
+    case ValueType::kPower: r = {0.0, 1e6}; break;
     default: return {def.min, def.max};
   }
   if (def.min) r.min = def.min;
@@ -56,6 +57,7 @@ std::string describe_physical_range(const KeyDef& def) {
     case ValueType::kDuration: unit = "s"; break;
     case ValueType::kBandwidth: scale = 1e-9, unit = "GB/s"; break;
     case ValueType::kFlopRate: scale = 1e-12, unit = "TFLOP/s"; break;
+    case ValueType::kPower: unit = "W"; break;
     default: return "";
   }
   const PhysicalRange r = physical_range(def);
@@ -83,6 +85,7 @@ std::string describe_type(const KeyDef& def) {
     case ValueType::kBytes: return "size, e.g. \"80 GiB\" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)";
     case ValueType::kBandwidth: return "bandwidth, e.g. \"400 Gb/s\" or \"450 GB/s\", " + describe_physical_range(def);
     case ValueType::kFlopRate: return "FLOP rate, e.g. \"989 TFLOP/s\", " + describe_physical_range(def);
+    case ValueType::kPower: return "power, e.g. \"700 W\" (W, kW, MW), " + describe_physical_range(def);
     case ValueType::kIntList: return "list of integers" + range;
     case ValueType::kStringList:
       return def.choices.empty() ? "list of strings" : "list of: " + join(def.choices);

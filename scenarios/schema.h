@@ -27,6 +27,7 @@ enum class ValueType {
   kBytes,       // "80 GiB"
   kBandwidth,   // "400 Gb/s"
   kFlopRate,    // "989 TFLOP/s"
+  kPower,       // "700 W"
   kIntList,     // [1, 2, 4] — integers
   kStringList,  // [a, b] — strings (or enum choices when `choices` is set)
 };
@@ -38,7 +39,7 @@ struct KeyDef {
   std::string description;           // one line
   std::vector<std::string> choices;  // kEnum / kStringList
   // Inclusive bounds: of kInt / kReal / kIntList elements; of kDuration in seconds, kBandwidth in
-  // bytes/s, kFlopRate in FLOP/s. A dimensioned key without bounds gets its type's physical range
+  // bytes/s, kFlopRate in FLOP/s, kPower in W. A dimensioned key without bounds gets its type's physical range
   // (physical_range()).
   std::optional<double> min;
   std::optional<double> max;
@@ -49,7 +50,8 @@ struct KeyDef {
 // ("1e18 ps", "1e-300 TFLOP/s") that would overflow int64 picoseconds later in the simulation.
 //   kDuration  0 s .. 1 day (86,400 s; the longest time a scenario key gives);
 //   kBandwidth 1 kB/s .. 1 PB/s (1e3 .. 1e15 bytes/s; NVLink 5 is 900 GB/s per GPU direction);
-//   kFlopRate  1 GFLOP/s .. 1 EFLOP/s (1e9 .. 1e18; a GB200 is 2.5e15 dense BF16).
+//   kFlopRate  1 GFLOP/s .. 1 EFLOP/s (1e9 .. 1e18; a GB200 is 2.5e15 dense BF16);
+//   kPower     0 W .. 1 MW (a GB300 draws 1,400 W; a whole rack ~130 kW).
 // Other types: none. `def`'s own min/max, where given, take precedence.
 struct PhysicalRange {
   std::optional<double> min;

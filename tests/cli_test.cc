@@ -172,6 +172,27 @@ TEST(Cli, ImpossibleHardwareIsRefusedWithItsLine) {
   refused_at(write_temp("nic_node.yaml", "name: nic-node\ngpu: h100-sxm5-80gb\ngpus: 2\nintra: pcie\nnic: " + nic +
                                          "\nnics: 1\n"),
              "slow_nic.yaml:2:1: bandwidth");
+  // Power: an idle power at or above the limit, a negative limit, a bare number; a PUE below 1.
+  const std::string hbm = "hbm_capacity: \"80 GB\"\nhbm_bandwidth: \"1 TB/s\"\n";
+  refused_at(gpu_node("hot", hbm + "power_limit: \"700 W\"\nidle_power: \"800 W\"\n"), "hot_gpu.yaml:6:1: idle_power");
+  refused_at(gpu_node("neg", hbm + "power_limit: \"-700 W\"\n"), "neg_gpu.yaml:5:1: power_limit");
+  refused_at(gpu_node("bare", hbm + "power_limit: 700\n"), "bare_gpu.yaml:5:1: power_limit");
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set cluster.pue=0.5", "cluster.pue");
+}
+
+// simulation.power_model prints the GPUs' power and energy, and --json has them; off, neither.
+TEST(Cli, ThePowerModelReportsEnergy) {
+  const Result on = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set simulation.power_model=true");
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_NE(on.output.find("  GPU power           "), std::string::npos) << on.output;
+  EXPECT_NE(on.output.find("  energy per step     "), std::string::npos) << on.output;
+  const Result json = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set simulation.power_model=true --json");
+  for (const char* key : {"\"energy\"", "\"gpu_avg_power_w\"", "\"joules_per_step\"", "\"cluster_joules_per_step\"",
+                          "\"joules_per_token\"", "\"pue\""}) {
+    EXPECT_NE(json.output.find(key), std::string::npos) << key;
+  }
+  const Result off = run("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set simulation.power_model=false --json");
+  EXPECT_EQ(off.output.find("\"energy\""), std::string::npos);
 }
 
 TEST(Cli, MixtureOfExpertsRunsSayHowFarPublishedRunsAre) {

@@ -124,6 +124,12 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   validate_cmd->add_option("--training-out", validate_runs_options.training_out,
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
+  validate_cmd
+      ->add_option_function<std::string>(
+          "--power-model", [&](const std::string& v) { validate_runs_options.power_model = v == "on"; },
+          "with --runs: simulate every GPU under its power limit (on) or at full clock (off); default: "
+          "simulation.power_model's default")
+      ->check(CLI::IsMember({"on", "off"}));
   CLI::Option* validate_json_option =
       validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs only: print JSON on standard output");
   CalibrationValidationOptions calibration_validation;

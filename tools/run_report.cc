@@ -25,6 +25,17 @@ std::string gb(Bytes b) { return fmt::format("{:.2f}", b.to_gb()); }
 
 }  // namespace
 
+ClusterEnergy cluster_energy(const TrainingReport& r, const Cluster& cluster, double pue) {
+  ClusterEnergy e;
+  e.pue = pue;
+  for (int n = 0; n < cluster.node_count(); ++n) e.node_overhead_w += cluster.node_spec(n).overhead_power.in_watts();
+  const double it_joules = r.energy.joules_per_step * r.gpus + e.node_overhead_w * r.step_time_s;
+  e.cluster_joules_per_step = pue * it_joules;
+  const double tokens = r.tokens_per_s * r.step_time_s;
+  e.joules_per_token = tokens > 0 ? e.cluster_joules_per_step / tokens : 0;
+  return e;
+}
+
 std::string describe_layout(const Layout& l) {
   // dp 0: a search candidate whose tp·cp·pp leaves no whole data-parallel size.
   std::string s = l.dp > 0 ? fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp)
@@ -75,6 +86,18 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  MFU / HFU           {:.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
   out << fmt::format("  TFLOP/s per GPU     {:.1f} model, {:.1f} hardware\n", r.model_tflops_per_gpu,
                      r.hardware_tflops_per_gpu);
+  if (r.energy.modelled) {
+    const ClusterEnergy e = cluster_energy(r, *c.cluster, s.pue);
+    out << fmt::format("  GPU power           {:.0f} W average per GPU (limit {:.0f} W; clock-bound work at {:.3f} of "
+                       "its full-clock rate)\n",
+                       r.energy.avg_power_w, r.energy.power_limit_w, r.energy.rate_factor);
+    out << fmt::format("  energy per step     {:.1f} J per GPU, {:.1f} kJ cluster (GPUs + {:.1f} kW node overhead{}, "
+                       "x PUE {:.2f})\n",
+                       r.energy.joules_per_step, e.cluster_joules_per_step * 1e-3, e.node_overhead_w * 1e-3,
+                       e.node_overhead_w > 0 ? "" : ": not given by the node preset", e.pue);
+    out << fmt::format("  energy per 1M tok   {:.3g} MJ ({:.3g} kWh), cluster with PUE\n", e.joules_per_token,
+                       e.joules_per_token / 3.6);
+  }
   const TimeBreakdown& b = r.breakdown;
   out << "\n  where the time goes (slowest rank)\n";
   for (auto [name, v] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
@@ -199,6 +222,17 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                      {"finish_s", rank.finish.to_seconds()}});
   }
   j["ranks"] = std::move(ranks);
+  if (r.energy.modelled) {
+    const ClusterEnergy e = cluster_energy(r, *c.cluster, s.pue);
+    j["energy"] = {{"gpu_avg_power_w", r.energy.avg_power_w},
+                   {"gpu_power_limit_w", r.energy.power_limit_w},
+                   {"rate_factor", r.energy.rate_factor},
+                   {"joules_per_step", r.energy.joules_per_step},
+                   {"node_overhead_w", e.node_overhead_w},
+                   {"cluster_joules_per_step", e.cluster_joules_per_step},
+                   {"joules_per_token", e.joules_per_token},
+                   {"pue", e.pue}};
+  }
   j["compute_model"] = r.compute_model;
   j["calibration"] = c.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.calibration);
   j["sim"] = {{"events", r.step.events},

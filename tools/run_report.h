@@ -18,6 +18,18 @@ struct RunContext {
   double wall_s = 0;        // simulator wall time (0 under --reproducible)
 };
 
+// A step's energy beyond the GPUs (report.energy, which needs the power model): the nodes' overhead
+// power (NodeSpec::overhead_power) over the step, and the facility's PUE on top of the IT energy.
+//   cluster J/step = pue × (GPUs × GPU J/step + Σ node overhead × step time); J/token over
+//   global_batch × seq_len tokens. Switches are not counted.
+struct ClusterEnergy {
+  double node_overhead_w = 0;
+  double pue = 1;
+  double cluster_joules_per_step = 0;
+  double joules_per_token = 0;
+};
+ClusterEnergy cluster_energy(const TrainingReport& report, const Cluster& cluster, double pue);
+
 // The FLOP convention behind MFU and HFU, stated in every report.
 extern const char* const kFlopConvention;
 

@@ -349,7 +349,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 
 }  // namespace
 
-RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir) {
+RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir, bool power_model) {
   const std::vector<PublishedConfig> configs = read_published_runs(csv_path);
   const HardwareCatalog catalog(data_dir);
   RunValidation v;
@@ -372,6 +372,7 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
           TrainingSimulationOptions options;
           options.fidelity = Fidelity::kAnalytical;
           options.representative = true;
+          options.power_model = power_model;
           report = simulate_training(cluster, ps.scenario.model, ps.scenario.training, ps.scenario.layout, options);
           sim.report = &*report;
           if (!report->fits) {
@@ -693,7 +694,8 @@ void write_runs_json(const RunValidation& v, std::ostream& out) {
 }
 
 int validate_runs_command(const ValidateRunsOptions& options, std::ostream& out, std::ostream& log) {
-  const RunValidation validation = validate_runs(options.csv, options.data_dir.empty() ? default_data_dir() : options.data_dir);
+  const RunValidation validation =
+      validate_runs(options.csv, options.data_dir.empty() ? default_data_dir() : options.data_dir, options.power_model);
   std::string command = "clustersim validate --runs " + options.csv;
   if (!options.out.empty()) command += " --out " + options.out;
   if (!options.training_out.empty()) command += " --training-out " + options.training_out;

@@ -86,7 +86,9 @@ struct RunValidation {
 
 // Reads `csv_path` and predicts every row with the presets under `data_dir`. Throws InputError for
 // an unreadable or malformed CSV (file:line: column = value: why).
-RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir);
+// `power_model`: simulate every GPU under its power limit (simulation.power_model).
+RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir,
+                            bool power_model = kDefaultPowerModel);
 
 // docs/validation/published.md: summary, error budget table of the largest errors, every row.
 // `command` is the command line that generated it (printed in the header).
@@ -100,6 +102,7 @@ struct ValidateRunsOptions {
   std::string training_out;  // --training-out: training.md ("" = not written)
   bool json = false;         // --json: JSON on standard output
   std::string data_dir;      // hardware and model presets (default_data_dir())
+  bool power_model = kDefaultPowerModel;  // --power-model on|off
 };
 
 // `clustersim validate --runs CSV [--out FILE] [--training-out FILE] [--json]`: runs the validation,

@@ -60,6 +60,9 @@ struct NodeSpec {
   // GPU↔NIC affinity: nic_of_gpu[g] is the NIC GPU g uses for inter-node traffic.
   // Empty means the default: GPU g uses NIC g·nics/gpus (one NIC per GPU when nics == gpus).
   std::vector<int> nic_of_gpu;
+  // Power of the node besides its GPUs (CPUs, memory, NICs, fans, power conversion), for energy
+  // reports; zero: not given.
+  Power overhead_power;
 };
 
 // The network that joins the nodes' NICs.

@@ -26,4 +26,17 @@ Duration op_duration(const Op& op, const ComputeCostModel& cost) {
   throw InternalError("unknown OpCost value");
 }
 
+PowerWork op_power(const Op& op, Duration duration, const ComputeCostModel& cost) {
+  const PowerModel* power = cost.power_model();
+  if (power == nullptr) return {};
+  const Duration gap = cost.kernel_gap();
+  switch (op.cost) {
+    case OpCost::kGemm: return power->gemm(duration, gap, op.kernel_flops, op.gemm.dtype);
+    case OpCost::kFlashAttention: return power->attention(duration, gap, op.kernel_flops);
+    case OpCost::kMemoryBound: return power->memory_bound(duration, gap, op.bytes_read + op.bytes_written);
+    case OpCost::kCommunication: return {};
+  }
+  return {};
+}
+
 }  // namespace clustersim

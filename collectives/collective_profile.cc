@@ -113,7 +113,7 @@ CollectiveProfile parse_collective_profile(std::string_view json_text) {
   Json json;
   try {
     json = Json::parse(json_text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse errors, and numbers beyond a double (406)
     fail("(document)", fmt::format("not valid JSON: {}", error.what()));
   }
   check_keys(json, "(document)", {"name", "fits"});

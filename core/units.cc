@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -146,7 +147,7 @@ double parse_quantity(std::string_view text, const std::array<UnitEntry, N>& uni
                       std::string_view example) {
   auto fail = [&](std::string_view why) -> InputError {
     return InputError(fmt::format("invalid {} \"{}\": {}; write a number and a unit, e.g. \"{}\" (units: {})", kind,
-                                  text, why, example, unit_list(units)));
+                                  excerpt(text), why, example, unit_list(units)));
   };
   size_t begin = 0;
   while (begin < text.size() && text[begin] == ' ') ++begin;
@@ -171,7 +172,7 @@ double parse_quantity(std::string_view text, const std::array<UnitEntry, N>& uni
       return value * u.scale;
     }
   }
-  throw fail(fmt::format("unknown unit \"{}\"", unit));
+  throw fail(fmt::format("unknown unit \"{}\"", excerpt(unit)));
 }
 
 }  // namespace
@@ -189,7 +190,7 @@ Bytes parse_bytes(std::string_view text) {
 Bandwidth parse_bandwidth(std::string_view text) {
   const double bps = parse_quantity(text, kBandwidthUnits, "bandwidth", "400 Gb/s");
   if (!(bps > 0)) {
-    throw InputError(fmt::format("invalid bandwidth \"{}\": it must be greater than zero", text));
+    throw InputError(fmt::format("invalid bandwidth \"{}\": it must be greater than zero", excerpt(text)));
   }
   return Bandwidth::bytes_per_s(bps);
 }
@@ -197,7 +198,7 @@ Bandwidth parse_bandwidth(std::string_view text) {
 FlopRate parse_flop_rate(std::string_view text) {
   const double rate = parse_quantity(text, kFlopUnits, "FLOP rate", "989 TFLOP/s");
   if (!(rate > 0)) {
-    throw InputError(fmt::format("invalid FLOP rate \"{}\": it must be greater than zero", text));
+    throw InputError(fmt::format("invalid FLOP rate \"{}\": it must be greater than zero", excerpt(text)));
   }
   return FlopRate::flop_per_s(rate);
 }

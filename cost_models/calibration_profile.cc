@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "core/input_file.h"
 
 namespace clustersim {
@@ -74,8 +75,8 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  } catch (const json::exception& e) {  // parse errors, and numbers beyond a double (406)
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, excerpt(e.what(), 300)));
   }
   if (!doc.is_object()) r.fail("(top level)", "expected a JSON object");
   r.reject_unknown_keys(doc, "",

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/excerpt.h"
 #include "core/input_file.h"
 #include "core/utf8.h"
 
@@ -78,7 +79,7 @@ bool parse_real_text(const std::string& text, double& value) {
 void check_range(const KeyDef& def, double v, const std::string& text,
                  const std::function<InputError(const std::string&)>& fail) {
   if ((def.min && v < *def.min) || (def.max && v > *def.max)) {
-    throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
+    throw fail(fmt::format("{} is out of range: expected {}", excerpt(text), describe_type(def)));
   }
 }
 
@@ -110,8 +111,8 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
         // Digits beyond int64 are an integer out of range, not a malformed one.
         const bool digits = text.find_first_not_of("0123456789", text.starts_with('-') ? 1 : 0) == std::string::npos &&
                             text.size() > (text.starts_with('-') ? 1U : 0U);
-        if (digits) throw fail(fmt::format("{} is out of range: expected {}", text, describe_type(def)));
-        throw fail(fmt::format("\"{}\" is not an integer", text));
+        if (digits) throw fail(fmt::format("{} is out of range: expected {}", excerpt(text), describe_type(def)));
+        throw fail(fmt::format("\"{}\" is not an integer", excerpt(text)));
       }
       check_range(def, static_cast<double>(v), text, fail);
       return;
@@ -120,19 +121,19 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
       double v = 0;
       if (!parse_real_text(text, v)) {
         const bool huge = std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc::result_out_of_range;
-        throw fail(huge ? fmt::format("{} is out of range of a double (about 1e308)", text)
-                        : fmt::format("\"{}\" is not a number", text));
+        throw fail(huge ? fmt::format("{} is out of range of a double (about 1e308)", excerpt(text))
+                        : fmt::format("\"{}\" is not a number", excerpt(text)));
       }
       check_range(def, v, text, fail);
       return;
     }
     case ValueType::kBool:
-      if (text != "true" && text != "false") throw fail(fmt::format("\"{}\" is not true or false", text));
+      if (text != "true" && text != "false") throw fail(fmt::format("\"{}\" is not true or false", excerpt(text)));
       return;
     case ValueType::kEnum:
     case ValueType::kStringList:
       if (!def.choices.empty() && std::find(def.choices.begin(), def.choices.end(), text) == def.choices.end()) {
-        throw fail(fmt::format("\"{}\" is not valid; expected {}", text, describe_type(def)));
+        throw fail(fmt::format("\"{}\" is not valid; expected {}", excerpt(text), describe_type(def)));
       }
       return;
     case ValueType::kString: return;
@@ -154,7 +155,7 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
       }
       const PhysicalRange range = physical_range(def);
       if (def.type != ValueType::kBytes && ((range.min && si < *range.min) || (range.max && si > *range.max))) {
-        throw fail(fmt::format("\"{}\" is out of range: expected {}", text, describe_physical_range(def)));
+        throw fail(fmt::format("\"{}\" is out of range: expected {}", excerpt(text), describe_physical_range(def)));
       }
       return;
     }

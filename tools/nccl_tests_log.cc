@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "core/input_file.h"
 
 namespace clustersim {
@@ -137,7 +138,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
         if (fields[2] != "type" || fields[3] != "redop") {
           p.fail(number, fmt::format("unexpected nccl-tests header \"{}\" (expected size count type redop [root] "
                                      "time algbw busbw #wrong time algbw busbw #wrong)",
-                                     line));
+                                     excerpt(line, 120)));
         }
         size_t i = 4;
         if (i < fields.size() && fields[i] == "root") {
@@ -149,10 +150,10 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
               !is_wrong_column(fields[i + 3])) {
             p.fail(number, fmt::format("unexpected nccl-tests header \"{}\": expected time algbw busbw #wrong for "
                                        "the {} results",
-                                       line, group == 0 ? "out-of-place" : "in-place"));
+                                       excerpt(line, 120), group == 0 ? "out-of-place" : "in-place"));
           }
         }
-        if (i != fields.size()) p.fail(number, fmt::format("unexpected extra columns in the header \"{}\"", line));
+        if (i != fields.size()) p.fail(number, fmt::format("unexpected extra columns in the header \"{}\"", excerpt(line, 120)));
         l.columns = i;
         layout = l;
       }

@@ -17,6 +17,7 @@
 
 #include "collectives/collective_profile.h"
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "core/input_file.h"
 #include "cost_models/calibration_profile.h"
 #include "tools/run_command.h"
@@ -340,7 +341,7 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   try {
     j = nlohmann::json::parse(file_text);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("--layout-from {}: not JSON ({})", path, e.what()));
+    throw InputError(fmt::format("--layout-from {}: not JSON ({})", path, excerpt(e.what(), 300)));
   }
   if (!j.is_object() || !j.contains("top") || !j["top"].is_array()) {
     throw InputError(fmt::format("--layout-from {}: not the output of `clustersim search --json` (no \"top\" list)",

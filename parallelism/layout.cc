@@ -43,8 +43,6 @@ GradReduceOp parse_grad_reduce_op(std::string_view text) {
   throw InputError(fmt::format("unknown gradient collective \"{}\" (valid: auto, all_reduce, reduce_scatter)", text));
 }
 
-namespace {
-
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d) {
@@ -52,6 +50,8 @@ std::vector<int> divisors(int n) {
   }
   return out;
 }
+
+namespace {
 
 std::string list_text(const std::vector<int>& values) {
   std::string out;

@@ -80,6 +80,10 @@ struct Layout {
   int expert_dp() const { return tp * cp * dp / (ep * etp); }
 };
 
+// The divisors of n >= 1 in increasing order (the valid tp, pp or vpp values an error suggests, and
+// the sizes a layout search lists by default); empty for n < 1.
+std::vector<int> divisors(int n);
+
 // What a layout is checked against.
 struct LayoutContext {
   int layers = 0;           // transformer layers of the model

@@ -396,29 +396,30 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
   const std::vector<size_t> best(evaluated.begin(), evaluated.begin() + static_cast<std::ptrdiff_t>(keep));
 
   // Re-ranking at the scenario's fidelity, for the layouts where it differs from the screening.
-  std::vector<CandidateOutcome> final_outcomes(result.candidates.size());
+  // final_outcomes[k] and `again` are positions in `best`: a space of millions of candidates holds
+  // their outcomes once.
+  std::vector<CandidateOutcome> final_outcomes(best.size());
   std::vector<size_t> again;
-  for (size_t i : best) {
-    final_outcomes[i] = result.outcomes[i];
+  for (size_t k = 0; k < best.size(); ++k) {
+    final_outcomes[k] = result.outcomes[best[k]];
     if (space.rerank > 0 &&
-        (problem.fidelity(result.candidates[i].layout) != Fidelity::kAnalytical || !problem.representative)) {
-      again.push_back(i);
+        (problem.fidelity(result.candidates[best[k]].layout) != Fidelity::kAnalytical || !problem.representative)) {
+      again.push_back(k);
     }
   }
   result.reranked = !again.empty();
   if (result.reranked) {
     const std::vector<size_t> share = my_share(again, partition);
-    run_parallel(share, threads, "rerank", options, [&](size_t i) {
-      final_outcomes[i].metrics = evaluate_candidate(
-          problem, result.candidates[i], problem.fidelity(result.candidates[i].layout),
-          problem.representative);
+    run_parallel(share, threads, "rerank", options, [&](size_t k) {
+      const LayoutCandidate& c = result.candidates[best[k]];
+      final_outcomes[k].metrics = evaluate_candidate(problem, c, problem.fidelity(c.layout), problem.representative);
     });
     gather_outcomes(partition, share, final_outcomes);
   }
   for (size_t k = 0; k < best.size(); ++k) {
     RankedLayout r;
     r.index = best[k];
-    r.metrics = final_outcomes[best[k]].metrics;
+    r.metrics = final_outcomes[k].metrics;
     r.screening = result.outcomes[best[k]].metrics;
     r.screening_rank = static_cast<int>(k + 1);
     result.ranking.push_back(r);

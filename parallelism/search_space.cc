@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
+
+#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -61,14 +63,6 @@ void require_at_least_one(const std::vector<int>& values, const char* key) {
   for (int v : values) {
     if (v < 1) throw InputError(fmt::format("search.{} contains {}: values must be >= 1", key, v));
   }
-}
-
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
 }
 
 // The position of "tp" in the dense rank order and the product of the sizes inside it (capped
@@ -266,10 +260,32 @@ uint64_t count_search_space(const SearchSpace& space, const Layout& base, const 
   return count_of(space, lists_of(space, base, base_training, context), context.layers);
 }
 
+void check_search_memory(uint64_t candidates, uint64_t physical_memory_bytes) {
+  if (physical_memory_bytes == 0) return;
+  const double needed = static_cast<double>(candidates) * static_cast<double>(kSearchBytesPerCandidate);
+  const double allowed = kSearchMemoryShare * static_cast<double>(physical_memory_bytes);
+  if (needed <= allowed) return;
+  throw InputError(fmt::format(
+      "the search space holds {} layouts, about {:.1f} GB while the search runs ({} bytes each), more than half of "
+      "this machine's {:.1f} GB of memory; shorten the search lists (tp, pp, dp, cp, vpp, micro_batch, ...) or "
+      "search on a machine with more memory",
+      candidates, needed * 1e-9, kSearchBytesPerCandidate, static_cast<double>(physical_memory_bytes) * 1e-9));
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
 void check_search_space_size(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
                              const SearchContext& context) {
   const uint64_t n = count_search_space(space, base, base_training, context);
-  if (n <= static_cast<uint64_t>(space.max_candidates)) return;
+  if (n <= static_cast<uint64_t>(space.max_candidates)) {
+    check_search_memory(n, physical_memory_bytes());
+    return;
+  }
   throw InputError(fmt::format(
       "the search space holds {}{} layouts, above search.max_candidates = {} (each takes memory, and the valid ones "
       "a simulation); shorten the search lists (tp, pp, dp, cp, vpp, micro_batch, ...) or raise "

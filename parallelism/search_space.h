@@ -135,8 +135,29 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
 uint64_t count_search_space(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
                             const SearchContext& context);
 
+// Memory a search holds per candidate of its space until it ends (the candidate, its screening
+// outcome with the rejection message, and the indices of the phases). Measured, not tuned: Release
+// build (g++ 12), `clustersim search scenarios/search/gpt3-1.3b-2-dgx-h100.yaml` with tp, pp, dp and
+// cp each listing 1..32 (1,540,096 candidates, 104 valid) peaked at 757,384 KiB of resident memory
+// (GNU time's %M), with 1..16 (126,976 candidates) at 69,156 KiB: (757,384 − 69,156) KiB / 1,413,120
+// candidates = 498.7 bytes.
+inline constexpr int64_t kSearchBytesPerCandidate = 499;
+
+// The largest share of the machine's physical memory a search may plan to hold: the other half is
+// left to the simulations of the valid candidates, the process and whatever else the machine runs.
+inline constexpr double kSearchMemoryShare = 0.5;
+
+// Throws InputError when `candidates` candidates (kSearchBytesPerCandidate each) would hold more
+// than kSearchMemoryShare of `physical_memory_bytes`, naming the count, both sizes in GB and the lists
+// to shorten. `physical_memory_bytes` 0: unknown, no check.
+void check_search_memory(uint64_t candidates, uint64_t physical_memory_bytes);
+
+// This machine's physical memory in bytes (sysconf: _SC_PHYS_PAGES × _SC_PAGE_SIZE); 0 if unknown.
+uint64_t physical_memory_bytes();
+
 // Throws InputError naming search.max_candidates, the count and the bound, when the space holds
-// more than space.max_candidates layouts. expand_search_space() calls it first.
+// more than space.max_candidates layouts, and (check_search_memory) when it would not fit in half
+// of this machine's memory. expand_search_space() calls it first.
 void check_search_space_size(const SearchSpace& space, const Layout& base, const TrainingSpec& base_training,
                              const SearchContext& context);
 

@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace search_space_test {
 
 int divisor_count(int n) {
   int c = 0;
@@ -244,6 +244,32 @@ TEST(SearchSpace, ASpaceAboveItsBoundIsRefusedBeforeExpansionNamingTheKeyAndCoun
   EXPECT_THROW(expand_search_space(space, Layout{}, training(1024), context), InputError);
 }
 
+// A space that passes search.max_candidates is still refused when its candidates would hold more
+// than half of the machine's memory (kSearchBytesPerCandidate each): 20 million candidates are
+// 10.0 GB, above half of a 16 GiB machine and below half of a 128 GiB one.
+TEST(SearchSpace, SpacesAboveHalfOfTheMachinesMemoryAreRefused) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  const uint64_t twenty_million = 20'000'000;
+  EXPECT_NO_THROW(check_search_memory(twenty_million, 128 * kGiB));
+  try {
+    check_search_memory(twenty_million, 16 * kGiB);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("20000000 layouts"), std::string::npos) << message;
+    EXPECT_NE(message.find("10.0 GB"), std::string::npos) << message;
+    EXPECT_NE(message.find("17.2 GB"), std::string::npos) << message;
+  }
+  // The bound is exact: kSearchMemoryShare of the memory holds this many candidates and no more.
+  const uint64_t memory = 24 * kGiB;
+  const auto fits = static_cast<uint64_t>(kSearchMemoryShare * static_cast<double>(memory)) /
+                    static_cast<uint64_t>(kSearchBytesPerCandidate);
+  EXPECT_NO_THROW(check_search_memory(fits, memory));
+  EXPECT_THROW(check_search_memory(fits + 1, memory), InputError);
+  EXPECT_NO_THROW(check_search_memory(twenty_million, 0));  // unknown memory: not checked
+  EXPECT_GT(physical_memory_bytes(), 0u);
+}
+
 TEST(SearchSpace, AnEmptySpaceIsAnInputError) {
   SearchSpace space;
   space.pp = {2};
@@ -314,5 +340,5 @@ TEST(SearchObjective, NamesRoundTripAndUnknownNamesListTheValidOnes) {
   }
 }
 
-}  // namespace
+}  // namespace search_space_test
 }  // namespace clustersim

@@ -17,7 +17,7 @@
 #include <string>
 
 namespace clustersim {
-namespace {
+namespace bad_input_test {
 
 using cli_test::Result;
 using cli_test::run;
@@ -74,6 +74,24 @@ TEST(BadInput, ASearchSpaceAboveItsBoundIsRefusedBeforeItIsExpanded) {
       " --set search.tp=" + list + " --set search.pp=" + list + " --set search.dp=" + list + " --set search.cp=" + list;
   expect_refused("search " + scenario("llama3-8b-dgx-h100.yaml") + sets,
                  {"1110249046016 layouts", "search.max_candidates = 1000000"});
+}
+
+// 90 values in each of tp, pp, dp and cp (72,900,000 layouts with the scenario's pipeline variants,
+// below the most search.max_candidates allows) would hold about 36.4 GB (parallelism/search_space.h,
+// kSearchBytesPerCandidate): refused before expanding on any machine with less than twice that memory.
+TEST(BadInput, ASearchSpaceAboveHalfOfTheMachinesMemoryIsRefusedBeforeItIsExpanded) {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (static_cast<double>(pages) * static_cast<double>(page_size) >= 2 * 36.4e9) {
+    GTEST_SKIP() << "this machine has the memory for 10^8 candidates";
+  }
+  std::string list = "[1";
+  for (int v = 2; v <= 90; ++v) list += "," + std::to_string(v);
+  list += ']';
+  const std::string sets = " --set search.max_candidates=100000000 --set search.tp=" + list +
+                           " --set search.pp=" + list + " --set search.dp=" + list + " --set search.cp=" + list;
+  expect_refused("search " + scenario("llama3-8b-dgx-h100.yaml") + sets,
+                 {"72900000 layouts", "about 36.4 GB while the search runs", "search on a machine with more memory"});
 }
 
 TEST(BadInput, DevicesPipesAndDirectoriesAreRefusedBeforeReading) {
@@ -177,5 +195,5 @@ TEST(BadInput, MessagesNameTheKeyOrTheFlagAndStayShort) {
                  {"(100000 columns in all)"});
 }
 
-}  // namespace
+}  // namespace bad_input_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "collectives/test_layouts.h"
 
 namespace clustersim {
-namespace {
+namespace all_reduce_nvls_test {
 
 CollectiveRequest all_reduce(Bytes size) {
   CollectiveRequest r;
@@ -52,5 +52,5 @@ TEST(NvlsAllReduce, NeedsOneNvlsCapableNode) {
   EXPECT_FALSE(nvls_supports(CollectiveOp::kAllGather, test_layouts::nvswitch(1, 8, 8), &why));
 }
 
-}  // namespace
+}  // namespace all_reduce_nvls_test
 }  // namespace clustersim

@@ -8,7 +8,7 @@
 #include "collectives/test_layouts.h"
 
 namespace clustersim {
-namespace {
+namespace all_reduce_ring_test {
 
 CollectiveRequest request(CollectiveOp op, Bytes size, int root = 0) {
   CollectiveRequest r;
@@ -200,5 +200,5 @@ TEST(RingAllReduce, SupportsTheRingOpsOnly) {
   EXPECT_NE(why.find("all_reduce"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace all_reduce_ring_test
 }  // namespace clustersim

@@ -9,7 +9,7 @@
 #include "collectives/test_layouts.h"
 
 namespace clustersim {
-namespace {
+namespace all_reduce_tree_test {
 
 CollectiveRequest all_reduce(Bytes size) {
   CollectiveRequest r;
@@ -112,5 +112,5 @@ TEST(TreeAllReduce, BeatsTheRingOnTwoDgxA100Nodes) {
   EXPECT_LT(tree, 2.0 * (n - 1) / n * network);
 }
 
-}  // namespace
+}  // namespace all_reduce_tree_test
 }  // namespace clustersim

@@ -8,7 +8,7 @@
 #include "collectives/test_layouts.h"
 
 namespace clustersim {
-namespace {
+namespace all_to_all_test {
 
 // A matrix in units of `unit` bytes: entry [src][dst].
 std::vector<int64_t> scaled(const std::vector<std::vector<int64_t>>& units, int64_t unit) {
@@ -172,5 +172,5 @@ TEST(SendRecv, OneTransferOverTheHop) {
   EXPECT_NE(why.find("exactly 2"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace all_to_all_test
 }  // namespace clustersim

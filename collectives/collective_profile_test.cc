@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace collective_profile_test {
 
 constexpr const char* kProfile = R"({
   "name": "test",
@@ -95,5 +95,5 @@ TEST(CollectiveProfile, BadInputNamesTheKey) {
                {"fits[0].ranks", ">= 1"});
 }
 
-}  // namespace
+}  // namespace collective_profile_test
 }  // namespace clustersim

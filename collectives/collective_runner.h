@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "collectives/collective.h"
+#include "collectives/fidelity.h"
 #include "core/units.h"
 #include "engine/simulator.h"
 #include "network/flow_network.h"
@@ -30,8 +31,6 @@
 namespace clustersim {
 
 struct CollectiveProfile;  // calibrated fits (collectives/collective_profile.h)
-
-enum class Fidelity { kFlow, kAnalytical };
 
 class CollectiveRunner {
  public:

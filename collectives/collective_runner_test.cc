@@ -13,7 +13,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace collective_runner_test {
 
 struct Outcome {
   Duration time;
@@ -453,5 +453,5 @@ TEST(CollectiveRunner, SingleRankCompletesAtOnce) {
             Duration::zero());
 }
 
-}  // namespace
+}  // namespace collective_runner_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace collective_test {
 
 TEST(Collective, NamesRoundTrip) {
   for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
@@ -56,5 +56,5 @@ TEST(Collective, BusBandwidthFactorsFollowNcclTests) {
   EXPECT_THROW(bus_bandwidth_factor(CollectiveOp::kAllReduce, 0), InputError);
 }
 
-}  // namespace
+}  // namespace collective_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "collectives/test_layouts.h"
 
 namespace clustersim {
-namespace {
+namespace hierarchical_test {
 
 CollectiveRequest all_reduce(Bytes size) {
   CollectiveRequest r;
@@ -57,5 +57,5 @@ TEST(HierarchicalAllReduce, NeedsTheSameRanksOnEveryNode) {
   EXPECT_NE(why.find("same number of ranks"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace hierarchical_test
 }  // namespace clustersim

@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace selector_test {
 
 CollectiveRequest request(CollectiveOp op, Bytes size, CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
                           Protocol protocol = Protocol::kAuto) {
@@ -118,5 +118,5 @@ TEST(Selector, NoLL128OnPcie) {
                      layout, {"LL128", "auto, LL, Simple"});
 }
 
-}  // namespace
+}  // namespace selector_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace data_type_test {
 
 TEST(DataType, RoundTripsNamesAndSizes) {
   for (auto t : {DataType::kFp32, DataType::kTf32, DataType::kBf16, DataType::kFp16, DataType::kFp8}) {
@@ -18,5 +18,5 @@ TEST(DataType, RoundTripsNamesAndSizes) {
 
 TEST(DataType, RejectsUnknownNames) { EXPECT_THROW(parse_data_type("bfloat16"), InputError); }
 
-}  // namespace
+}  // namespace data_type_test
 }  // namespace clustersim

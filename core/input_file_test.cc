@@ -12,7 +12,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace input_file_test {
 
 // A fresh directory under the test's temporary directory, removed at the end of the test.
 class InputFileTest : public ::testing::Test {
@@ -69,5 +69,5 @@ TEST_F(InputFileTest, RefusesAFileAboveTheLimitNamingSizeAndLimit) {
   EXPECT_EQ(read_input_file(path, "scenario", 101).size(), 101u);
 }
 
-}  // namespace
+}  // namespace input_file_test
 }  // namespace clustersim

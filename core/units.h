@@ -22,6 +22,8 @@ namespace clustersim {
 int64_t checked_add(int64_t a, int64_t b, const char* what);
 int64_t checked_sub(int64_t a, int64_t b, const char* what);
 int64_t checked_mul(int64_t a, int64_t b, const char* what);
+// Rounds a / b up, for a >= 0 and b > 0 (tiles, waves and chunks of a size).
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Rounds a finite double to the nearest int64; throws OverflowError if it does not fit or is NaN.
 int64_t checked_round(double value, const char* what);
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace units_test {
 
 TEST(Units, ParsesDurations) {
   EXPECT_EQ(parse_duration("1.5 us").ps(), 1'500'000);
@@ -114,5 +114,5 @@ TEST(Units, BytesNeverNegative) {
   EXPECT_EQ(Bytes::of(10).divided_ceil(3).count(), 4);
 }
 
-}  // namespace
+}  // namespace units_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace clustersim {
-namespace {
+namespace utf8_test {
 
 constexpr auto kValid = std::string_view::npos;
 
@@ -29,5 +29,5 @@ TEST(Utf8, NamesTheOffsetOfTheFirstBadByte) {
   EXPECT_EQ(first_invalid_utf8("\xC3\xA9\xE2\x82"), 2u);  // good, then truncated
 }
 
-}  // namespace
+}  // namespace utf8_test
 }  // namespace clustersim

@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace alpha_beta_fit_test {
 
 // Synthetic sweep t(S) = α + S/β over 8 B .. 1 GiB (×2), exact to the picosecond.
 std::vector<AlphaBetaPoint> sweep(Duration alpha, Bandwidth beta, int64_t from = 8, int64_t to = int64_t{1} << 30) {
@@ -98,5 +98,5 @@ TEST(AlphaBetaFit, RejectsEmptyInputAndNonPositiveTimes) {
   EXPECT_THROW(leave_one_out_alpha_beta({{Bytes::of(8), Duration::microseconds(1)}}), InputError);
 }
 
-}  // namespace
+}  // namespace alpha_beta_fit_test
 }  // namespace clustersim

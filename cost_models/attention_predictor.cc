@@ -11,7 +11,7 @@ namespace clustersim {
 
 namespace {
 
-constexpr size_t kNeighbours = 6;
+constexpr size_t kAttentionNeighbours = 6;
 
 void features_of(const AttentionShape& s, double out[4]) {
   out[0] = std::log2(static_cast<double>(s.batch * s.heads));
@@ -93,7 +93,7 @@ Duration AttentionPredictor::predict_without(const AttentionShape& shape, Direct
     by_distance.emplace_back(d2, i);
   }
   check_invariant(!by_distance.empty(), "AttentionPredictor: no sample left to predict from");
-  const size_t k = std::min(kNeighbours, by_distance.size());
+  const size_t k = std::min(kAttentionNeighbours, by_distance.size());
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
   const AttentionSample& nearest = samples_[by_distance.front().second];
   if (by_distance.front().first == 0 && nearest.shape == shape) {

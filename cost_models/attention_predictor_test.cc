@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace attention_predictor_test {
 
 constexpr double kPeak = 989e12;  // H200 dense bf16 (docs/validation/published/hardware.csv)
 
@@ -54,5 +54,5 @@ TEST(AttentionPredictor, RejectsInvalidSamples) {
   EXPECT_THROW(AttentionPredictor({bad}, FlopRate::flop_per_s(kPeak)), InputError);
 }
 
-}  // namespace
+}  // namespace attention_predictor_test
 }  // namespace clustersim

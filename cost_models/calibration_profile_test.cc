@@ -9,7 +9,7 @@
 #include "cost_models/test_support.h"
 
 namespace clustersim {
-namespace {
+namespace calibration_profile_test {
 
 const std::string kSweep = std::string(CLUSTERSIM_SOURCE_DIR) + "/cost_models/testdata/h200_pytorch_sweep.json";
 
@@ -111,5 +111,5 @@ TEST(CalibrationProfile, RejectsMalformedProfilesNamingTheKey) {
   EXPECT_THROW(load_calibration_profile("/nonexistent/profile.json"), InputError);
 }
 
-}  // namespace
+}  // namespace calibration_profile_test
 }  // namespace clustersim

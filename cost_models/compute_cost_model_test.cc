@@ -14,7 +14,7 @@
 #include "cost_models/test_support.h"
 
 namespace clustersim {
-namespace {
+namespace compute_cost_model_test {
 
 const std::string kSweep = std::string(CLUSTERSIM_SOURCE_DIR) + "/cost_models/testdata/h200_pytorch_sweep.json";
 
@@ -229,5 +229,5 @@ TEST(ComputeCostModel, RejectsGpusWithoutSmCountOrBandwidth) {
   EXPECT_THROW(model.gemm_time(4096, 4096, 4096, DataType::kFp8), InputError);
 }
 
-}  // namespace
+}  // namespace compute_cost_model_test
 }  // namespace clustersim

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace clustersim {
 
@@ -23,7 +24,6 @@ struct TileShape {
 // Output tiles of cuBLAS's sm90 tensor-core kernels (kernel names carry "tilesize128x256x64" etc.).
 constexpr std::array kTiles{TileShape{128, 256}, TileShape{256, 128}, TileShape{128, 128}};
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 GemmAlignment stride_alignment(int64_t elements, int64_t element_bytes) {
   const int64_t bytes = elements * element_bytes;

@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace gemm_efficiency_model_test {
 
 GemmShape bf16(int64_t m, int64_t n, int64_t k) { return GemmShape{m, n, k, 1, DataType::kBf16, false}; }
 
@@ -102,5 +102,5 @@ TEST(GemmEfficiencyModel, RejectsNonPositiveShapesAndSmCounts) {
   EXPECT_THROW(model.efficiency(GemmShape{16, 16, 16, 0, DataType::kBf16, false}), InputError);
 }
 
-}  // namespace
+}  // namespace gemm_efficiency_model_test
 }  // namespace clustersim

@@ -20,7 +20,6 @@ constexpr int64_t kLineBytes = 128;
 // gemm.csv (CUBLASLT_MATMUL_TILE_128x256, _256x128, _128x128).
 constexpr std::array<std::pair<int64_t, int64_t>, 3> kLargeTiles{{{128, 256}, {256, 128}, {128, 128}}};
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

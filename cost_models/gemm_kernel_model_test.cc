@@ -8,7 +8,7 @@
 #include "cost_models/gemm_efficiency_model.h"
 
 namespace clustersim {
-namespace {
+namespace gemm_kernel_model_test {
 
 const FlopRate kBf16Peak = FlopRate::teraflop_per_s(989);  // H200 dense bf16 (hardware preset)
 
@@ -184,5 +184,5 @@ TEST(GemmKernelModel, RejectsBadInput) {
   EXPECT_THROW(model.explain(shape(16, 16, 16), FlopRate()), InputError);
 }
 
-}  // namespace
+}  // namespace gemm_kernel_model_test
 }  // namespace clustersim

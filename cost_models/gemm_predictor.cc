@@ -11,7 +11,7 @@ namespace clustersim {
 
 namespace {
 
-constexpr size_t kNeighbours = 8;
+constexpr size_t kGemmNeighbours = 8;
 constexpr double kSigmaOctaves = 1.0;
 // Distance added between a bf16 and an fp16 sample (header).
 constexpr double kOtherDtypeOctaves = 2.0;
@@ -103,7 +103,7 @@ Duration GemmPredictor::predict_without(const GemmShape& shape, size_t excluded)
     }
   }
   if (by_distance.empty()) return base;
-  const size_t k = std::min(kNeighbours, by_distance.size());
+  const size_t k = std::min(kGemmNeighbours, by_distance.size());
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
   if (by_distance.front().first == 0 && same_class(points_[by_distance.front().second].shape, shape)) {
     return samples_[by_distance.front().second].time;

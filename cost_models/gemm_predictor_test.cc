@@ -5,7 +5,7 @@
 #include <cmath>
 
 namespace clustersim {
-namespace {
+namespace gemm_predictor_test {
 
 // A baseline of 1 ps per FLOP: expectations below follow from ratios to it.
 Duration flat_baseline(const GemmShape& s) { return Duration::picoseconds(static_cast<int64_t>(s.flops())); }
@@ -109,5 +109,5 @@ TEST(GemmPredictor, Fp32HasNoSlowPathClass) {
   EXPECT_NEAR(ratio_of(p, shape(4091, 4091, 4091, DataType::kFp32)), 0.5, 1e-6);
 }
 
-}  // namespace
+}  // namespace gemm_predictor_test
 }  // namespace clustersim

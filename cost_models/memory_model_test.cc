@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace memory_model_test {
 
 constexpr double kGiB = 1073741824.0;
 
@@ -159,5 +159,5 @@ TEST(MemoryModel, RejectsInvalidSettingsNamingTheField) {
   }
 }
 
-}  // namespace
+}  // namespace memory_model_test
 }  // namespace clustersim

@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace power_model_test {
 
 // The H200 SXM as its preset gives it (scenarios/hardware/gpus/h200-sxm-141gb.yaml).
 GpuSpec h200() {
@@ -152,5 +152,5 @@ TEST(PowerModel, ScalesOtherGpusByTheirLimit) {
               (1 - 0.5 * PowerModel::kRateShare) * b.gemm_dynamic_w(DataType::kBf16) * 1e-3, 1e-9);
 }
 
-}  // namespace
+}  // namespace power_model_test
 }  // namespace clustersim

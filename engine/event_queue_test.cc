@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace clustersim {
-namespace {
+namespace event_queue_test {
 
 Time at_ns(double ns) { return Time::zero() + Duration::nanoseconds(ns); }
 
@@ -95,5 +95,5 @@ TEST(EventQueue, CompactionKeepsTheOrderOfTheLiveEvents) {
   EXPECT_EQ(order, expected);
 }
 
-}  // namespace
+}  // namespace event_queue_test
 }  // namespace clustersim

@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace simulator_test {
 
 TEST(Simulator, AdvancesClockToEachEvent) {
   Simulator sim;
@@ -58,5 +58,5 @@ TEST(Simulator, FingerprintIsDeterministic) {
   EXPECT_NE(build(0), build(1));
 }
 
-}  // namespace
+}  // namespace simulator_test
 }  // namespace clustersim

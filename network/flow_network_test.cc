@@ -12,7 +12,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace flow_network_test {
 
 // Runs flows started at time zero and records when each one completes.
 class Recorder {
@@ -369,5 +369,5 @@ TEST(FlowNetwork, Deterministic) {
   for (Time t : first.first) EXPECT_LT(t, Time::max());
 }
 
-}  // namespace
+}  // namespace flow_network_test
 }  // namespace clustersim

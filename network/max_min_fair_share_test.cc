@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace clustersim {
-namespace {
+namespace max_min_fair_share_test {
 
 // k flows on one link get capacity / k each.
 TEST(MaxMinFairShare, EqualSplitOnOneLink) {
@@ -93,5 +93,5 @@ TEST(MaxMinFairShare, SolverIsReusable) {
   }
 }
 
-}  // namespace
+}  // namespace max_min_fair_share_test
 }  // namespace clustersim

@@ -11,7 +11,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace layout_search_test {
 
 // A 5.6B-parameter GPT (12 layers, h 6144, 48 heads): 18 bytes per parameter do not fit one 80 GB
 // GPU, so the space has out-of-memory layouts, and 16 GPUs simulate quickly at flow fidelity.
@@ -291,5 +291,5 @@ TEST(LayoutSearch, CostPerTokenCountsTheGpusALayoutUses) {
   EXPECT_LE(r.ranking[0].metrics.gpu_seconds_per_token, r.ranking[1].metrics.gpu_seconds_per_token);
 }
 
-}  // namespace
+}  // namespace layout_search_test
 }  // namespace clustersim

@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace layout_test {
 
 // A dense model context with everything divisible unless a test changes it.
 LayoutContext context(int layers, int gpus, int64_t global_batch = 64, int64_t micro_batch = 1) {
@@ -133,5 +133,5 @@ TEST(Layout, ScheduleAndOtherRules) {
   EXPECT_NE(rejection(Layout{.cp = 2}, cp).find("multiple of 2·cp = 4"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace layout_test
 }  // namespace clustersim

@@ -20,7 +20,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace moe_cp_test {
 
 TrainingSpec training(int64_t seq_len, int64_t micro_batch, int64_t global_batch) {
   TrainingSpec t;
@@ -388,5 +388,5 @@ TEST(LayoutSearch, SpaceCoversExpertAndContextSizes) {
   EXPECT_GT(ranked_ep.size(), 1U);
 }
 
-}  // namespace
+}  // namespace moe_cp_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include <set>
 
 namespace clustersim {
-namespace {
+namespace pipeline_schedule_test {
 
 TEST(PipelineSchedule, L5InterleavedWarmupFollowsMegatronFormula) {
   const int p = 4, v = 2, m = 8;
@@ -60,11 +60,11 @@ TEST(PipelineSchedule, OneFOneBWarmupAndGpipe) {
   EXPECT_EQ(peak_inflight_passes(PipelineSchedule::kGpipe, 0, 4, 8, 1), 8);
 }
 
-}  // namespace
+}  // namespace pipeline_schedule_test
 }  // namespace clustersim
 
 namespace clustersim {
-namespace {
+namespace pipeline_schedule_test {
 
 // One stage has no pipeline: every schedule runs each micro-batch forward then backward, one at a
 // time (Megatron-LM's forward_backward_no_pipelining), so GPipe holds one micro-batch, not m.
@@ -82,5 +82,5 @@ TEST(PipelineSchedule, OneStageRunsMicroBatchesOneAtATime) {
   EXPECT_EQ(peak_inflight_passes(PipelineSchedule::kGpipe, 0, 2, 8, 1), 8);  // two stages: all m
 }
 
-}  // namespace
+}  // namespace pipeline_schedule_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include <set>
 
 namespace clustersim {
-namespace {
+namespace rank_grid_test {
 
 TEST(RankGrid, DefaultOrderKeepsTensorGroupsConsecutive) {
   Layout l{.tp = 4, .pp = 2, .dp = 2};
@@ -51,5 +51,5 @@ TEST(RankGrid, ExpertGroupsPartitionEachStage) {
   EXPECT_EQ(grid.group_of(GroupKind::kExpertData, 0), (std::vector<int>{0, 8}));
 }
 
-}  // namespace
+}  // namespace rank_grid_test
 }  // namespace clustersim

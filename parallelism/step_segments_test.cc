@@ -15,7 +15,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace step_segments_test {
 
 ModelSpec small_gpt() {
   ModelSpec m = testing::gpt3_175b();
@@ -97,11 +97,11 @@ TEST(StageMemory, IsTheMemoryTheProgramBuilderReports) {
   }
 }
 
-}  // namespace
+}  // namespace step_segments_test
 }  // namespace clustersim
 
 namespace clustersim {
-namespace {
+namespace step_segments_test {
 
 // training.framework pytorch-eager: one micro-batch per GPU, alone or under DistributedDataParallel.
 // With dp > 1 the peak adds DDP's bucket copy of the gradients (4 B per fp32 gradient) and the step
@@ -209,5 +209,5 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
                InputError);
 }
 
-}  // namespace
+}  // namespace step_segments_test
 }  // namespace clustersim

@@ -6,7 +6,7 @@
 #include "topology/cluster.h"
 
 namespace clustersim {
-namespace {
+namespace step_simulation_test {
 
 ClusterSpec single_node(int gpus) { return testing::h100_cluster(1, gpus, FabricType::kSingleSwitch); }
 
@@ -68,5 +68,5 @@ TEST(StepSimulation, GpipeAndFewerMicrobatchesThanStages) {
   EXPECT_EQ(simulate_step(cluster, few, compute_only(4, 1, f, b), 2, {}).step_time, (f + b) * (2 + 3));
 }
 
-}  // namespace
+}  // namespace step_simulation_test
 }  // namespace clustersim

@@ -18,7 +18,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace tp_comm_overlap_test {
 
 TrainingSpec training(int64_t seq_len, int64_t global_batch) {
   TrainingSpec t;
@@ -252,5 +252,5 @@ TEST(TpCommOverlap, NeedsSequenceParallelism) {
   EXPECT_THROW(validate_layout(single, c), InputError);
 }
 
-}  // namespace
+}  // namespace tp_comm_overlap_test
 }  // namespace clustersim

@@ -9,7 +9,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace training_simulation_test {
 
 // A GPT of 12 layers, h 2048: small enough to simulate every rank of 16 GPUs quickly.
 ModelSpec small_gpt() {
@@ -201,5 +201,5 @@ TEST(TrainingSimulation, RejectsInvalidLayoutsWithNamedFields) {
   }
 }
 
-}  // namespace
+}  // namespace training_simulation_test
 }  // namespace clustersim

@@ -15,7 +15,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace zero3_gather_test {
 
 // A GPT of 4 layers, h 2048 (12h² + 13h = 50,358,272 parameters per layer).
 ModelSpec small_gpt() {
@@ -160,5 +160,5 @@ TEST(Zero3Gathers, BucketSizeNeedsZeroThreeAndADenseModel) {
   EXPECT_THROW(validate_layout(zero3(16, kBucket), c), InputError);
 }
 
-}  // namespace
+}  // namespace zero3_gather_test
 }  // namespace clustersim

@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace config_document_test {
 
 const Schema& test_schema() {
   static const Schema schema = [] {
@@ -217,5 +217,5 @@ TEST(Schema, PrintsEveryKeyWithTypeAndDefault) {
   EXPECT_NE(text.find("bandwidth, e.g."), std::string::npos);
 }
 
-}  // namespace
+}  // namespace config_document_test
 }  // namespace clustersim

@@ -12,20 +12,9 @@ namespace clustersim {
 
 namespace {
 
-KeyDef key(std::string path, ValueType type, std::string description, std::string default_text = "",
-           bool required = false) {
-  KeyDef k;
-  k.path = std::move(path);
-  k.type = type;
-  k.description = std::move(description);
-  k.default_text = std::move(default_text);
-  k.required = required;
-  return k;
-}
-
 // Counts are held in int; every bound is far above real hardware (kMaxNodeGpus).
 KeyDef count(std::string path, std::string description, std::string default_text, double min, double max) {
-  KeyDef k = key(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
+  KeyDef k = key_def(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
   k.min = min;
   k.max = max;
   return k;
@@ -46,22 +35,22 @@ std::string default_data_dir() {
 const Schema& HardwareCatalog::gpu_schema() {
   static const Schema schema = [] {
     Schema s("GPU preset");
-    s.key(key("name", ValueType::kString, "GPU model name, e.g. H100-SXM5-80GB", "", true));
+    s.key(key_def("name", ValueType::kString, "GPU model name, e.g. H100-SXM5-80GB", "", true));
     s.section("dense_peak", "dense (non-sparse) math peak per data type, from the datasheet");
     for (const char* t : {"bf16", "fp16", "fp8", "tf32", "fp32"}) {
-      s.key(key(fmt::format("dense_peak.{}", t), ValueType::kFlopRate, fmt::format("dense {} peak", t)));
+      s.key(key_def(fmt::format("dense_peak.{}", t), ValueType::kFlopRate, fmt::format("dense {} peak", t)));
     }
-    s.key(key("hbm_capacity", ValueType::kBytes, "device memory capacity as the datasheet states it", "", true));
-    s.key(key("hbm_bandwidth", ValueType::kBandwidth, "datasheet device-memory bandwidth", "", true));
-    s.key(key("nvlink_bandwidth", ValueType::kBandwidth, "NVLink bandwidth per direction, all links (absent: no NVLink)"));
+    s.key(key_def("hbm_capacity", ValueType::kBytes, "device memory capacity as the datasheet states it", "", true));
+    s.key(key_def("hbm_bandwidth", ValueType::kBandwidth, "datasheet device-memory bandwidth", "", true));
+    s.key(key_def("nvlink_bandwidth", ValueType::kBandwidth, "NVLink bandwidth per direction, all links (absent: no NVLink)"));
     s.key(count("nvlink_links", "number of NVLink links", "0", 0, kMaxNodeGpus));
     s.key(count("sm_count", "streaming multiprocessors", "", 1, kMaxSmCount));
-    s.key(key("supports_nvls", ValueType::kBool, "NVLink SHARP in-switch reduction (Hopper and later)", "false"));
-    KeyDef limit = key("power_limit", ValueType::kPower,
+    s.key(key_def("supports_nvls", ValueType::kBool, "NVLink SHARP in-switch reduction (Hopper and later)", "false"));
+    KeyDef limit = key_def("power_limit", ValueType::kPower,
                        "board power limit (TDP) from the datasheet, e.g. \"700 W\" (absent: no power model)");
     limit.min = 1.0;
     s.key(limit);
-    s.key(key("idle_power", ValueType::kPower,
+    s.key(key_def("idle_power", ValueType::kPower,
               "board power with a CUDA context open and no kernel running (needs power_limit; absent: "
               "0.176 x power_limit, the H200's measured 123 W of 700 W)"));
     return s;
@@ -72,9 +61,9 @@ const Schema& HardwareCatalog::gpu_schema() {
 const Schema& HardwareCatalog::nic_schema() {
   static const Schema schema = [] {
     Schema s("NIC preset");
-    s.key(key("name", ValueType::kString, "adapter name", "", true));
-    s.key(key("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true));
-    s.key(hop_latency(key("latency", ValueType::kDuration, "adapter latency per traversal", "", true)));
+    s.key(key_def("name", ValueType::kString, "adapter name", "", true));
+    s.key(key_def("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true));
+    s.key(hop_latency(key_def("latency", ValueType::kDuration, "adapter latency per traversal", "", true)));
     return s;
   }();
   return schema;
@@ -83,36 +72,36 @@ const Schema& HardwareCatalog::nic_schema() {
 const Schema& HardwareCatalog::node_schema() {
   static const Schema schema = [] {
     Schema s("node preset");
-    s.key(key("name", ValueType::kString, "node name, e.g. dgx-h100", "", true));
-    s.key(key("gpu", ValueType::kString, "GPU preset name (hardware/gpus/) or a path", "", true));
+    s.key(key_def("name", ValueType::kString, "node name, e.g. dgx-h100", "", true));
+    s.key(key_def("gpu", ValueType::kString, "GPU preset name (hardware/gpus/) or a path", "", true));
     s.key(count("gpus", "GPUs in the node", "8", 1, kMaxNodeGpus));
-    KeyDef intra = key("intra", ValueType::kEnum, "how the GPUs are joined", "nvswitch");
+    KeyDef intra = key_def("intra", ValueType::kEnum, "how the GPUs are joined", "nvswitch");
     intra.choices = {"nvswitch", "nvlink-mesh", "pcie"};
     s.key(intra);
-    s.key(hop_latency(key("nvlink_latency", ValueType::kDuration, "GPU to GPU over NVLink (one switch or mesh hop)", "1 us")));
-    s.key(key("nvlink_link_bandwidth", ValueType::kBandwidth, "one NVLink link per direction (mesh nodes)",
+    s.key(hop_latency(key_def("nvlink_latency", ValueType::kDuration, "GPU to GPU over NVLink (one switch or mesh hop)", "1 us")));
+    s.key(key_def("nvlink_link_bandwidth", ValueType::kBandwidth, "one NVLink link per direction (mesh nodes)",
               "25 GB/s"));
     s.section_list("mesh", "point-to-point NVLink edges of an nvlink-mesh node");
     s.key(count("mesh[].gpu_a", "first GPU of the edge", "", 0, kMaxNodeGpus - 1));
     s.key(count("mesh[].gpu_b", "second GPU of the edge", "", 0, kMaxNodeGpus - 1));
     s.key(count("mesh[].links", "parallel NVLink links on the edge", "1", 1, kMaxNodeGpus));
     s.section("pcie", "PCIe tree: GPUs and NICs on PCIe switches under CPU sockets");
-    s.key(key("pcie.switch_link", ValueType::kBandwidth, "GPU/NIC to PCIe switch, per direction", "25 GB/s"));
-    s.key(key("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
+    s.key(key_def("pcie.switch_link", ValueType::kBandwidth, "GPU/NIC to PCIe switch, per direction", "25 GB/s"));
+    s.key(key_def("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
               "25 GB/s"));
-    s.key(key("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
-    s.key(hop_latency(key("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns")));
+    s.key(key_def("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
+    s.key(hop_latency(key_def("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns")));
     s.key(count("pcie.switches", "PCIe switches", "2", 1, kMaxNodeGpus));
     s.key(count("pcie.sockets", "CPU sockets", "2", 1, kMaxNodeGpus));
-    s.key(key("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
+    s.key(key_def("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
               "true"));
-    s.key(key("nic", ValueType::kString, "NIC preset name (hardware/nics/) or a path", "", true));
+    s.key(key_def("nic", ValueType::kString, "NIC preset name (hardware/nics/) or a path", "", true));
     s.key(count("nics", "compute-fabric NICs in the node", "8", 1, kMaxNodeGpus));
-    KeyDef affinity = key("nic_of_gpu", ValueType::kIntList, "NIC used by each GPU (default: GPU g -> NIC g*nics/gpus)");
+    KeyDef affinity = key_def("nic_of_gpu", ValueType::kIntList, "NIC used by each GPU (default: GPU g -> NIC g*nics/gpus)");
     affinity.min = 0;
     affinity.max = kMaxNodeGpus - 1;
     s.key(affinity);
-    s.key(key("overhead_power", ValueType::kPower,
+    s.key(key_def("overhead_power", ValueType::kPower,
               "power of the node besides its GPUs (CPUs, memory, NICs, fans, conversion), for energy reports; "
               "\"0 W\": not given",
               "0 W"));

@@ -15,31 +15,22 @@ namespace clustersim {
 
 namespace {
 
-KeyDef key(std::string path, ValueType type, std::string description, std::string default_text = "") {
-  KeyDef k;
-  k.path = std::move(path);
-  k.type = type;
-  k.description = std::move(description);
-  k.default_text = std::move(default_text);
-  return k;
-}
-
 KeyDef integer(std::string path, std::string description, std::string default_text, double min,
                std::optional<double> max = std::nullopt) {
-  KeyDef k = key(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
+  KeyDef k = key_def(std::move(path), ValueType::kInt, std::move(description), std::move(default_text));
   k.min = min;
   k.max = max;
   return k;
 }
 
 KeyDef choice(std::string path, std::string description, std::string default_text, std::vector<std::string> choices) {
-  KeyDef k = key(std::move(path), ValueType::kEnum, std::move(description), std::move(default_text));
+  KeyDef k = key_def(std::move(path), ValueType::kEnum, std::move(description), std::move(default_text));
   k.choices = std::move(choices);
   return k;
 }
 
 KeyDef real(std::string path, std::string description, std::string default_text, double min, double max) {
-  KeyDef k = key(std::move(path), ValueType::kReal, std::move(description), std::move(default_text));
+  KeyDef k = key_def(std::move(path), ValueType::kReal, std::move(description), std::move(default_text));
   k.min = min;
   k.max = max;
   return k;
@@ -63,7 +54,7 @@ constexpr int64_t kMaxExperts = 1 << 16;
 constexpr int64_t kMaxSeqLen = 1 << 24;
 
 void add_model_keys(Schema& s, const std::string& prefix) {
-  s.key(key(prefix + "name", ValueType::kString, "model name shown in reports"));
+  s.key(key_def(prefix + "name", ValueType::kString, "model name shown in reports"));
   s.key(integer(prefix + "layers", "transformer layers L", "", 1, kMaxLayers));
   s.key(integer(prefix + "hidden", "hidden size h", "", 1, kMaxHidden));
   s.key(integer(prefix + "ffn_hidden", "MLP intermediate size (4h for GPT)", "", 1, 4 * kMaxHidden));
@@ -78,14 +69,14 @@ void add_model_keys(Schema& s, const std::string& prefix) {
                "learned", {"learned", "rope", "alibi"}));
   s.key(integer(prefix + "max_position_embeddings", "rows of a learned position table (0 = seq_len)", "0", 0,
                 kMaxSeqLen));
-  s.key(key(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
+  s.key(key_def(prefix + "tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"));
   s.key(integer(prefix + "make_vocab_size_divisible_by",
                 "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by; default 1, "
                 "no padding, with framework pytorch-eager)",
                 "128", 1,
                 kMaxVocab));
-  s.key(key(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
-  s.key(key(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
+  s.key(key_def(prefix + "linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"));
+  s.key(key_def(prefix + "qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"));
   s.key(integer(prefix + "sliding_window",
                 "sliding-window attention: each query attends to the last N tokens, itself included (0 = full "
                 "causal attention; Mistral, Gemma 2/3, GPT-OSS)",
@@ -94,7 +85,7 @@ void add_model_keys(Schema& s, const std::string& prefix) {
                 "with sliding_window: every N-th layer (N-1, 2N-1, ...) attends to the whole sequence (0 = none; "
                 "GPT-OSS and Gemma 2: 2, Gemma 3: 6)",
                 "0", 0, kMaxLayers));
-  s.key(key(prefix + "attention_sinks", ValueType::kBool,
+  s.key(key_def(prefix + "attention_sinks", ValueType::kBool,
             "a learned sink logit per head in every softmax (GPT-OSS): one parameter per head and layer", "false"));
   const std::string moe = prefix + "moe";
   s.section(moe, "mixture-of-experts MLP (absent: dense)");
@@ -127,14 +118,14 @@ void add_model_keys(Schema& s, const std::string& prefix) {
 const std::vector<std::string> kDtypes16 = {"bf16", "fp16", "fp32"};
 
 KeyDef int_list(std::string path, std::string description, double min, std::optional<double> max = std::nullopt) {
-  KeyDef k = key(std::move(path), ValueType::kIntList, std::move(description));
+  KeyDef k = key_def(std::move(path), ValueType::kIntList, std::move(description));
   k.min = min;
   k.max = max;
   return k;
 }
 
 KeyDef string_list(std::string path, std::string description, std::vector<std::string> choices) {
-  KeyDef k = key(std::move(path), ValueType::kStringList, std::move(description));
+  KeyDef k = key_def(std::move(path), ValueType::kStringList, std::move(description));
   k.choices = std::move(choices);
   return k;
 }
@@ -165,20 +156,20 @@ void add_search_keys(Schema& s) {
                     {"false", "true"}));
   s.key(string_list("search.schedule", "pipeline schedules (absent: 1f1b and interleaved-1f1b)",
                     {"gpipe", "1f1b", "interleaved-1f1b"}));
-  s.key(key("search.order", ValueType::kStringList, "rank orders, innermost first (absent: parallelism.order)"));
+  s.key(key_def("search.order", ValueType::kStringList, "rank orders, innermost first (absent: parallelism.order)"));
   s.key(choice("search.global_batch",
                "fixed: every layout trains training.global_batch; maximum: the largest batch up to it that the "
                "layout divides",
                "fixed", {"fixed", "maximum"}));
-  s.key(key("search.allow_idle_gpus", ValueType::kBool, "layouts may leave GPUs idle (tp·cp·pp·dp < GPUs)", "false"));
-  s.key(key("search.uneven_stages", ValueType::kBool,
+  s.key(key_def("search.allow_idle_gpus", ValueType::kBool, "layouts may leave GPUs idle (tp·cp·pp·dp < GPUs)", "false"));
+  s.key(key_def("search.uneven_stages", ValueType::kBool,
             "pp need not divide the layers: the first and last stages get fewer (explicit stage_layers)", "false"));
   s.key(choice("search.objective", "what the ranking maximises (cost: GPU-seconds per token)", "tokens_per_s",
                {"tokens_per_s", "step_time", "mfu", "cost_per_token"}));
   s.key(real("search.gpu_hour_price", "price of one GPU-hour for cost reports (0: report GPU-hours only)", "0", 0,
              1e9));
-  s.key(key("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
-  s.key(key("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
+  s.key(key_def("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
+  s.key(key_def("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
   s.key(integer("search.top", "layouts reported", "10", 1, kMaxSearchLayouts));
   s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0,
                 kMaxSearchLayouts));
@@ -189,25 +180,25 @@ void add_search_keys(Schema& s) {
 
 Schema build_scenario_schema() {
   Schema s("scenario");
-  s.key(key("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
-  s.key(key("description", ValueType::kString, "free text", ""));
-  s.key(key("calibration", ValueType::kString,
+  s.key(key_def("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
+  s.key(key_def("description", ValueType::kString, "free text", ""));
+  s.key(key_def("calibration", ValueType::kString,
             "calibration profile name (scenarios/profiles/<name>.json) or path; absent: datasheet defaults"));
   s.key(integer("seed", "seed of every random choice (ECMP hashing, noise)", "1", 0));
 
   s.section("cluster", "the GPUs and the networks between them");
-  s.key(key("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
+  s.key(key_def("cluster.node", ValueType::kString, "node preset (scenarios/hardware/nodes/) or path to a node file"));
   s.key(integer("cluster.nodes", "number of nodes", "1", 1, kMaxClusterNodes));
   s.key(integer("cluster.gpus_per_node", "GPUs used per node (0 = all of the node's GPUs)", "0", 0, kMaxNodeGpus));
   s.section_list("cluster.node_groups", "heterogeneous clusters: groups of identical nodes, in order");
-  s.key(key("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
+  s.key(key_def("cluster.node_groups[].node", ValueType::kString, "node preset or path"));
   s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxClusterNodes));
   s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0, kMaxNodeGpus));
   s.section("cluster.fabric", "the inter-node network");
   s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
                {"single-switch", "fat-tree", "rail-optimized"}));
-  s.key(key("cluster.fabric.nic", ValueType::kString, "NIC preset replacing the node's NIC (scenarios/hardware/nics/)"));
-  s.key(hop_latency(key("cluster.fabric.switch_latency", ValueType::kDuration,
+  s.key(key_def("cluster.fabric.nic", ValueType::kString, "NIC preset replacing the node's NIC (scenarios/hardware/nics/)"));
+  s.key(hop_latency(key_def("cluster.fabric.switch_latency", ValueType::kDuration,
                         "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ "
                         "300 ns)",
                         "300 ns")));
@@ -221,7 +212,7 @@ Schema build_scenario_schema() {
              fmt::format("{}", kDefaultPue), 1, kMaxPue));
 
   s.section("model", "the transformer");
-  s.key(key("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));
+  s.key(key_def("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));
   add_model_keys(s, "model.");
 
   s.section("training", "what one optimizer step processes and how");
@@ -235,9 +226,9 @@ Schema build_scenario_schema() {
                "",
                kDtypes16));
   s.key(choice("training.grads_dtype", "gradient buffer dtype (Megatron: fp32 main grads)", "fp32", kDtypes16));
-  s.key(key("training.master_weights", ValueType::kBool,
+  s.key(key_def("training.master_weights", ValueType::kBool,
             "fp32 master copy of the parameters (default false with framework pytorch-eager)", "true"));
-  s.key(key("training.fp32_grad_copy", ValueType::kBool,
+  s.key(key_def("training.fp32_grad_copy", ValueType::kBool,
             "an extra fp32 gradient copy next to 16-bit gradients (DeepSpeed ZeRO's accounting)", "false"));
   s.key(choice("training.optimizer_state_dtype", "Adam moments dtype", "fp32", {"fp32", "bf16"}));
   s.key(choice("training.optimizer", "optimizer", "adam", {"adam", "sgd"}));
@@ -255,17 +246,17 @@ Schema build_scenario_schema() {
                "flash backend, priced per call shape) or flash-v1 (flash-attn 1.x: half cudnn's default rate; "
                "framework megatron)",
                "cudnn", {"cudnn", "sdpa-flash", "flash-v1"}));
-  s.key(key("training.fused_norm", ValueType::kBool,
+  s.key(key_def("training.fused_norm", ValueType::kBool,
             "RMSNorm as one fused kernel (Transformer Engine's); false: the ATen kernels of RMSNorm written in "
             "PyTorch operations, x·rsqrt(mean(x²)+ε)·w (workloads/aten_kernels.h)",
             "true"));
-  s.key(key("training.fused_rope", ValueType::kBool,
+  s.key(key_def("training.fused_rope", ValueType::kBool,
             "RoPE as one fused kernel (Megatron --apply-rope-fusion); false: the ATen kernels of rotate-half RoPE",
             "true"));
-  s.key(key("training.fused_swiglu", ValueType::kBool,
+  s.key(key_def("training.fused_swiglu", ValueType::kBool,
             "SwiGLU's gate as one fused kernel (Megatron --bias-swiglu-fusion); false: silu(a)·g as ATen kernels",
             "true"));
-  s.key(key("training.fused_softmax", ValueType::kBool,
+  s.key(key_def("training.fused_softmax", ValueType::kBool,
             "naive attention's scale-mask-softmax as one fused kernel (Megatron --masked-softmax-fusion); false: "
             "copy, masked_fill_ and softmax as ATen kernels (needs attention: naive)",
             "true"));
@@ -280,7 +271,7 @@ Schema build_scenario_schema() {
   s.key(real("training.moe_routing.skew",
              "the busiest expert's tokens over the mean expert's (1 = balanced; at most num_experts / top_k)", "1", 1,
              1e6));
-  KeyDef expert_load = key("training.moe_routing.expert_load", ValueType::kIntList,
+  KeyDef expert_load = key_def("training.moe_routing.expert_load", ValueType::kIntList,
                            "per-expert token histogram (one count per expert; replaces skew)");
   expert_load.min = 0;
   s.key(expert_load);
@@ -308,22 +299,22 @@ Schema build_scenario_schema() {
   s.key(integer("parallelism.layers_per_virtual_stage",
                 "layers per model chunk (Megatron --num-layers-per-virtual-pipeline-stage; 0 = use vpp)", "0", 0,
                 kMaxLayers));
-  KeyDef stage_layers = key("parallelism.stage_layers", ValueType::kIntList,
+  KeyDef stage_layers = key_def("parallelism.stage_layers", ValueType::kIntList,
                             "explicit layers per pipeline stage, one per stage (default: even split)");
   stage_layers.min = 1;
   stage_layers.max = kMaxLayers;
   s.key(stage_layers);
-  s.key(key("parallelism.sequence_parallel", ValueType::kBool, "Megatron sequence parallelism (needs tp > 1)",
+  s.key(key_def("parallelism.sequence_parallel", ValueType::kBool, "Megatron sequence parallelism (needs tp > 1)",
             "false"));
   s.key(integer("parallelism.zero", "ZeRO stage: 0 none, 1 optimizer state (= distributed optimizer), 2 + grads, 3 + "
                 "params",
                 "0", 0, 3));
-  s.key(key("parallelism.distributed_optimizer", ValueType::kBool,
+  s.key(key_def("parallelism.distributed_optimizer", ValueType::kBool,
             "Megatron's distributed optimizer (shards optimizer state like ZeRO-1)", "false"));
   s.key(choice("parallelism.schedule", "pipeline schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"}));
-  s.key(key("parallelism.order", ValueType::kString, "rank order, innermost first", "tp-cp-ep-dp-pp"));
-  s.key(key("parallelism.overlap_grad_reduce", ValueType::kBool, "overlap gradient reduction with backward", "true"));
-  s.key(key("parallelism.overlap_param_gather", ValueType::kBool,
+  s.key(key_def("parallelism.order", ValueType::kString, "rank order, innermost first", "tp-cp-ep-dp-pp"));
+  s.key(key_def("parallelism.overlap_grad_reduce", ValueType::kBool, "overlap gradient reduction with backward", "true"));
+  s.key(key_def("parallelism.overlap_param_gather", ValueType::kBool,
             "overlap the distributed optimizer's parameter all-gather with the next forward", "false"));
   s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
                 "40000000", 1));
@@ -332,7 +323,7 @@ Schema build_scenario_schema() {
                "(with zero 1: DeepSpeed's bf16 optimizer under pipeline parallelism all-reduces whole fp32 gradients, "
                "then each rank updates its shard), reduce_scatter (needs zero >= 1)",
                "auto", {"auto", "all_reduce", "reduce_scatter"}));
-  s.key(key("parallelism.tp_comm_overlap", ValueType::kBool,
+  s.key(key_def("parallelism.tp_comm_overlap", ValueType::kBool,
             "Megatron --tp-comm-overlap: sequence-parallel all-gathers and reduce-scatters overlapped with the QKV, "
             "projection and MLP GEMMs as Transformer Engine's userbuffers run them (needs tp > 1 and sequence_parallel)",
             "false"));
@@ -353,11 +344,11 @@ Schema build_scenario_schema() {
                 "largest expert- or context-parallel group (max(ep, cp)) simulated with flow fidelity under auto: "
                 "an all-to-all of n ranks is n(n-1) flows",
                 "64", 1, kMaxClusterGpus));
-  s.key(key("simulation.representative", ValueType::kBool,
+  s.key(key_def("simulation.representative", ValueType::kBool,
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
-  s.key(key("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
+  s.key(key_def("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
             "false"));
-  s.key(key("simulation.power_model", ValueType::kBool,
+  s.key(key_def("simulation.power_model", ValueType::kBool,
             "run each GPU under its power limit (clock governor, cost_models/power_model.h) and report energy; "
             "false: full clock throughout, no energy figures",
             kDefaultPowerModel ? "true" : "false"));
@@ -368,7 +359,7 @@ Schema build_scenario_schema() {
 
 Schema build_model_preset_schema() {
   Schema s("model preset");
-  s.key(key("source", ValueType::kString, "where the numbers come from"));
+  s.key(key_def("source", ValueType::kString, "where the numbers come from"));
   add_model_keys(s, "");
   return s;
 }

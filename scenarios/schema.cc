@@ -36,6 +36,16 @@ std::string format_bound(double v) {
 
 }  // namespace
 
+KeyDef key_def(std::string path, ValueType type, std::string description, std::string default_text, bool required) {
+  KeyDef k;
+  k.path = std::move(path);
+  k.type = type;
+  k.description = std::move(description);
+  k.default_text = std::move(default_text);
+  k.required = required;
+  return k;
+}
+
 PhysicalRange physical_range(const KeyDef& def) {
   PhysicalRange r;
   switch (def.type) {

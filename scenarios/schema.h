@@ -46,6 +46,11 @@ struct KeyDef {
   bool required = false;
 };
 
+// A key definition with the common fields set (the builders of the scenario and preset schemas
+// add bounds and choices to it).
+KeyDef key_def(std::string path, ValueType type, std::string description, std::string default_text = "",
+               bool required = false);
+
 // Bounds of a dimensioned type that no key of it may leave: values beyond them are typing errors
 // ("1e18 ps", "1e-300 TFLOP/s") that would overflow int64 picoseconds later in the simulation.
 //   kDuration  0 s .. 1 day (86,400 s; the longest time a scenario key gives);

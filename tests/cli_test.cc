@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 
 namespace clustersim {
-namespace {
+namespace cli_test {
 
 using cli_test::Result;
 using cli_test::run;
@@ -635,5 +635,5 @@ TEST(Cli, HelpConfigListsEveryKey) {
   }
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace clustersim

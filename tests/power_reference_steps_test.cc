@@ -14,7 +14,7 @@
 #include "tools/run_command.h"
 
 namespace clustersim {
-namespace {
+namespace power_reference_steps_test {
 
 struct MeasuredStep {
   const char* scenario;
@@ -66,5 +66,5 @@ TEST_P(ReferenceStepPower, AveragePowerAndEnergyMatchTheMeasurement) {
 
 INSTANTIATE_TEST_SUITE_P(H200, ReferenceStepPower, ::testing::ValuesIn(kSteps));
 
-}  // namespace
+}  // namespace power_reference_steps_test
 }  // namespace clustersim

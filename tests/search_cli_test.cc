@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace {
+namespace search_cli_test {
 
 struct Result {
   int exit_code = -1;
@@ -276,4 +276,4 @@ TEST(SearchCli, AWellFormedSearchThatFindsNothingExitsWith0AndSaysWhy) {
   EXPECT_GT(j["rejected"]["out_of_memory"].get<int>(), 0);
 }
 
-}  // namespace
+}  // namespace search_cli_test

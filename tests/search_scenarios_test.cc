@@ -15,7 +15,7 @@
 #include "tools/search_sc21_report.h"
 
 namespace clustersim {
-namespace {
+namespace search_scenarios_test {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
@@ -98,5 +98,5 @@ TEST(SearchScenarios, L6WithIdleGpusFindsLayoutsWithinTheGpusAndTheBatch) {
   EXPECT_TRUE(natural);
 }
 
-}  // namespace
+}  // namespace search_scenarios_test
 }  // namespace clustersim

@@ -16,7 +16,7 @@
 #include "tools/search_sc21_report.h"
 
 namespace clustersim {
-namespace {
+namespace search_slow_test {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
@@ -67,5 +67,5 @@ TEST(SearchScenariosSlow, Sc21PaperLayoutsRankInTheTopFiveAndTheReportIsCurrent)
   EXPECT_EQ(report.str(), text.str()) << "regenerate: build/bin/clustersim-search-sc21 --out docs/validation/search-sc21.md";
 }
 
-}  // namespace
+}  // namespace search_slow_test
 }  // namespace clustersim

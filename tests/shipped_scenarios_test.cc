@@ -12,7 +12,7 @@
 #include "workloads/parameter_count.h"
 
 namespace clustersim {
-namespace {
+namespace shipped_scenarios_test {
 
 std::vector<std::string> shipped_scenarios() {
   std::vector<std::string> out;
@@ -63,11 +63,11 @@ INSTANTIATE_TEST_SUITE_P(All, ShippedScenario, ::testing::ValuesIn(shipped_scena
                            return name;
                          });
 
-}  // namespace
+}  // namespace shipped_scenarios_test
 }  // namespace clustersim
 
 namespace clustersim {
-namespace {
+namespace shipped_scenarios_test {
 
 // `auto` fidelity: flow up to simulation.flow_max_gpus GPUs and up to
 // simulation.flow_max_all_to_all_ranks ranks in an expert- or context-parallel group.
@@ -88,5 +88,5 @@ TEST(ResolveFidelity, AutoFollowsGpusAndAllToAllRanks) {
   EXPECT_EQ(resolve_fidelity(s, l), Fidelity::kFlow);
 }
 
-}  // namespace
+}  // namespace shipped_scenarios_test
 }  // namespace clustersim

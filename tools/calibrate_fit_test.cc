@@ -12,7 +12,7 @@
 #include "scenarios/scenario.h"
 
 namespace clustersim {
-namespace {
+namespace calibrate_fit_test {
 
 const std::string kData = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/data/h200-2026-11-29";
 const std::string kPublishedSweep =
@@ -251,5 +251,5 @@ TEST(CalibrateFit, RejectsInputWithoutAMachine) {
   EXPECT_THROW(fit_calibration_profile(options, nullptr), InputError);
 }
 
-}  // namespace
+}  // namespace calibrate_fit_test
 }  // namespace clustersim

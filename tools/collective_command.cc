@@ -328,7 +328,7 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
                           {"skipped", skipped_json},
                           {"op", name_of(options.op)},
                           {"gpus", ranks},
-                          {"fidelity", fidelity == Fidelity::kFlow ? "flow" : "analytical"}}
+                          {"fidelity", name_of(fidelity)}}
                .dump(2)
         << "\n";
     return 0;
@@ -338,7 +338,7 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
                      options.fabric == FabricType::kRailOptimized ? "rail-optimized"
                      : options.fabric == FabricType::kFatTree     ? "fat-tree"
                                                                   : "single-switch",
-                     fidelity == Fidelity::kFlow ? "flow" : "analytical");
+                     name_of(fidelity));
   if (!options.fidelity && fidelity == Fidelity::kAnalytical && ranks > kMaxFlowCollectiveRanks) {
     out << fmt::format("# --fidelity auto: a collective over more than {} GPUs runs analytically (closed forms on the "
                        "links' bandwidth); flow fidelity simulates up to {} GPUs\n",

@@ -13,7 +13,7 @@
 #include "scenarios/hardware_presets.h"
 
 namespace clustersim {
-namespace {
+namespace collective_command_test {
 
 nlohmann::json run_json(CollectiveCommandOptions options) {
   options.json = true;
@@ -325,11 +325,11 @@ TEST(CollectiveCommand, BadOptionsAreInputErrors) {
   }
 }
 
-}  // namespace
+}  // namespace collective_command_test
 }  // namespace clustersim
 
 namespace clustersim {
-namespace {
+namespace collective_command_test {
 
 // Flow and analytical fidelity on the shipped node presets, idle clusters, ring and tree all_reduce
 // from 4 KiB to 4 GiB. Measured agreement: within 1e-5 (picosecond rounding) on every NVSwitch
@@ -369,5 +369,5 @@ TEST(CollectiveCommand, FlowAndAnalyticalAgreeOnShippedNodes) {
   }
 }
 
-}  // namespace
+}  // namespace collective_command_test
 }  // namespace clustersim

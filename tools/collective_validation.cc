@@ -18,7 +18,7 @@
 namespace clustersim {
 namespace {
 
-bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+bool mentions(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 // A field of `record` in column `column` of `table`, for messages that name file, line and column.
 struct FieldReader {
@@ -111,7 +111,7 @@ bool is_known_collective(const std::string& collective) {
 // The setup a row describes (SOURCES.md), or the reason it is not simulated.
 std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::string& bw_definition,
                                std::string* reason) {
-  if (!contains(bw_definition, "nccl-tests")) {
+  if (!mentions(bw_definition, "nccl-tests")) {
     *reason = fmt::format("not comparable: \"{}\" is not nccl-tests' algbw/busbw", bw_definition);
     return std::nullopt;
   }
@@ -127,11 +127,11 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
   const std::string& algorithm = row.algorithm;
   if (algorithm.starts_with("Ring")) {
     setup.algorithm = CollectiveAlgorithm::kRing;  // also "Ring (NCCL_NVLS_ENABLE=0)"
-  } else if (algorithm.starts_with("NVLS") || algorithm.starts_with("SHARP") || contains(system, "SHARP")) {
+  } else if (algorithm.starts_with("NVLS") || algorithm.starts_with("SHARP") || mentions(system, "SHARP")) {
     setup.algorithm = CollectiveAlgorithm::kNvls;
   }
 
-  if (contains(row.source, "a3mega")) {
+  if (mentions(row.source, "a3mega")) {
     // GCP A3 Mega: 8 × H100 and 8 × 200 Gb/s GPUDirect-TCPXO NICs per VM (fabric not stated in the
     // file); modelled as DGX H100 nodes with 200 Gb/s NICs.
     setup.node = "dgx-h100";
@@ -140,14 +140,14 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
     setup.note = "2 × dgx-h100 with 8 × 200 Gb/s NICs (A3 Mega, assumed; TCPXO modelled as RDMA)";
     return setup;
   }
-  if (contains(row.source, "stas00") && !contains(row.source, "GTC")) {
-    setup.node = contains(system, "B200") ? "hgx-b200" : "hgx-h200";
+  if (mentions(row.source, "stas00") && !mentions(row.source, "GTC")) {
+    setup.node = mentions(system, "B200") ? "hgx-b200" : "hgx-h200";
     setup.gpus_per_node = row.gpus;
     setup.note = fmt::format("{} GPUs of one {}", row.gpus, setup.node);
     return setup;
   }
   // NVIDIA GTC slides: typical large-message plateaus.
-  if (contains(system, "GB200 NVL72")) {
+  if (mentions(system, "GB200 NVL72")) {
     // The slide's 32 GPUs span eight compute trays of one NVL72 rack: one NVLink domain.
     setup.node = "gb200-nvl72";
     setup.gpus_per_node = row.gpus;
@@ -157,8 +157,8 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
     }
     return setup;
   }
-  const bool multi_node = row.gpus == 32 || contains(system, "RDMA");
-  if (contains(system, "V100") || contains(system, "Gen5") || contains(system, "Gen6") || contains(system, "TCP")) {
+  const bool multi_node = row.gpus == 32 || mentions(system, "RDMA");
+  if (mentions(system, "V100") || mentions(system, "Gen5") || mentions(system, "Gen6") || mentions(system, "TCP")) {
     *reason = "no preset for this hardware (V100, PCIe Gen5/Gen6 hosts, TCP sockets)";
     return std::nullopt;
   }
@@ -166,18 +166,18 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
     *reason = "needs NVLink SHARP with InfiniBand SHARP across nodes (not modelled)";
     return std::nullopt;
   }
-  if (contains(system, "2x200Gb") || contains(system, "2x 200Gb") || contains(system, "2x 400Gb")) {
+  if (mentions(system, "2x200Gb") || mentions(system, "2x 200Gb") || mentions(system, "2x 400Gb")) {
     *reason = "servers with two NICs of unstated type and intra-node fabric";
     return std::nullopt;
   }
-  if (contains(system, "DGX A100") || contains(system, "A100")) setup.node = "dgx-a100";
-  if (contains(system, "DGX H100") || contains(system, "H100") || contains(system, "NVLink4")) setup.node = "dgx-h100";
-  if (contains(system, "B200") || contains(system, "NVLink5")) setup.node = "hgx-b200";
-  if (contains(system, "NVLink3")) setup.node = "dgx-a100";
-  if (contains(system, "PCIe Gen4")) setup.node = "pcie-8gpu";
+  if (mentions(system, "DGX A100") || mentions(system, "A100")) setup.node = "dgx-a100";
+  if (mentions(system, "DGX H100") || mentions(system, "H100") || mentions(system, "NVLink4")) setup.node = "dgx-h100";
+  if (mentions(system, "B200") || mentions(system, "NVLink5")) setup.node = "hgx-b200";
+  if (mentions(system, "NVLink3")) setup.node = "dgx-a100";
+  if (mentions(system, "PCIe Gen4")) setup.node = "pcie-8gpu";
   if (system == "200Gb RDMA (IB/RoCE)" || system == "400Gb RDMA (IB/RoCE)") {
     // One NIC per node: a ring across nodes with one GPU each.
-    setup.node = contains(system, "400Gb") ? "dgx-h100" : "dgx-a100";
+    setup.node = mentions(system, "400Gb") ? "dgx-h100" : "dgx-a100";
     setup.nodes = 4;
     setup.gpus_per_node = 1;
     setup.note = fmt::format("4 nodes × 1 GPU of {} (one NIC per node)", setup.node);
@@ -199,12 +199,12 @@ std::optional<Setup> setup_for(const CollectiveValidationRow& row, const std::st
   return setup;
 }
 
-struct Simulated {
+struct SimulatedCollective {
   Duration time;
   CollectiveChoice choice;
 };
 
-Simulated simulate(const Setup& setup, const HardwareCatalog& catalog) {
+SimulatedCollective simulate(const Setup& setup, const HardwareCatalog& catalog) {
   NodeSpec node = catalog.node(setup.node);
   if (!setup.nic.empty()) node.nic = catalog.nic(setup.nic);
   ClusterSpec spec;
@@ -229,7 +229,7 @@ Simulated simulate(const Setup& setup, const HardwareCatalog& catalog) {
   return {finished - Time::zero(), runner.choose(request)};
 }
 
-double median(std::vector<double> values) {
+double median_or_zero(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   const size_t middle = values.size() / 2;
@@ -237,13 +237,13 @@ double median(std::vector<double> values) {
 }
 
 std::string short_source(const std::string& source) {
-  if (contains(source, "a3mega")) return "A3 Mega nccl-tests (SOURCES B1)";
-  if (contains(source, "GTC24")) return "NVIDIA GTC24 S62129 (B3)";
-  if (contains(source, "GTC25")) return "NVIDIA GTC25 S72583 (B3)";
-  if (contains(source, "all_reduce_bench")) return "stas00 all_reduce_bench (B2)";
-  if (contains(source, "stas00")) return "stas00 nccl-tests (B2)";
-  if (contains(source, "DeepEP")) return "DeepEP (B4)";
-  if (contains(source, "Narayanan")) return "Narayanan et al. SC21";
+  if (mentions(source, "a3mega")) return "A3 Mega nccl-tests (SOURCES B1)";
+  if (mentions(source, "GTC24")) return "NVIDIA GTC24 S62129 (B3)";
+  if (mentions(source, "GTC25")) return "NVIDIA GTC25 S72583 (B3)";
+  if (mentions(source, "all_reduce_bench")) return "stas00 all_reduce_bench (B2)";
+  if (mentions(source, "stas00")) return "stas00 nccl-tests (B2)";
+  if (mentions(source, "DeepEP")) return "DeepEP (B4)";
+  if (mentions(source, "Narayanan")) return "Narayanan et al. SC21";
   return source.substr(0, 40);
 }
 
@@ -309,7 +309,7 @@ CollectiveValidation validate_collectives(const std::string& csv_path, const std
       validation.rows.push_back(std::move(row));
       continue;
     }
-    const Simulated simulated = simulate(*setup, catalog);
+    const SimulatedCollective simulated = simulate(*setup, catalog);
     const int ranks = setup->nodes * (setup->gpus_per_node > 0 ? setup->gpus_per_node : catalog.node(setup->node).gpus);
     const double algbw = static_cast<double>(setup->size) / simulated.time.to_seconds() * 1e-9;
     row.simulated = row.measured_is_time ? simulated.time.to_microseconds()
@@ -325,9 +325,9 @@ CollectiveValidation validate_collectives(const std::string& csv_path, const std
     if (row.size_bytes >= (int64_t{64} << 20)) large_errors.push_back(std::abs(row.error));
     validation.rows.push_back(std::move(row));
   }
-  validation.median_error_large = median(large_errors);
+  validation.median_error_large = median_or_zero(large_errors);
   validation.large_rows = static_cast<int>(large_errors.size());
-  validation.median_error_all = median(all_errors);
+  validation.median_error_all = median_or_zero(all_errors);
   validation.compared_rows = static_cast<int>(all_errors.size());
   return validation;
 }

@@ -10,7 +10,7 @@
 #include "scenarios/hardware_presets.h"
 
 namespace clustersim {
-namespace {
+namespace collective_validation_test {
 
 const std::string kCsv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/collectives.csv";
 
@@ -131,5 +131,5 @@ TEST(CollectiveValidation, BadRowsNameFileLineColumnAndValidValues) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace collective_validation_test
 }  // namespace clustersim

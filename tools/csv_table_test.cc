@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace csv_table_test {
 
 TEST(CsvTable, QuotedFieldsKeepCommasQuotesAndLineBreaks) {
   const CsvTable t = CsvTable::parse(
@@ -65,5 +65,5 @@ TEST(CsvTable, BadInputNamesFileLineAndWhatIsExpected) {
   EXPECT_THROW(CsvTable::read("/nonexistent/t.csv", "test data"), InputError);
 }
 
-}  // namespace
+}  // namespace csv_table_test
 }  // namespace clustersim

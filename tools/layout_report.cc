@@ -86,7 +86,7 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
       cluster.node_spec(0).name, scenario.training.seq_len, scenario.training.global_batch,
       name_of(scenario.training.compute_dtype), name_of(space.objective), result.candidates.size(), result.evaluated,
       std::min<size_t>(result.ranking.size(), static_cast<size_t>(std::max(space.top, space.rerank))),
-      resolve_fidelity(scenario.simulation, gpus) == Fidelity::kFlow ? "flow" : "analytical", gpus);
+      name_of(resolve_fidelity(scenario.simulation, gpus)), gpus);
   if (order.empty()) {
     out << "No layout is feasible.\n";
   }

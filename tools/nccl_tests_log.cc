@@ -43,7 +43,7 @@ bool is_nccl_debug_line(const std::string& line) {
 }
 
 // Column layout of one log's table.
-struct Layout {
+struct ColumnLayout {
   bool root = false;
   size_t columns = 0;
   double time_scale_us = 1.0;  // multiplies the time columns into µs
@@ -100,7 +100,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
   const Parser p(source);
   NcclTestsLog log;
   log.source = std::string(source);
-  std::optional<Layout> layout;
+  std::optional<ColumnLayout> layout;
   bool done = false;
   std::string line;
   int number = 0;
@@ -134,7 +134,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
         continue;
       }
       if (comment && fields.size() >= 4 && fields[0] == "size" && fields[1] == "count") {
-        Layout l;
+        ColumnLayout l;
         if (fields[2] != "type" || fields[3] != "redop") {
           p.fail(number, fmt::format("unexpected nccl-tests header \"{}\" (expected size count type redop [root] "
                                      "time algbw busbw #wrong time algbw busbw #wrong)",
@@ -177,7 +177,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
       continue;
     }
     if (done) continue;  // output after the footer (another program's lines)
-    const Layout& l = *layout;
+    const ColumnLayout& l = *layout;
     if (t.size() != l.columns) {
       p.fail(number, fmt::format("expected {} columns (size count type redop{} time algbw busbw #wrong, out-of-place "
                                  "and in-place), got {}: \"{}\"",

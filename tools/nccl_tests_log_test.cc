@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace nccl_tests_log_test {
 
 const std::string kLog = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
 
@@ -119,5 +119,5 @@ TEST(NcclTestsLog, MapsTestBinariesToCollectives) {
   EXPECT_FALSE(collective_of_nccl_test("hypercube_perf").has_value());
 }
 
-}  // namespace
+}  // namespace nccl_tests_log_test
 }  // namespace clustersim

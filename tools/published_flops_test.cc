@@ -5,7 +5,7 @@
 #include "workloads/model_flops.h"
 
 namespace clustersim {
-namespace {
+namespace published_flops_test {
 
 // GPT-3 175B as SC21 and Korthikanti et al. count it.
 constexpr double kB = 1536, kS = 2048, kL = 96, kH = 12288, kV = 51200;
@@ -57,5 +57,5 @@ TEST(PublishedFlops, PalmCountsSixFlopsPerParameterAndTheFullAttention) {
   EXPECT_DOUBLE_EQ(palm_step_flops(2, s, L, h, N), 2 * s * (6 * N + 12 * L * h * s));
 }
 
-}  // namespace
+}  // namespace published_flops_test
 }  // namespace clustersim

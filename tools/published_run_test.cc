@@ -12,7 +12,7 @@
 #include "workloads/parameter_count.h"
 
 namespace clustersim {
-namespace {
+namespace published_run_test {
 
 const std::string kCsv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
 
@@ -319,5 +319,5 @@ TEST(PublishedRun, BadInputNamesFileLineAndColumn) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace published_run_test
 }  // namespace clustersim

@@ -15,8 +15,6 @@ const char* const kFlopConvention =
 
 namespace {
 
-std::string fidelity_name(Fidelity f) { return f == Fidelity::kFlow ? "flow" : "analytical"; }
-
 std::string percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
@@ -143,7 +141,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     }
   }
   out << fmt::format("  simulation     {} fidelity{}, {} simulated {}, {} events, {:.3f} s wall\n",
-                     fidelity_name(c.fidelity), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
+                     std::string(name_of(c.fidelity)), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
                      r.step.events, c.wall_s);
   out << fmt::format("  FLOP convention  {}\n", kFlopConvention);
   if (c.scenario != nullptr && c.scenario->model.moe.enabled() &&
@@ -237,7 +235,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
   j["calibration"] = c.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.calibration);
   j["sim"] = {{"events", r.step.events},
               {"wall_s", c.wall_s},
-              {"fidelity", fidelity_name(c.fidelity)},
+              {"fidelity", std::string(name_of(c.fidelity))},
               {"simulated_ranks", r.step.ranks.size()},
               {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
   out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a path from argv may not be UTF-8

@@ -45,8 +45,6 @@ void check_writable_file(const std::string& path) {
   }
 }
 
-std::string fidelity_name(Fidelity f) { return f == Fidelity::kFlow ? "flow" : "analytical"; }
-
 double gb(int64_t bytes) { return static_cast<double>(bytes) * 1e-9; }
 
 std::string objective_text(SearchObjective o) {
@@ -470,7 +468,7 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
                         {"bubble", m.breakdown.bubble},
                         {"optimizer", m.breakdown.optimizer},
                         {"other", m.breakdown.other}};
-    e["fidelity"] = fidelity_name(m.fidelity);
+    e["fidelity"] = std::string(name_of(m.fidelity));
     e["screening_rank"] = rl.screening_rank;
     e["set"] = set_line(overrides_for(s, c, user_sets));
     list.push_back(std::move(e));
@@ -503,7 +501,7 @@ void write_search_csv(const SearchResult& r, std::ostream& out) {
                        name_of(c.layout.schedule), c.layout.order, fmt::join(c.layout.stage_layers, " "), m.gpus,
                        m.microbatches, m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token,
                        m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute, m.breakdown.exposed_comm,
-                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, fidelity_name(m.fidelity));
+                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, std::string(name_of(m.fidelity)));
   }
 }
 

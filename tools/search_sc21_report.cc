@@ -320,7 +320,7 @@ void write_sc21_search_report(const std::vector<Sc21SearchRow>& rows, const std:
                          c.layout.vpp, c.micro_batch, name_of(c.layout.schedule), m.step_time_s,
                          sc21_tflops_per_gpu(row.scenario, m), m.breakdown.compute, m.breakdown.exposed_comm,
                          m.breakdown.bubble, static_cast<double>(m.peak_bytes) * 1e-9,
-                         m.fidelity == Fidelity::kFlow ? "flow" : "analytical");
+                         name_of(m.fidelity));
     };
     const size_t shown = std::min<size_t>(5, row.order.size());
     for (size_t k = 0; k < shown; ++k) line(k);

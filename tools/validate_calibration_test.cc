@@ -17,7 +17,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace validate_calibration_test {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
@@ -299,5 +299,5 @@ TEST(ValidateCalibration, ReferenceWithoutAScenarioIsBadInput) {
   }
 }
 
-}  // namespace
+}  // namespace validate_calibration_test
 }  // namespace clustersim

@@ -14,7 +14,7 @@
 #include "tools/published_flops.h"
 
 namespace clustersim {
-namespace {
+namespace validate_runs_test {
 
 const std::string kCsv = std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/validation/published/training_runs.csv";
 
@@ -256,5 +256,5 @@ TEST(ValidateRuns, BadInputIsAnInputError) {
   EXPECT_THROW(validate_runs("/nonexistent/runs.csv", default_data_dir()), InputError);
 }
 
-}  // namespace
+}  // namespace validate_runs_test
 }  // namespace clustersim

@@ -8,7 +8,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace cluster_test {
 
 TEST(Cluster, GpuIdsAreNodeMajor) {
   const NodeSpec node = test_specs::nvswitch_node();
@@ -121,5 +121,5 @@ TEST(Cluster, SixteenThousandGpusBuildAndRoute) {
   }
 }
 
-}  // namespace
+}  // namespace cluster_test
 }  // namespace clustersim

@@ -9,7 +9,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace fat_tree_fabric_test {
 
 int count_vertices(const Cluster& cluster, VertexKind kind) {
   int n = 0;
@@ -70,5 +70,5 @@ TEST(FatTreeFabric, OneSpineCarriesHalfTheDownlinks) {
   EXPECT_DOUBLE_EQ(trunk.bandwidth.bytes_per_second(), 2 * node.nic.bandwidth.bytes_per_second() / 2.0);
 }
 
-}  // namespace
+}  // namespace fat_tree_fabric_test
 }  // namespace clustersim

@@ -16,11 +16,11 @@ namespace clustersim {
 
 namespace {
 
-struct EdgeData {
+struct NodeEdge {
   int link = 0;  // index into NodeLayout::links
 };
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, EdgeData>;
-using Edge = boost::graph_traits<Graph>::edge_descriptor;
+using NodeGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, NodeEdge>;
+using Edge = boost::graph_traits<NodeGraph>::edge_descriptor;
 
 uint32_t bit(LinkKind kind) { return 1U << static_cast<unsigned>(kind); }
 uint32_t bit(VertexKind kind) { return 1U << static_cast<unsigned>(kind); }
@@ -38,7 +38,7 @@ const Policy kPciePolicy{bit(LinkKind::kPcie) | bit(LinkKind::kInterSocket),
 
 // Boost edge filter applying a Policy between two end vertices.
 struct EdgeAllowed {
-  const Graph* graph = nullptr;
+  const NodeGraph* graph = nullptr;
   const NodeLayout* layout = nullptr;
   Policy policy;
   int src = 0;
@@ -58,7 +58,7 @@ class NodeRoutes::Impl {
  public:
   explicit Impl(NodeLayout layout) : layout_(std::move(layout)), graph_(layout_.kinds.size()) {
     for (size_t i = 0; i < layout_.links.size(); ++i) {
-      boost::add_edge(layout_.links[i].from, layout_.links[i].to, EdgeData{static_cast<int>(i)}, graph_);
+      boost::add_edge(layout_.links[i].from, layout_.links[i].to, NodeEdge{static_cast<int>(i)}, graph_);
     }
     const size_t gpus = layout_.gpu_vertices.size();
     gpu_pairs_.resize(gpus * gpus);
@@ -142,7 +142,7 @@ class NodeRoutes::Impl {
   // link indices); empty when there is none or it is longer than `max_hops` (-1: no limit).
   std::vector<LocalPath> shortest_paths(int src, int dst, Policy policy, int max_hops) const {
     const EdgeAllowed allowed{&graph_, &layout_, policy, src, dst};
-    const boost::filtered_graph<Graph, EdgeAllowed> view(graph_, allowed);
+    const boost::filtered_graph<NodeGraph, EdgeAllowed> view(graph_, allowed);
     std::vector<int> hops(boost::num_vertices(graph_), -1);
     hops[src] = 0;
     boost::breadth_first_search(
@@ -159,7 +159,7 @@ class NodeRoutes::Impl {
   }
 
   // Walks back from `v` along in-edges that lose one hop, building reversed paths.
-  void collect(const boost::filtered_graph<Graph, EdgeAllowed>& view, const std::vector<int>& hops, size_t v,
+  void collect(const boost::filtered_graph<NodeGraph, EdgeAllowed>& view, const std::vector<int>& hops, size_t v,
                LocalPath& reversed, std::vector<LocalPath>& paths) const {
     if (paths.size() == kMaxEqualCostPaths) return;
     if (hops[v] == 0) {
@@ -176,7 +176,7 @@ class NodeRoutes::Impl {
   }
 
   NodeLayout layout_;
-  Graph graph_;
+  NodeGraph graph_;
   std::vector<std::optional<std::vector<LocalPath>>> gpu_pairs_;
   std::vector<std::optional<std::vector<LocalPath>>> to_nic_;
   std::vector<std::optional<std::vector<LocalPath>>> from_nic_;

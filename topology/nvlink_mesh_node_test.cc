@@ -8,7 +8,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace nvlink_mesh_node_test {
 
 Cluster one_node(const NodeSpec& node) {
   return Cluster(test_specs::cluster(node, 1, test_specs::fabric(FabricType::kSingleSwitch)));
@@ -78,5 +78,5 @@ TEST(NvLinkMeshNode, UnusedGpusDropTheirEdges) {
   }
 }
 
-}  // namespace
+}  // namespace nvlink_mesh_node_test
 }  // namespace clustersim

@@ -6,7 +6,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace nvswitch_node_test {
 
 ClusterSpec one_node(const NodeSpec& node) { return test_specs::cluster(node, 1, test_specs::fabric(FabricType::kSingleSwitch)); }
 
@@ -53,5 +53,5 @@ TEST(NvSwitchNode, LatencySplitIsExact) {
   EXPECT_EQ(cluster.route(1, 0).latency, node.nvlink_latency);
 }
 
-}  // namespace
+}  // namespace nvswitch_node_test
 }  // namespace clustersim

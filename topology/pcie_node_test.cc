@@ -9,7 +9,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace pcie_node_test {
 
 std::vector<VertexKind> vertices_on(const Cluster& cluster, const Route& route) {
   std::vector<VertexKind> kinds;
@@ -71,5 +71,5 @@ TEST(PcieNode, GpuAndDefaultNicShareASwitch) {
   }
 }
 
-}  // namespace
+}  // namespace pcie_node_test
 }  // namespace clustersim

@@ -6,7 +6,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace rail_optimized_fabric_test {
 
 VertexId leaf_of(const Cluster& cluster, const Route& route) {
   for (LinkId link : route.links) {
@@ -61,5 +61,5 @@ TEST(RailOptimizedFabric, NodesWithFewerNicsUseTheFirstRails) {
   }
 }
 
-}  // namespace
+}  // namespace rail_optimized_fabric_test
 }  // namespace clustersim

@@ -9,7 +9,7 @@
 #include "topology/test_specs.h"
 
 namespace clustersim {
-namespace {
+namespace spec_validation_test {
 
 ClusterSpec two_nodes() {
   return test_specs::cluster(test_specs::nvswitch_node(), 2, test_specs::fabric(FabricType::kRailOptimized));
@@ -86,5 +86,5 @@ TEST(SpecValidation, RejectsBadFabrics) {
   expect_rejected([](ClusterSpec& s) { s.nodes[0].pcie.sockets = 0; }, {"pcie.sockets = 0"});
 }
 
-}  // namespace
+}  // namespace spec_validation_test
 }  // namespace clustersim

@@ -14,7 +14,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace activation_memory_test {
 
 
 struct Gpt {
@@ -109,5 +109,5 @@ TEST(ActivationMemory, EmbeddingAndHeadActivations) {
   EXPECT_EQ(t.head_activation_bytes().count(), 4 * g.sbh() / 8);
 }
 
-}  // namespace
+}  // namespace activation_memory_test
 }  // namespace clustersim

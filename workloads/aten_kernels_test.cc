@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim {
-namespace {
+namespace aten_kernels_test {
 
 int64_t moved(const std::vector<AtenKernel>& kernels) {
   int64_t total = 0;
@@ -59,5 +59,5 @@ TEST(AtenKernels, RefusesNegativeSizesAndOddElementBytes) {
   EXPECT_THROW(masked_softmax_forward_kernels(16, 3), InputError);
 }
 
-}  // namespace
+}  // namespace aten_kernels_test
 }  // namespace clustersim

@@ -10,7 +10,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace context_parallel_test {
 
 const Op& find(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops) {
@@ -103,5 +103,5 @@ TEST(ContextParallel, UlyssesAllToAllsInsteadOfTheRing) {
                InputError);
 }
 
-}  // namespace
+}  // namespace context_parallel_test
 }  // namespace clustersim

@@ -13,7 +13,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace deepep_traffic_test {
 
 MoeSpec deepseek_moe() { return testing::deepseek_v3().moe; }
 
@@ -145,5 +145,5 @@ TEST(DeepEpTraffic, RejectsLayoutsThatDoNotSplit) {
   EXPECT_THROW(expert_block_hit_probability(moe, 0), InputError);
 }
 
-}  // namespace
+}  // namespace deepep_traffic_test
 }  // namespace clustersim

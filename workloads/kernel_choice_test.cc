@@ -16,7 +16,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace kernel_choice_test {
 
 TrainingSpec fp8_training(int64_t seq_len) {
   TrainingSpec t = testing::training(seq_len, 1, Recompute::kNone, AttentionKernel::kFlash);
@@ -265,5 +265,5 @@ TEST(KernelFusion, RefusesWhatTheModelOrFrameworkDoesNotHave) {
   EXPECT_NE(message(testing::llama2_7b(), eager).find("framework"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace kernel_choice_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace model_flops_test {
 
 TEST(ModelFlops, Gpt3OpSumEqualsTheMegatronClosedForm) {
   // 72·B·s·L·h²·(1 + s/(6h) + V/(12·h·L)), GPT-3 175B, B = 1536, s = 2048, V = 51200.
@@ -60,5 +60,5 @@ TEST(ModelFlops, M6PaddedVocabularyCountsInTheLmHead) {
   EXPECT_NEAR(base - step_flops(m, t).model, 3 * 2 * 2048.0 * 12288 * (51200 - 50304), base * 1e-13);
 }
 
-}  // namespace
+}  // namespace model_flops_test
 }  // namespace clustersim

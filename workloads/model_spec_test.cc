@@ -11,7 +11,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace model_spec_test {
 
 std::string error_of(const ModelSpec& model, const ShardSpec& shard) {
   try {
@@ -176,5 +176,5 @@ TEST(TrainingSpec, ValidationNamesTheField) {
   EXPECT_THROW(t.validate(m), InputError);
 }
 
-}  // namespace
+}  // namespace model_spec_test
 }  // namespace clustersim

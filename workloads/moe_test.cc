@@ -14,7 +14,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace moe_test {
 
 const Op& find(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops) {
@@ -333,5 +333,5 @@ TEST(MoeLayer, ModelFlopsCountTheTopKExperts) {
   EXPECT_DOUBLE_EQ(step_flops(m, t).model, flops.model);
 }
 
-}  // namespace
+}  // namespace moe_test
 }  // namespace clustersim

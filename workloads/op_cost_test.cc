@@ -8,7 +8,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace op_cost_test {
 
 TEST(OpCost, EachOpIsPricedByItsKind) {
   const ComputeCostModel cost(testing::h200());
@@ -59,5 +59,5 @@ TEST(OpCost, ALlamaLayerOnAnH200TakesMillisecondsDominatedByGemms) {
   EXPECT_GT(gemm.to_seconds(), 0.7 * total.to_seconds());
 }
 
-}  // namespace
+}  // namespace op_cost_test
 }  // namespace clustersim

@@ -5,7 +5,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace parameter_count_test {
 
 TEST(ParameterCount, Llama2SevenBillionExactly) {
   // 32 layers × (4h² + 3·h·ffn + 2h) + 2·V·h + h, h = 4096, ffn = 11008, V = 32000.
@@ -67,5 +67,5 @@ TEST(ParameterCount, L2ReplicatedKvHeadsHoldOneHeadOfKAndV) {
   EXPECT_EQ(c4.layer.qkv_weight, h * (64 / 4 + 2 * 2) * d);
 }
 
-}  // namespace
+}  // namespace parameter_count_test
 }  // namespace clustersim

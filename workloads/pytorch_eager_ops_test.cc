@@ -12,7 +12,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace pytorch_eager_ops_test {
 
 // tools/reference/train_step.py's precision: fp32 parameters and gradients, no master copy, AMP bf16.
 TrainingSpec eager(int64_t seq_len, int64_t micro_batch, Recompute recompute) {
@@ -304,5 +304,5 @@ TEST(PytorchEagerOps, RejectsWhatTheOpModelDoesNotCover) {
   EXPECT_EQ(parse_framework(name_of(Framework::kPytorchEager)), Framework::kPytorchEager);
 }
 
-}  // namespace
+}  // namespace pytorch_eager_ops_test
 }  // namespace clustersim

@@ -18,7 +18,7 @@
 #include "workloads/transformer.h"
 
 namespace clustersim {
-namespace {
+namespace sliding_window_test {
 
 // Llama-2-7B's shape with GPT-OSS's pattern: a 128-token window on layers 0, 2, 4, ... and the
 // whole sequence on layers 1, 3, 5, ...
@@ -177,5 +177,5 @@ TEST(SlidingWindow, AttentionSinksAddOneParameterPerHeadAndLayer) {
   EXPECT_EQ(count_parameters(m, ShardSpec{.tp = 2}).layer.attention_sinks, m.heads / 2);
 }
 
-}  // namespace
+}  // namespace sliding_window_test
 }  // namespace clustersim

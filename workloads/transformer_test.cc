@@ -9,7 +9,7 @@
 #include "workloads/test_models.h"
 
 namespace clustersim {
-namespace {
+namespace transformer_test {
 
 std::vector<std::string> names_of(const std::vector<Op>& ops) {
   std::vector<std::string> out;
@@ -191,5 +191,5 @@ TEST(Transformer, OptimizerStepBytesFollowThePrecisionPolicy) {
   EXPECT_THROW(optimizer_step_ops(-1, PrecisionPolicy::megatron_mixed(), OptimizerKind::kAdam), InputError);
 }
 
-}  // namespace
+}  // namespace transformer_test
 }  // namespace clustersim

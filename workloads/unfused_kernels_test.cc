@@ -14,7 +14,7 @@
 #include "workloads/aten_kernels.h"
 
 namespace clustersim {
-namespace {
+namespace unfused_kernels_test {
 
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
@@ -78,5 +78,5 @@ TEST(UnfusedKernels, BandwidthBoundStepsMatchTheH200) {
   EXPECT_EQ(checked, 6);  // RMSNorm 8192 × 6656 and the five softmax cases
 }
 
-}  // namespace
+}  // namespace unfused_kernels_test
 }  // namespace clustersim

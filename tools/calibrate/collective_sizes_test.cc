@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace collective_sizes_test {
 
 TEST(CollectiveSizes, NamesRoundTrip) {
   for (Collective c : all_collectives()) EXPECT_EQ(parse_collective(collective_name(c)), c);
@@ -66,5 +66,5 @@ TEST(CollectiveSizes, CountsFollowNcclTestsRounding) {
   EXPECT_THROW(collective_counts(Collective::kAllReduce, 8, es, 0), InputError);
 }
 
-}  // namespace
+}  // namespace collective_sizes_test
 }  // namespace clustersim::calibrate

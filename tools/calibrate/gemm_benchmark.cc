@@ -18,7 +18,7 @@ namespace {
 // ("cublasSetWorkspace": 32 MiB for Hopper) and what Transformer Engine gives cuBLASLt on Hopper.
 constexpr size_t kWorkspaceBytes = size_t{64} << 20;
 // Device memory kept free beside the operands.
-constexpr size_t kHeadroomBytes = size_t{1} << 30;
+constexpr size_t kGemmHeadroomBytes = size_t{1} << 30;
 constexpr int64_t kMaxInputSets = 8;
 
 struct LtTypes {
@@ -293,7 +293,7 @@ GemmMeasurement GemmBenchmark::measure(const GemmShape& shape) {
   size_t total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   const size_t per_set = a_bytes + b_bytes;
-  if (per_set + d_bytes + kHeadroomBytes > free_bytes) {
+  if (per_set + d_bytes + kGemmHeadroomBytes > free_bytes) {
     result.status = "out_of_memory";
     result.message = "operands need " + std::to_string(per_set + d_bytes) + " B; " +
                      std::to_string(free_bytes) + " B free";
@@ -301,7 +301,7 @@ GemmMeasurement GemmBenchmark::measure(const GemmShape& shape) {
   }
   // Enough sets that the inputs of consecutive calls together exceed 3× L2.
   const auto wanted = static_cast<int64_t>((3 * static_cast<size_t>(st.l2_bytes) + per_set - 1) / per_set);
-  const auto fit = static_cast<int64_t>((free_bytes - kHeadroomBytes - d_bytes) / per_set);
+  const auto fit = static_cast<int64_t>((free_bytes - kGemmHeadroomBytes - d_bytes) / per_set);
   result.input_sets = std::clamp<int64_t>(std::min(wanted, fit), 1, kMaxInputSets);
 
   std::vector<DeviceBuffer> as;

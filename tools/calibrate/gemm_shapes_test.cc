@@ -10,7 +10,7 @@
 #include "core/error.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace gemm_shapes_test {
 
 // Expects `body` to throw InputError whose message contains every string in `parts`.
 template <typename F>
@@ -119,5 +119,5 @@ TEST(GemmShapes, GridCoversEveryCombination) {
   EXPECT_EQ(distinct.size(), 27u);
 }
 
-}  // namespace
+}  // namespace gemm_shapes_test
 }  // namespace clustersim::calibrate

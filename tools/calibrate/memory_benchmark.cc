@@ -13,7 +13,7 @@ namespace clustersim::calibrate {
 
 namespace {
 
-constexpr size_t kHeadroomBytes = size_t{1} << 30;
+constexpr size_t kMemoryHeadroomBytes = size_t{1} << 30;
 
 struct MemoryTestName {
   MemoryTest test;
@@ -97,7 +97,7 @@ MemoryMeasurement MemoryBenchmark::measure(MemoryTest test, int64_t size_bytes) 
     size_t free_bytes = 0;
     size_t total_bytes = 0;
     check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    if (2 * slots * size + kHeadroomBytes > free_bytes) {
+    if (2 * slots * size + kMemoryHeadroomBytes > free_bytes) {
       result.status = "out_of_memory";
       return result;
     }

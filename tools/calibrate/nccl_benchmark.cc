@@ -20,7 +20,7 @@ namespace {
 
 constexpr int64_t kElementBytes = 4;  // ncclFloat
 // Device memory kept free beside the two buffers of each rank.
-constexpr size_t kHeadroomBytes = size_t{2} << 30;
+constexpr size_t kNcclHeadroomBytes = size_t{2} << 30;
 // nccl-tests' default -n 20 iterations; fewer when one operation is long.
 constexpr int64_t kMaxIters = 20;
 constexpr double kIterSeconds = 5e-3;
@@ -256,7 +256,7 @@ size_t largest_buffer(const CalibrateOptions& options, Communicators& comms, Pro
     first = false;
   }
   smallest_free = group.reduce(smallest_free, Reduction::kMin);
-  const double usable = std::max(0.0, (smallest_free - static_cast<double>(kHeadroomBytes)) / 2.0);
+  const double usable = std::max(0.0, (smallest_free - static_cast<double>(kNcclHeadroomBytes)) / 2.0);
   // The largest size of the sweep that fits in each of the two buffers.
   int64_t largest = 0;
   for (int64_t size : geometric_sizes(options.nccl_min_bytes, options.nccl_max_bytes)) {

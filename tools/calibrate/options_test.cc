@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace options_test {
 
 CalibrateOptions parse(std::vector<const char*> args) {
   args.insert(args.begin(), "clustersim-calibrate");
@@ -76,5 +76,5 @@ TEST(Options, RejectsBadInputNamingTheOption) {
   expect_input_error([] { parse({"gemm", "memory"}); }, {"'memory'"});
 }
 
-}  // namespace
+}  // namespace options_test
 }  // namespace clustersim::calibrate

@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace raw_table_test {
 
 template <typename F>
 void expect_input_error(F body, std::initializer_list<std::string> parts) {
@@ -84,5 +84,5 @@ TEST(RawTable, ReaderRejectsMalformedFiles) {
   expect_input_error([] { read_raw_table_file("/nonexistent.csv"); }, {"/nonexistent.csv"});
 }
 
-}  // namespace
+}  // namespace raw_table_test
 }  // namespace clustersim::calibrate

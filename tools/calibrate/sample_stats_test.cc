@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace sample_stats_test {
 
 TEST(SampleStats, MedianMinMax) {
   auto odd = summarize({5.0, 1.0, 3.0});
@@ -51,5 +51,5 @@ TEST(SampleStats, FormatsSamples) {
   EXPECT_EQ(join_samples({}), "");
 }
 
-}  // namespace
+}  // namespace sample_stats_test
 }  // namespace clustersim::calibrate

@@ -13,7 +13,7 @@
 #include "tools/calibrate/raw_table.h"
 
 namespace clustersim::calibrate {
-namespace {
+namespace testdata_test {
 
 std::string testdata(const std::string& name) {
   return std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/testdata/" + name;
@@ -116,5 +116,5 @@ TEST(Testdata, PublishedNcclSweepFollowsNcclTestsBusBandwidth) {
   }
 }
 
-}  // namespace
+}  // namespace testdata_test
 }  // namespace clustersim::calibrate

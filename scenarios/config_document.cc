@@ -101,7 +101,7 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
     const std::string expected = def.type == ValueType::kBool ? "true or false" : describe_type(def);
     throw fail(fmt::format("expected {}, got {} \"{}\" (YAML reads it as text); write the value plain, without "
                            "quotes or tag",
-                           expected, written_as, text));
+                           expected, written_as, excerpt(text)));
   }
   switch (def.type) {
     case ValueType::kInt:
@@ -310,7 +310,7 @@ class Walker {
 
  private:
   static std::string kind_of(const YAML::Node& n) {
-    if (n.IsScalar()) return "the value \"" + n.Scalar() + "\"";
+    if (n.IsScalar()) return "the value \"" + excerpt(n.Scalar()) + "\"";
     if (n.IsSequence()) return "a list";
     if (n.IsMap()) return "a map";
     return "nothing";

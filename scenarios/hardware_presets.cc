@@ -62,7 +62,11 @@ const Schema& HardwareCatalog::nic_schema() {
   static const Schema schema = [] {
     Schema s("NIC preset");
     s.key(key_def("name", ValueType::kString, "adapter name", "", true));
-    s.key(key_def("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true));
+    // Transfer times are int64 picoseconds: a NIC moves at least a gigabit per second (the bound
+    // help-config prints, and the loader's message).
+    KeyDef bandwidth = key_def("bandwidth", ValueType::kBandwidth, "line rate per direction, e.g. \"400 Gb/s\"", "", true);
+    bandwidth.min = 1e9 / 8;
+    s.key(bandwidth);
     s.key(hop_latency(key_def("latency", ValueType::kDuration, "adapter latency per traversal", "", true)));
     return s;
   }();
@@ -183,10 +187,7 @@ GpuSpec HardwareCatalog::gpu(const std::string& name) const {
 
 NicSpec HardwareCatalog::nic(const std::string& name) const {
   const auto doc = ConfigDocument::load_file(path_of("nics", name), nic_schema());
-  const Bandwidth bandwidth = doc.get_bandwidth("bandwidth");
-  // Transfer times are int64 picoseconds: a NIC moves at least a gigabit per second.
-  if (bandwidth.bytes_per_second() < 1e9 / 8) throw doc.error_at("bandwidth", "must be at least 1 Gb/s, e.g. \"400 Gb/s\"");
-  return NicSpec{doc.get_string("name"), bandwidth, doc.get_duration("latency")};
+  return NicSpec{doc.get_string("name"), doc.get_bandwidth("bandwidth"), doc.get_duration("latency")};
 }
 
 NodeSpec HardwareCatalog::node(const std::string& name) const {

@@ -126,6 +126,13 @@ TEST(BadInput, ValuesThatOverflowNameTheirFileAndKey) {
       write_temp("nic-scenario.yaml", "cluster:\n  node: dgx-h100\n  nodes: 2\n  fabric:\n    nic: " + nic +
                                           "\nmodel:\n  preset: llama3-8b\n");
   expect_refused("run " + s, {"nic-scenario.yaml:5:5: cluster.fabric.nic:", "nic-latency.yaml:3:1: latency:"});
+  // A NIC below 1 Gb/s: the bound help-config prints for the key is the one the loader applies.
+  const std::string slow_nic = write_temp("nic-slow.yaml", "name: x\nbandwidth: \"0.5 Gb/s\"\nlatency: \"1 us\"\n");
+  const std::string slow = write_temp("nic-slow-scenario.yaml", "cluster:\n  node: dgx-h100\n  nodes: 2\n  fabric:\n    nic: " +
+                                                                   slow_nic + "\nmodel:\n  preset: llama3-8b\n");
+  expect_refused("run " + slow, {"nic-slow.yaml:2:1: bandwidth:", "in [0.125 GB/s"});
+  const Result help = run("help-config nic");
+  EXPECT_NE(help.output.find("in [0.125 GB/s"), std::string::npos) << help.output;
   const std::string gpu = write_temp("tiny-peak.yaml",
                                      "name: x\ndense_peak:\n  bf16: \"1e-300 TFLOP/s\"\n"
                                      "hbm_capacity: \"80 GB\"\nhbm_bandwidth: \"3 TB/s\"\n");

@@ -2,6 +2,7 @@
 // byte-identical output for the same input.
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_process.h"
 
@@ -50,6 +51,23 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_NE(r.output.find("FLOP convention"), std::string::npos);
   // One GPU on one node, in the singular.
   EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
+}
+
+// Every rank simulated (64 here): the text report shows the busiest rank of each pipeline stage, not
+// 64 lines (16,384 at full scale); --json keeps every rank.
+TEST(Cli, EveryRankSimulatedPrintsTheBusiestRankOfEachStage) {
+  const std::string args = "run " + scenario("llama3-70b-8-dgx-h100.yaml") + " --set simulation.representative=false";
+  const Result r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto table = r.output.find("per simulated rank (seconds): the busiest of each stage, of 64 simulated ranks");
+  ASSERT_NE(table, std::string::npos) << r.output;
+  const auto end = r.output.find("\n\n", table);
+  const std::string rows = r.output.substr(table, end - table);
+  const auto lines = std::count(rows.begin(), rows.end(), '\n');
+  EXPECT_EQ(lines, 1 + 4) << rows;  // the column header and pp = 4 stages
+  const Result json = run(args + " --json");
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.output)["ranks"].size(), 64u);
 }
 
 TEST(Cli, SameInputGivesByteIdenticalJsonAndTrace) {

@@ -9,6 +9,7 @@
 
 #include "collectives/collective_runner.h"
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
 #include "tools/collective_command.h"
@@ -30,7 +31,7 @@ struct FieldReader {
   }
   [[noreturn]] void bad(const CsvRecord& record, const std::string& column, std::string_view why) const {
     throw InputError(fmt::format("{}:{}: column {} = \"{}\": {}", table.path(), record.line, column,
-                                 text(record, column), why));
+                                 excerpt(text(record, column)), why));
   }
   // The number in the field; 0 when it is empty (the source does not state it).
   double number_or_zero(const CsvRecord& record, const std::string& column) const {

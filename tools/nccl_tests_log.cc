@@ -181,7 +181,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& in, std::string_view source) {
     if (t.size() != l.columns) {
       p.fail(number, fmt::format("expected {} columns (size count type redop{} time algbw busbw #wrong, out-of-place "
                                  "and in-place), got {}: \"{}\"",
-                                 l.columns, l.root ? " root" : "", t.size(), line));
+                                 l.columns, l.root ? " root" : "", t.size(), excerpt(line, 120)));
     }
     NcclTestsRow row;
     row.line = number;

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "parallelism/layout.h"
 #include "parallelism/search_space.h"
 #include "scenarios/scenario.h"
@@ -46,7 +47,7 @@ struct RowReader {
   const std::string& text(const CsvRecord& r, std::string_view column) const { return r.fields[index.at(column)]; }
 
   [[noreturn]] void bad(const CsvRecord& r, std::string_view column, std::string_view why) const {
-    throw InputError(fmt::format("{}:{}: column {} = \"{}\": {}", table.path(), r.line, column, text(r, column), why));
+    throw InputError(fmt::format("{}:{}: column {} = \"{}\": {}", table.path(), r.line, column, excerpt(text(r, column)), why));
   }
   std::optional<double> real(const CsvRecord& r, std::string_view column) const {
     const std::string& t = text(r, column);

@@ -1,6 +1,8 @@
 #include "tools/run_report.h"
 
 #include <fmt/format.h>
+#include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -106,12 +108,31 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   // The slowest rank's bubble is often time it waits for other stages: show where each simulated
   // rank's own time goes when the ranks differ (pipeline stages), so the stage that sets the pace
   // (its compute plus exposed communication) is visible.
+  // Above kMaxRankLines simulated ranks (simulation.representative: false at scale: 16,384 lines)
+  // the table holds each stage's busiest rank (largest compute + exposed communication); --json
+  // lists every rank.
+  constexpr size_t kMaxRankLines = 32;
   if (r.step.ranks.size() > 1) {
-    out << fmt::format("\n  per simulated rank (seconds)\n    {:>5} {:>5} {:>10} {:>14} {:>10}\n", "rank", "stage",
-                       "compute", "exposed comm", "bubble");
-    for (const auto& rank : r.step.ranks) {
-      out << fmt::format("    {:>5} {:>5} {:>10.4f} {:>14.4f} {:>10.4f}\n", rank.rank, rank.stage,
-                         rank.compute.to_seconds(), rank.exposed_comm.to_seconds(), rank.bubble.to_seconds());
+    std::vector<const RankBreakdown*> shown;
+    if (r.step.ranks.size() <= kMaxRankLines) {
+      for (const auto& rank : r.step.ranks) shown.push_back(&rank);
+    } else {
+      std::map<int, const RankBreakdown*> busiest;  // by stage
+      for (const auto& rank : r.step.ranks) {
+        const RankBreakdown*& top = busiest[rank.stage];
+        if (top == nullptr || rank.compute + rank.exposed_comm > top->compute + top->exposed_comm) top = &rank;
+      }
+      for (const auto& [stage, rank] : busiest) shown.push_back(rank);
+    }
+    out << fmt::format("\n  per simulated rank (seconds){}\n    {:>5} {:>5} {:>10} {:>14} {:>10}\n",
+                       shown.size() < r.step.ranks.size()
+                           ? fmt::format(": the busiest of each stage, of {} simulated ranks (--json lists each)",
+                                         r.step.ranks.size())
+                           : "",
+                       "rank", "stage", "compute", "exposed comm", "bubble");
+    for (const RankBreakdown* rank : shown) {
+      out << fmt::format("    {:>5} {:>5} {:>10.4f} {:>14.4f} {:>10.4f}\n", rank->rank, rank->stage,
+                         rank->compute.to_seconds(), rank->exposed_comm.to_seconds(), rank->bubble.to_seconds());
     }
   }
   out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB)\n", gb(r.capacity));

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "scenarios/config_document.h"
 
 namespace clustersim {
@@ -128,19 +130,21 @@ std::vector<std::string> HardwareCatalog::names(const std::string& kind) const {
 }
 
 std::string HardwareCatalog::path_of(const std::string& kind, const std::string& name) const {
+  // The error_code overloads: a name too long for a path (ENAMETOOLONG) is an unknown preset.
+  std::error_code error;
   if (is_path(name)) {
-    if (std::filesystem::is_directory(name)) {
+    if (std::filesystem::is_directory(name, error)) {
       throw InputError(fmt::format("{} preset path \"{}\" is a directory; give a .yaml file or a preset name",
-                                   kind.substr(0, kind.size() - 1), name));
+                                   kind.substr(0, kind.size() - 1), excerpt(name)));
     }
     return name;
   }
   const std::filesystem::path p = std::filesystem::path(data_dir_) / "hardware" / kind / (name + ".yaml");
-  if (!std::filesystem::exists(p)) {
+  if (!std::filesystem::exists(p, error)) {
     std::string available;
     for (const auto& n : names(kind)) available += (available.empty() ? "" : ", ") + n;
     throw InputError(fmt::format("unknown {} preset \"{}\"; available: {} (or give a path to a .yaml file)",
-                                 kind.substr(0, kind.size() - 1), name, available.empty() ? "none found" : available));
+                                 kind.substr(0, kind.size() - 1), excerpt(name), available.empty() ? "none found" : available));
   }
   return p.string();
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <system_error>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "parallelism/layout.h"
 #include "parallelism/program_builder.h"
 #include "scenarios/hardware_presets.h"
@@ -414,11 +416,12 @@ void apply_model_keys(const ConfigDocument& doc, const std::string& prefix, Mode
 std::string model_preset_path(const std::string& name, const std::string& data_dir) {
   if (name.find('/') != std::string::npos || name.ends_with(".yaml")) return name;
   const auto p = std::filesystem::path(data_dir) / "models" / (name + ".yaml");
-  if (!std::filesystem::exists(p)) {
+  std::error_code error;  // a name too long for a path (ENAMETOOLONG) is an unknown preset, not an exception
+  if (!std::filesystem::exists(p, error)) {
     std::string available;
     for (const auto& n : model_preset_names(data_dir)) available += (available.empty() ? "" : ", ") + n;
-    throw InputError(fmt::format("unknown model preset \"{}\"; available: {} (or give a path to a .yaml file)", name,
-                                 available));
+    throw InputError(fmt::format("unknown model preset \"{}\"; available: {} (or give a path to a .yaml file)",
+                                 excerpt(name), available));
   }
   return p.string();
 }

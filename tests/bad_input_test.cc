@@ -94,6 +94,19 @@ TEST(BadInput, ASearchSpaceAboveHalfOfTheMachinesMemoryIsRefusedBeforeItIsExpand
                  {"72900000 layouts", "about 36.4 GB while the search runs", "search on a machine with more memory"});
 }
 
+// A preset or profile name longer than a file name may be (fuzzing: an unclosed quote swallowed the
+// rest of the file into model.preset) was a std::filesystem exception, exit 1.
+TEST(BadInput, NamesTooLongForAPathAreUnknownPresets) {
+  const std::string name(300, 'x');
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set model.preset=" + name,
+                 {"unknown model preset \"xxxx", "available: "});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set cluster.node=" + name,
+                 {"unknown node preset \"xxxx", "available: "});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set calibration=" + name,
+                 {"calibration profile \"xxxx", "not found"});
+  expect_refused("run " + corpus("scenario", "preset-name-too-long-for-a-path"), {"unknown model preset"});
+}
+
 TEST(BadInput, DevicesPipesAndDirectoriesAreRefusedBeforeReading) {
   expect_refused("run /dev/zero", {"/dev/zero: is a character device, not a regular file"});
   const std::string fifo = (std::filesystem::temp_directory_path() / "clustersim_bad_input_fifo").string();

@@ -3,12 +3,14 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <system_error>
 #include <fmt/format.h>
 #include <fstream>
 #include <optional>
 
 #include "collectives/collective_profile.h"
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "cost_models/calibration_profile.h"
 #include "parallelism/training_simulation.h"
 #include "scenarios/hardware_presets.h"
@@ -19,14 +21,15 @@
 namespace clustersim {
 
 std::string resolve_profile_path(const std::string& name_or_path) {
-  if (std::filesystem::is_directory(name_or_path)) {
+  std::error_code error;  // a name too long for a path (ENAMETOOLONG) is a profile not found
+  if (std::filesystem::is_directory(name_or_path, error)) {
     throw InputError(fmt::format("calibration profile path \"{}\" is a directory; give a profile .json file written "
                                  "by `clustersim calibrate fit`, or a shipped profile name",
                                  name_or_path));
   }
-  if (std::filesystem::exists(name_or_path)) return name_or_path;
+  if (std::filesystem::exists(name_or_path, error)) return name_or_path;
   const auto shipped = std::filesystem::path(default_data_dir()) / "profiles" / (name_or_path + ".json");
-  if (std::filesystem::exists(shipped)) return shipped.string();
+  if (std::filesystem::exists(shipped, error)) return shipped.string();
   std::string available;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(shipped.parent_path(), ec)) {
@@ -34,7 +37,7 @@ std::string resolve_profile_path(const std::string& name_or_path) {
   }
   throw InputError(fmt::format("calibration profile \"{}\" not found; shipped profiles: {} (or give a path to a "
                                "profile .json written by `clustersim calibrate fit`)",
-                               name_or_path, available.empty() ? "none" : available));
+                               excerpt(name_or_path), available.empty() ? "none" : available));
 }
 
 namespace {

@@ -343,7 +343,7 @@ class Walker {
     }
     std::string list;
     for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
-    return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where, join_path(concrete, key),
+    return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where, excerpt(join_path(concrete, key), 120),
                                   concrete.empty() ? "" : " in section " + concrete,
                                   suggestion.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", suggestion),
                                   concrete.empty() ? " at the top level" : " here", list));

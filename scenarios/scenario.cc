@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -645,10 +646,10 @@ void check_search_list(const ConfigDocument& doc, const std::string& path, const
     throw doc.error_at(path, "an empty list leaves nothing to search; give at least one value or leave the key out "
                              "for its default");
   }
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
-        values.begin() + static_cast<std::ptrdiff_t>(i)) {
-      throw doc.error_at(path, fmt::format("{} is listed twice; list each value once", values[i]));
+  std::set<T> seen;  // O(n log n): a list of a million values is checked in a second
+  for (const T& value : values) {
+    if (!seen.insert(value).second) {
+      throw doc.error_at(path, fmt::format("{} is listed twice; list each value once", value));
     }
   }
 }

@@ -107,6 +107,15 @@ TEST(BadInput, NamesTooLongForAPathAreUnknownPresets) {
   expect_refused("run " + corpus("scenario", "preset-name-too-long-for-a-path"), {"unknown model preset"});
 }
 
+// An output path that cannot be written is refused before the simulation, as search --csv is.
+TEST(BadInput, AnUnwritableTracePathIsRefusedBeforeTheSimulation) {
+  const std::string s = scenario("llama3-70b-8-dgx-h100.yaml");
+  expect_refused("run " + s + " --trace /nonexistent-folder/t.json",
+                 {"--trace /nonexistent-folder/t.json: the folder /nonexistent-folder does not exist"});
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  expect_refused("run " + s + " --trace " + folder, {"--trace " + folder + ": is a directory", "/trace.json"});
+}
+
 TEST(BadInput, DevicesPipesAndDirectoriesAreRefusedBeforeReading) {
   expect_refused("run /dev/zero", {"/dev/zero: is a character device, not a regular file"});
   const std::string fifo = (std::filesystem::temp_directory_path() / "clustersim_bad_input_fifo").string();

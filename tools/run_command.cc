@@ -15,6 +15,7 @@
 #include "parallelism/training_simulation.h"
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
+#include "tools/output_file.h"
 #include "tools/chrome_trace.h"
 #include "tools/run_report.h"
 
@@ -110,6 +111,9 @@ int run_command(const RunOptions& options, std::ostream& out) {
   const std::optional<CalibrationProfile>& compute_profile = profiles.compute;
   const std::optional<CollectiveProfile>& collective_profile = profiles.collectives;
   const std::string& calibration = profiles.path;
+
+  // The trace file is checked before the simulation, not after it (a minute at scale).
+  if (!options.trace.empty()) check_writable_output(options.trace, "--trace", "trace.json");
 
   TrainingSimulationOptions sim;
   sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout);

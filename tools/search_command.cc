@@ -20,30 +20,13 @@
 #include "core/excerpt.h"
 #include "core/input_file.h"
 #include "cost_models/calibration_profile.h"
+#include "tools/output_file.h"
 #include "tools/run_command.h"
 #include "tools/run_report.h"
 
 namespace clustersim {
 
 namespace {
-
-// Throws InputError naming --csv when `path` is a directory, its folder is missing or not
-// writable, or the file exists and is not writable; creates nothing.
-void check_writable_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    throw InputError(fmt::format("--csv {}: is a directory; give a file path, e.g. {}/layouts.csv", path, path));
-  }
-  const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-  if (!fs::is_directory(folder, error)) {
-    throw InputError(fmt::format("--csv {}: the folder {} does not exist", path, folder.string()));
-  }
-  const bool exists = fs::exists(path, error);
-  if (access(exists ? path.c_str() : folder.c_str(), W_OK) != 0) {
-    throw InputError(fmt::format("--csv {}: {} is not writable", path, exists ? "the file" : "its folder"));
-  }
-}
 
 double gb(int64_t bytes) { return static_cast<double>(bytes) * 1e-9; }
 
@@ -535,7 +518,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   // waiting) and opened on rank 0, all before the search, so that a bad path fails at once.
   std::ofstream csv;
   if (!options.csv.empty()) {
-    check_writable_file(options.csv);
+    check_writable_output(options.csv, "--csv", "layouts.csv");
     if (root) {
       csv.open(options.csv);
       if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));

@@ -56,7 +56,8 @@ TEST(Cli, RunPrintsTheSummary) {
 // Every rank simulated (64 here): the text report shows the busiest rank of each pipeline stage, not
 // 64 lines (16,384 at full scale); --json keeps every rank.
 TEST(Cli, EveryRankSimulatedPrintsTheBusiestRankOfEachStage) {
-  const std::string args = "run " + scenario("llama3-70b-8-dgx-h100.yaml") + " --set simulation.representative=false";
+  const std::string args = "run " + scenario("llama3-70b-8-dgx-h100.yaml") +
+                           " --set simulation.representative=false --set simulation.fidelity=analytical";
   const Result r = run(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto table = r.output.find("per simulated rank (seconds): the busiest of each stage, of 64 simulated ranks");

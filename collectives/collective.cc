@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 namespace {
@@ -54,7 +55,7 @@ Enum lookup_value(const std::array<std::pair<Enum, std::string_view>, N>& table,
     if (!valid.empty()) valid += ", ";
     valid += name;
   }
-  throw InputError(fmt::format("unknown {} \"{}\"; valid: {}", what, text, valid));
+  throw InputError(fmt::format("unknown {} \"{}\"; valid: {}", what, excerpt(text), valid));
 }
 
 }  // namespace

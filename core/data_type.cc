@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -35,7 +36,7 @@ DataType parse_data_type(std::string_view text) {
   for (const auto& e : kDataTypes) {
     if (e.name == text) return e.type;
   }
-  throw InputError(fmt::format("unknown data type \"{}\" (valid: fp32, tf32, bf16, fp16, fp8)", text));
+  throw InputError(fmt::format("unknown data type \"{}\" (valid: fp32, tf32, bf16, fp16, fp8)", excerpt(text)));
 }
 
 }  // namespace clustersim

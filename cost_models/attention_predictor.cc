@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -39,7 +40,7 @@ FusedAttentionKernel parse_fused_attention_kernel(std::string_view text) {
   if (text == "cudnn") return FusedAttentionKernel::kCudnn;
   if (text == "sdpa-flash") return FusedAttentionKernel::kSdpaFlash;
   if (text == "flash-v1") return FusedAttentionKernel::kFlashV1;
-  throw InputError(fmt::format("unknown fused attention kernel \"{}\" (valid: cudnn, sdpa-flash, flash-v1)", text));
+  throw InputError(fmt::format("unknown fused attention kernel \"{}\" (valid: cudnn, sdpa-flash, flash-v1)", excerpt(text)));
 }
 
 double AttentionShape::forward_flops() const {

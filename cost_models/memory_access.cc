@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -29,7 +30,7 @@ MemoryAccess parse_memory_access(std::string_view text) {
     if (name_of(access) == text) return access;
     valid += (valid.empty() ? "" : ", ") + std::string(name_of(access));
   }
-  throw InputError(fmt::format("unknown memory access kind \"{}\" (valid: {})", text, valid));
+  throw InputError(fmt::format("unknown memory access kind \"{}\" (valid: {})", excerpt(text), valid));
 }
 
 double default_fraction_of_copy(MemoryAccess access) {

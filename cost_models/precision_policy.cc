@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -19,7 +20,7 @@ std::string_view name_of(OptimizerKind optimizer) {
 OptimizerKind parse_optimizer(std::string_view text) {
   if (text == "adam") return OptimizerKind::kAdam;
   if (text == "sgd") return OptimizerKind::kSgd;
-  throw InputError(fmt::format("unknown optimizer \"{}\" (valid: adam, sgd)", text));
+  throw InputError(fmt::format("unknown optimizer \"{}\" (valid: adam, sgd)", excerpt(text)));
 }
 
 int optimizer_state_count(OptimizerKind optimizer) { return optimizer == OptimizerKind::kAdam ? 2 : 1; }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -24,7 +25,7 @@ PipelineSchedule parse_pipeline_schedule(std::string_view text) {
   for (auto s : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kInterleaved1F1B}) {
     if (name_of(s) == text) return s;
   }
-  throw InputError(fmt::format("unknown pipeline schedule \"{}\" (valid: gpipe, 1f1b, interleaved-1f1b)", text));
+  throw InputError(fmt::format("unknown pipeline schedule \"{}\" (valid: gpipe, 1f1b, interleaved-1f1b)", excerpt(text)));
 }
 
 std::string_view name_of(GradReduceOp op) {
@@ -40,7 +41,7 @@ GradReduceOp parse_grad_reduce_op(std::string_view text) {
   for (auto op : {GradReduceOp::kAuto, GradReduceOp::kAllReduce, GradReduceOp::kReduceScatter}) {
     if (name_of(op) == text) return op;
   }
-  throw InputError(fmt::format("unknown gradient collective \"{}\" (valid: auto, all_reduce, reduce_scatter)", text));
+  throw InputError(fmt::format("unknown gradient collective \"{}\" (valid: auto, all_reduce, reduce_scatter)", excerpt(text)));
 }
 
 std::vector<int> divisors(int n) {
@@ -82,19 +83,19 @@ void validate_order(const std::string& order) {
       throw InputError(fmt::format(
           "parallelism.order = \"{}\": expected a permutation of tp, cp, dp, pp (ep optional) joined by '-', "
           "innermost first, e.g. \"tp-cp-ep-dp-pp\"",
-          order));
+          excerpt(order)));
     }
   }
   for (const char* needed : {"tp", "cp", "dp", "pp"}) {
     if (seen.count(needed) == 0) {
-      throw InputError(fmt::format("parallelism.order = \"{}\": missing \"{}\" (e.g. \"tp-cp-ep-dp-pp\")", order, needed));
+      throw InputError(fmt::format("parallelism.order = \"{}\": missing \"{}\" (e.g. \"tp-cp-ep-dp-pp\")", excerpt(order), needed));
     }
   }
   // Megatron-Core (parallel_state.RankGenerator): "The ep and dp must be adjacent in order".
   if (seen.count("ep") != 0 && order.find("ep-dp") == std::string::npos && order.find("dp-ep") == std::string::npos) {
     throw InputError(fmt::format("parallelism.order = \"{}\": \"ep\" must be next to \"dp\" (expert parallelism "
                                  "re-partitions the data-parallel ranks), e.g. \"tp-cp-ep-dp-pp\" or \"tp-cp-dp-ep-pp\"",
-                                 order));
+                                 excerpt(order)));
   }
 }
 

@@ -122,6 +122,11 @@ TEST(Layout, ScheduleAndOtherRules) {
   EXPECT_NE(rejection(Layout{.sequence_parallel = true}, context(32, 1)).find("tp > 1"), std::string::npos);
   EXPECT_NE(rejection(Layout{.zero_stage = 4}, context(32, 1)).find("0, 1, 2, 3"), std::string::npos);
   EXPECT_NE(rejection(Layout{.order = "tp-dp"}, context(32, 1)).find("order"), std::string::npos);
+  // An order of many kilobytes (an unclosed quote swallowed the rest of a file, found by fuzzing) is
+  // quoted cut to excerpt()'s 60 bytes.
+  const std::string long_order = rejection(Layout{.order = "tp-cp-dp-pp-" + std::string(3000, 'x')}, context(32, 1));
+  EXPECT_NE(long_order.find("parallelism.order = \"tp-cp-dp-pp-xxx"), std::string::npos) << long_order;
+  EXPECT_LT(long_order.size(), 300U) << long_order;
   // Megatron refuses --overlap-param-gather without the distributed optimizer; any ZeRO stage has a gather.
   EXPECT_NE(rejection(Layout{.overlap_param_gather = true}, context(32, 1)).find("overlap_param_gather"),
             std::string::npos);

@@ -433,7 +433,7 @@ void apply_override(YAML::Node& root, const Override& o) {
 Override parse_override(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw InputError(fmt::format("--set \"{}\": expected KEY=VALUE, e.g. training.seq_len=4096", text));
+    throw InputError(fmt::format("--set \"{}\": expected KEY=VALUE, e.g. training.seq_len=4096", excerpt(text)));
   }
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -20,13 +21,13 @@ std::string_view name_of(PositionEmbedding kind) {
 MlpKind parse_mlp_kind(std::string_view text) {
   if (text == "gelu") return MlpKind::kGelu;
   if (text == "swiglu") return MlpKind::kSwiglu;
-  throw InputError(fmt::format("unknown mlp \"{}\" (valid: gelu, swiglu)", text));
+  throw InputError(fmt::format("unknown mlp \"{}\" (valid: gelu, swiglu)", excerpt(text)));
 }
 
 NormKind parse_norm_kind(std::string_view text) {
   if (text == "layernorm") return NormKind::kLayerNorm;
   if (text == "rmsnorm") return NormKind::kRmsNorm;
-  throw InputError(fmt::format("unknown norm \"{}\" (valid: layernorm, rmsnorm)", text));
+  throw InputError(fmt::format("unknown norm \"{}\" (valid: layernorm, rmsnorm)", excerpt(text)));
 }
 
 std::string_view name_of(MoeBalancing balancing) {
@@ -42,14 +43,14 @@ MoeBalancing parse_moe_balancing(std::string_view text) {
   for (auto b : {MoeBalancing::kAuxLoss, MoeBalancing::kAuxLossFree, MoeBalancing::kNone}) {
     if (name_of(b) == text) return b;
   }
-  throw InputError(fmt::format("unknown model.moe.load_balancing \"{}\" (valid: aux_loss, aux_loss_free, none)", text));
+  throw InputError(fmt::format("unknown model.moe.load_balancing \"{}\" (valid: aux_loss, aux_loss_free, none)", excerpt(text)));
 }
 
 PositionEmbedding parse_position_embedding(std::string_view text) {
   if (text == "learned") return PositionEmbedding::kLearned;
   if (text == "rope") return PositionEmbedding::kRope;
   if (text == "alibi") return PositionEmbedding::kAlibi;
-  throw InputError(fmt::format("unknown position_embedding \"{}\" (valid: learned, rope, alibi)", text));
+  throw InputError(fmt::format("unknown position_embedding \"{}\" (valid: learned, rope, alibi)", excerpt(text)));
 }
 
 void ModelSpec::validate() const {

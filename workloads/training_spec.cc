@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -26,13 +27,13 @@ Recompute parse_recompute(std::string_view text) {
   if (text == "none") return Recompute::kNone;
   if (text == "selective") return Recompute::kSelective;
   if (text == "full") return Recompute::kFull;
-  throw InputError(fmt::format("unknown recompute \"{}\" (valid: none, selective, full)", text));
+  throw InputError(fmt::format("unknown recompute \"{}\" (valid: none, selective, full)", excerpt(text)));
 }
 
 AttentionKernel parse_attention_kernel(std::string_view text) {
   if (text == "flash") return AttentionKernel::kFlash;
   if (text == "naive") return AttentionKernel::kNaive;
-  throw InputError(fmt::format("unknown attention \"{}\" (valid: flash, naive)", text));
+  throw InputError(fmt::format("unknown attention \"{}\" (valid: flash, naive)", excerpt(text)));
 }
 
 std::string_view name_of(Framework framework) {
@@ -42,7 +43,7 @@ std::string_view name_of(Framework framework) {
 Framework parse_framework(std::string_view text) {
   if (text == "megatron") return Framework::kMegatron;
   if (text == "pytorch-eager") return Framework::kPytorchEager;
-  throw InputError(fmt::format("unknown framework \"{}\" (valid: megatron, pytorch-eager)", text));
+  throw InputError(fmt::format("unknown framework \"{}\" (valid: megatron, pytorch-eager)", excerpt(text)));
 }
 
 DataType TrainingSpec::activation_dtype() const {

@@ -5,8 +5,9 @@
 // A harness feeds one input to one loader and accepts exactly two outcomes: the loader returns,
 // or it throws InputError (bad input, exit code 2 in the CLI). Anything else — another exception,
 // a crash, a sanitizer report, a hang or memory above libFuzzer's -rss_limit_mb — is a finding.
-// An InputError message longer than kMaxMessageBytes is a finding too: messages name the file,
-// line and key and cut long values.
+// An InputError whose message was cut by InputError itself (longer than kMaxInputErrorBytes,
+// core/error.h) is a finding too: messages name the file, line and key and cut the values they
+// quote where they quote them.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +24,6 @@
 #include "core/error.h"
 
 namespace clustersim::fuzz {
-
-// Longest acceptable InputError message: a few lines.
-inline constexpr std::size_t kMaxMessageBytes = 2'000;
 
 // A file holding the current input, for loaders that read paths. One per process, rewritten per
 // input, under the system's temporary directory; `name` keeps the extension the loader expects.
@@ -47,10 +45,9 @@ void expect_loads_or_input_error(F&& load) {
   try {
     load();
   } catch (const InputError& e) {
-    const std::string_view message = e.what();
-    if (message.size() > kMaxMessageBytes) {
-      std::fprintf(stderr, "InputError message of %zu bytes (limit %zu): %.300s...\n", message.size(), kMaxMessageBytes,
-                   e.what());
+    if (e.cut()) {
+      std::fprintf(stderr, "InputError message longer than %zu bytes (cut by InputError): %.300s...\n",
+                   kMaxInputErrorBytes, e.what());
       std::abort();
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,41 @@
+#include "core/error.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace clustersim {
+namespace error_test {
+
+TEST(InputError, KeepsAMessageOfAFewLinesWhole) {
+  const std::string message = "scenario.yaml:3:5: training.seq_len: \"abc\" is not an integer";
+  const InputError e(message);
+  EXPECT_EQ(e.what(), message);
+  EXPECT_FALSE(e.cut());
+}
+
+TEST(InputError, CutsAMessageThatQuotesAWholeFileKeepingItsStart) {
+  const std::string start = "scenario.yaml:2:8: parallelism.order = \"";
+  const std::string message = start + std::string(5000, 'x') + "\"";
+  const InputError e(message);
+  const std::string what = e.what();
+  EXPECT_TRUE(e.cut());
+  EXPECT_EQ(what.rfind(start, 0), 0U) << "the location and key stay";
+  // kMaxInputErrorBytes of the message, then "... (N more characters)" with N the bytes left out.
+  EXPECT_EQ(what, message.substr(0, kMaxInputErrorBytes) + "... (" +
+                      std::to_string(message.size() - kMaxInputErrorBytes) + " more characters)");
+}
+
+TEST(InputError, AMessageOfExactlyTheBoundIsNotCut) {
+  const InputError e(std::string(kMaxInputErrorBytes, 'a'));
+  EXPECT_FALSE(e.cut());
+  EXPECT_EQ(std::string(e.what()).size(), kMaxInputErrorBytes);
+}
+
+TEST(InputError, AnOverflowErrorIsCutAlike) {
+  const OverflowError e(std::string(kMaxInputErrorBytes + 1, 'b'));
+  EXPECT_TRUE(e.cut());
+}
+
+}  // namespace error_test
+}  // namespace clustersim

@@ -52,8 +52,8 @@ DataType flash_dtype_of(const std::vector<AttentionSample>& samples) {
 
 }  // namespace
 
-ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile, LaunchMode launch)
-    : gpu_(gpu), launch_(launch), gemm_model_(sm_count_of(gpu, profile)) {
+ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile)
+    : gpu_(gpu), gemm_model_(sm_count_of(gpu, profile)) {
   if (!gpu.hbm_bandwidth.is_positive() && (profile == nullptr || !profile->copy_bandwidth)) {
     throw InputError(fmt::format("GPU \"{}\" has no hbm_bandwidth; give its datasheet memory bandwidth "
                                  "(e.g. \"4.8 TB/s\" for H200) or a calibration profile with a copy bandwidth",
@@ -111,9 +111,7 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
 }
 
 Duration ComputeCostModel::kernel_duration(Duration work) const {
-  const Duration on_gpu = work + kernel_gap_;
-  if (launch_ == LaunchMode::kCudaGraph) return on_gpu;
-  return std::max(on_gpu, dispatch_interval_);
+  return work + kernel_gap_;
 }
 
 Duration ComputeCostModel::default_gemm_kernel(const GemmShape& shape) const {
@@ -123,10 +121,9 @@ Duration ComputeCostModel::default_gemm_kernel(const GemmShape& shape) const {
 Duration ComputeCostModel::gemm_time(const GemmShape& shape) const {
   if (predictor_ && predictor_->covers(shape)) {
     const Duration measured_like = predictor_->predict(shape);  // already a back-to-back kernel duration
-    return launch_ == LaunchMode::kCudaGraph ? measured_like : std::max(measured_like, dispatch_interval_);
+    return measured_like;
   }
-  const Duration kernel = default_gemm_kernel(shape);
-  return launch_ == LaunchMode::kCudaGraph ? kernel : std::max(kernel, dispatch_interval_);
+  return default_gemm_kernel(shape);
 }
 
 Duration ComputeCostModel::gemm_time(int64_t m, int64_t n, int64_t k, DataType dtype, int64_t batch) const {
@@ -154,8 +151,7 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
         shape, direction == AttentionDirection::kForward ? AttentionPredictor::Direction::kForward
                                                          : AttentionPredictor::Direction::kBackward);
     // Samples are back-to-back kernel durations (inter-kernel gaps included), like GEMM samples.
-    const Duration t = std::max(measured_like, floor);
-    return launch_ == LaunchMode::kCudaGraph ? t : std::max(t, dispatch_interval_);
+    return std::max(measured_like, floor);
   }
   const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kSdpaFlashForwardEfficiency
                                                                        : ComputeDefaults::kSdpaFlashBackwardEfficiency;
@@ -172,11 +168,8 @@ Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, Data
 }
 
 std::string ComputeCostModel::describe() const {
-  const std::string launch =
-      launch_ == LaunchMode::kEager
-          ? fmt::format("eager dispatch {} per kernel, kernel gap {}", to_string(dispatch_interval_),
-                        to_string(kernel_gap_))
-          : fmt::format("CUDA graphs, kernel gap {}", to_string(kernel_gap_));
+  const std::string launch = fmt::format("kernel gap {}, eager dispatch {} per elementwise op on the host",
+                                         to_string(kernel_gap_), to_string(dispatch_interval_));
   if (profile_name_) return fmt::format("{} [{}]", profile_summary_, launch);
   return fmt::format(
       "datasheet defaults for {}: GEMM efficiency from the shape-aware default model (large-GEMM ceiling "
@@ -190,7 +183,7 @@ std::string ComputeCostModel::describe() const {
 
 LeaveOneOutResult leave_one_out_gemm(const CalibrationProfile& profile, const GpuSpec& gpu) {
   // The calibrated model's own predictor: its baseline with the profile's bandwidth and kernel gap.
-  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  const ComputeCostModel calibrated(gpu, &profile);
   if (calibrated.gemm_predictor() == nullptr) return {};
   return evaluate_leave_one_out(*calibrated.gemm_predictor());
 }

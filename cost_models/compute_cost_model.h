@@ -16,11 +16,6 @@
 
 namespace clustersim {
 
-// How kernels reach the GPU. Eager: the framework dispatches each kernel from the CPU, so a kernel
-// shorter than the dispatch interval leaves the GPU waiting. CUDA graph: kernels are replayed
-// back to back and only the GPU's inter-kernel gap remains.
-enum class LaunchMode { kEager, kCudaGraph };
-
 enum class AttentionDirection { kForward, kBackward };
 
 // Datasheet-based defaults, each measured on an H200 through PyTorch 2.11 / CUDA 13.0 on 2026-11-29
@@ -28,7 +23,8 @@ enum class AttentionDirection { kForward, kBackward };
 //   HBM efficiency 0.871: a 2 GiB device-to-device copy moved 4180.8 GB/s (read + written) against
 //     the 4.8 TB/s datasheet (other readings on such machines: 4.25–4.3 TB/s).
 //   eager dispatch interval 7.57 µs: back-to-back tiny in-place adds from Python (framework dispatch
-//     plus cudaLaunchKernel).
+//     plus cudaLaunchKernel): the host cost of an eager elementwise op (workloads/host_costs.h); it
+//     does not enter a kernel's GPU time.
 //   kernel gap 1.23 µs: tiny kernels replayed from a CUDA graph.
 //   fused attention 0.47 of the dense peak forward, 0.44 backward: cuDNN SDPA (the backend of
 //     Transformer Engine on Hopper), bf16, causal, head dim 128, 32 heads, s = 2048–4096, FLOPs
@@ -53,7 +49,8 @@ struct ComputeDefaults {
 };
 
 // Duration of each compute kernel on one GPU: a roofline with a shape-aware GEMM efficiency.
-//   kernel duration = max(work + gap, dispatch)   (eager; with graphs: work + gap)
+//   kernel duration = work + gap   (the GPU's time: when the host thread issues it is the step
+//                                   simulation's, parallelism/step_simulation.h)
 //   GEMM work       = max(FLOPs / (peak(dtype) × efficiency), bytes / HBM rate)
 //                     bytes = (M·K + K·N + M·N) × element size × batch (each operand once)
 //   memory-bound    = bytes moved / rate of its memory access kind (the HBM rate for kStream;
@@ -72,8 +69,7 @@ class ComputeCostModel {
  public:
   // Throws InputError if the GPU lacks an SM count (and the profile gives none) or a HBM bandwidth.
   // The profile is copied; it need not outlive the model.
-  explicit ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile = nullptr,
-                            LaunchMode launch = LaunchMode::kEager);
+  explicit ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile* profile = nullptr);
 
   // Kernel duration of one GEMM. Throws InputError for a dtype without a datasheet peak.
   Duration gemm_time(const GemmShape& shape) const;
@@ -98,13 +94,14 @@ class ComputeCostModel {
   // rate. Throws InputError for an invalid shape.
   Duration attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
                           AttentionDirection direction) const;
-  // The launch rule applied to `work` on the GPU.
+  // A kernel's time on the GPU for `work`: work + kernel gap.
   Duration kernel_duration(Duration work) const;
 
   Bandwidth memory_bandwidth() const { return memory_bandwidth_; }
   Duration kernel_gap() const { return kernel_gap_; }
+  // The host cost of an eager elementwise op: the profile's measured dispatch interval, else
+  // ComputeDefaults::kEagerDispatchUs.
   Duration dispatch_interval() const { return dispatch_interval_; }
-  LaunchMode launch_mode() const { return launch_; }
   bool calibrated() const { return profile_name_.has_value(); }
   // The profile's GEMM predictor (its baseline is GemmKernelModel with this model's memory floor
   // and kernel gap), or nullptr without GEMM samples.
@@ -122,7 +119,6 @@ class ComputeCostModel {
   Duration default_gemm_kernel(const GemmShape& shape) const;
 
   GpuSpec gpu_;
-  LaunchMode launch_;
   GemmEfficiencyModel gemm_model_;
   Bandwidth memory_bandwidth_;
   Duration kernel_gap_;

@@ -28,7 +28,7 @@ TEST(ComputeCostModel, DefaultGemmTimesMatchTheIssuesH200Readings) {
   // The issue's PyTorch readings on an H200 (TFLOP/s): 4096³ ~696, 8192³ ~774, 4096×50304×4096
   // ~744, and the slow path 4091³ ~127, 4096×50257×4096 ~129. Tolerance 15 %: run-to-run spread of
   // such readings is ~10 % (this repository's own sweep measured 796 and 702 for the first two).
-  const ComputeCostModel model(testing::h200(), nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel model(testing::h200(), nullptr);
   struct Reading {
     GemmShape shape;
     double tflops;
@@ -46,7 +46,7 @@ TEST(ComputeCostModel, DefaultModelAgainstTheH200SweepSamples) {
   // shapes of 7B and 175B layers at tp 1–8, skinny and batched GEMMs): the default model, without
   // the profile, must stay within 36 % on each and 6 % at the median (the fit gave 4.9 % / 35 %).
   const CalibrationProfile profile = load_calibration_profile(kSweep);
-  const ComputeCostModel model(testing::h200(), nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel model(testing::h200(), nullptr);
   std::vector<double> errors;
   for (const GemmSample& s : profile.gemm_samples) {
     if (GemmEfficiencyModel::alignment_of(s.shape) != GemmAlignment::kAligned) continue;
@@ -73,7 +73,7 @@ TEST(ComputeCostModel, DefaultModelAgainstPublishedHopperGemms) {
   auto column = [&](const std::string& name) {
     return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   };
-  const ComputeCostModel model(testing::h100(), nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel model(testing::h100(), nullptr);
   int checked = 0;
   while (std::getline(csv, line)) {
     const auto f = testing::split_csv_line(line);
@@ -99,25 +99,24 @@ TEST(ComputeCostModel, DefaultModelAgainstPublishedHopperGemms) {
 
 TEST(ComputeCostModel, MemoryBoundAndAttentionTimesFollowTheRoofline) {
   const GpuSpec gpu = testing::h200();
-  const ComputeCostModel graph(gpu, nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel model(gpu, nullptr);
   const Bandwidth hbm = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
   const Duration gap = Duration::microseconds(ComputeDefaults::kKernelGapUs);
-  EXPECT_EQ(graph.memory_bound_time(Bytes::gigabytes(1)), transfer_time(Bytes::gigabytes(1), hbm) + gap);
+  EXPECT_EQ(model.memory_bound_time(Bytes::gigabytes(1)), transfer_time(Bytes::gigabytes(1), hbm) + gap);
   // Fused attention, causal, 32 heads × 4096² × 128: forward FLOPs 4·h·s²·d / 2.
   const double flops = 4.0 * 32 * 4096.0 * 4096.0 * 128 / 2;
-  EXPECT_EQ(graph.attention_time(flops, Bytes::megabytes(100), DataType::kBf16, AttentionDirection::kForward),
+  EXPECT_EQ(model.attention_time(flops, Bytes::megabytes(100), DataType::kBf16, AttentionDirection::kForward),
             compute_time(flops, gpu.peak(DataType::kBf16) * ComputeDefaults::kAttentionForwardEfficiency) + gap);
-  // A tiny eager kernel waits for the CPU: the dispatch interval bounds it from below.
-  const ComputeCostModel eager(gpu);
-  EXPECT_EQ(eager.memory_bound_time(Bytes::of(4096)), Duration::microseconds(ComputeDefaults::kEagerDispatchUs));
-  EXPECT_EQ(eager.gemm_time(64, 64, 64, DataType::kBf16), Duration::microseconds(ComputeDefaults::kEagerDispatchUs));
+  // A tiny kernel's GPU time is its work and the gap: the host's dispatch is the step simulation's.
+  EXPECT_LT(model.memory_bound_time(Bytes::of(4096)), gap + Duration::microseconds(0.01));
+  EXPECT_EQ(model.dispatch_interval(), Duration::microseconds(ComputeDefaults::kEagerDispatchUs));
 }
 
 TEST(ComputeCostModel, FrameworkKernelPathsUseProfileRatesOrDefaultFractions) {
   const GpuSpec gpu = testing::h200();
   const Bandwidth hbm = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
   const Duration gap = Duration::microseconds(ComputeDefaults::kKernelGapUs);
-  const ComputeCostModel defaults(gpu, nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel defaults(gpu, nullptr);
   // kStream is the HBM rate (Megatron's default path); the others a measured fraction of it.
   EXPECT_EQ(defaults.kernel_bandwidth(MemoryAccess::kStream), hbm);
   const Bytes gb = Bytes::gigabytes(1);
@@ -130,7 +129,7 @@ TEST(ComputeCostModel, FrameworkKernelPathsUseProfileRatesOrDefaultFractions) {
   profile.machine.gpu = "NVIDIA H200";
   profile.machine.sm_count = 132;
   profile.kernel_bandwidths[MemoryAccess::kStrided] = Bandwidth::gigabytes_per_s(1500);
-  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  const ComputeCostModel calibrated(gpu, &profile);
   EXPECT_EQ(calibrated.memory_bound_time(gb, MemoryAccess::kStrided),
             transfer_time(gb, Bandwidth::gigabytes_per_s(1500)) + gap);
   // A kind the profile did not measure keeps its default fraction.
@@ -141,7 +140,7 @@ TEST(ComputeCostModel, SdpaFlashAttentionUsesSamplesOrItsDefaultEfficiency) {
   const GpuSpec gpu = testing::h200();
   const AttentionShape shape{4, 16, 16, 2048, 128, DataType::kBf16};
   const Bytes bytes = Bytes::megabytes(100);
-  const ComputeCostModel defaults(gpu, nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel defaults(gpu, nullptr);
   const Duration gap = Duration::microseconds(ComputeDefaults::kKernelGapUs);
   EXPECT_EQ(defaults.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kForward),
             compute_time(shape.forward_flops(), gpu.peak(DataType::kBf16) * ComputeDefaults::kSdpaFlashForwardEfficiency) +
@@ -160,7 +159,7 @@ TEST(ComputeCostModel, SdpaFlashAttentionUsesSamplesOrItsDefaultEfficiency) {
   a.forward = Duration::microseconds(289.152);
   a.backward = Duration::microseconds(812.480);
   profile.attention_samples.push_back(a);
-  const ComputeCostModel calibrated(gpu, &profile, LaunchMode::kCudaGraph);
+  const ComputeCostModel calibrated(gpu, &profile);
   EXPECT_EQ(calibrated.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kForward),
             a.forward);
   EXPECT_EQ(calibrated.attention_time(shape, FusedAttentionKernel::kSdpaFlash, bytes, AttentionDirection::kBackward),
@@ -172,7 +171,7 @@ TEST(ComputeCostModel, SkinnyGemmsAreBoundByTheirWeightsOrTheirTiles) {
   // the tile-quantized compute time and the memory floor are close. Either way the time is at least
   // the memory floor plus the gap, and the sweep measured 14.085 µs (tolerance 15 %).
   const GpuSpec gpu = testing::h200();
-  const ComputeCostModel model(gpu, nullptr, LaunchMode::kCudaGraph);
+  const ComputeCostModel model(gpu, nullptr);
   const Bytes bytes = Bytes::of((16 * 4096 + 4096 * 4096 + 16 * 4096) * 2);
   const Duration floor = transfer_time(bytes, gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency) +
                          Duration::microseconds(ComputeDefaults::kKernelGapUs);
@@ -185,7 +184,7 @@ TEST(ComputeCostModel, SkinnyGemmsAreBoundByTheirWeightsOrTheirTiles) {
 
 TEST(ComputeCostModel, ProfileReplacesDefaultsAndDescribeSaysSo) {
   const CalibrationProfile profile = load_calibration_profile(kSweep);
-  const ComputeCostModel calibrated(testing::h200(), &profile, LaunchMode::kCudaGraph);
+  const ComputeCostModel calibrated(testing::h200(), &profile);
   EXPECT_TRUE(calibrated.calibrated());
   // A sampled shape returns its measured time.
   const GemmSample& s = profile.gemm_samples.front();

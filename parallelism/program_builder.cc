@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "parallelism/pipeline_schedule.h"
 #include "parallelism/tp_comm_overlap.h"
+#include "workloads/host_costs.h"
 #include "workloads/op_cost.h"
 #include "workloads/pytorch_eager_ops.h"
 
@@ -17,14 +18,15 @@ namespace clustersim {
 namespace {
 
 void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind work, Duration duration, double flops,
-                  const PowerWork& power, bool merge) {
+                  const PowerWork& power, const HostWork& host, bool merge) {
   if (merge && !out.empty() && out.back().kind == ProgramOp::Kind::kCompute && out.back().work == work) {
+    out.back().host.then(host, duration);
     out.back().duration += duration;
     out.back().flops += flops;
     out.back().power += power;
     return;
   }
-  out.push_back(ProgramOp::compute(std::string(label), work, duration, flops, power));
+  out.push_back(ProgramOp::compute(std::string(label), work, duration, flops, power, host));
 }
 
 // Power work of a memory-bound kernel moving `bytes` in `duration` (empty without a power model).
@@ -51,7 +53,7 @@ ProgramOp collective(const Op& op, GroupKind group, CollectiveOp collective_op, 
 // to its successor: an all-to-all whose matrix has one block per row), waited for before the next
 // step. The last step has nothing left to send.
 void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core, const ComputeCostModel& cost,
-                 int cp, bool merge) {
+                 int cp, const HostCosts& host, bool merge) {
   Op step = core;
   const double parts = static_cast<double>(cp);
   step.flops = core.flops / parts;
@@ -67,10 +69,11 @@ void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core
       ProgramOp p = ProgramOp::collective(std::string(exchange.name), GroupKind::kContext, CollectiveOp::kAllToAll,
                                           exchange.comm_bytes, kRingHandle);
       p.all_to_all_bytes = ring;
+      p.host.issue = host_cost(exchange, host);
       out.push_back(std::move(p));
     }
     push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, op_power(step, step_time, cost),
-                 merge);
+                 HostWork::kernel(host_cost(step, host), step_time), merge);
     if (send) out.push_back(ProgramOp::wait(kRingHandle));
   }
 }
@@ -82,6 +85,10 @@ struct Pricing {
   int tp = 1;
   bool merge = true;
   bool tp_overlap = false;  // Layout::tp_comm_overlap (layer ops only: not the embedding or the head)
+  const HostCosts* host = nullptr;
+  // Blocking syncs after a mixture-of-experts layer's permutation (forward and recompute): the
+  // dispatcher's read of the tokens per expert (ProgramOptions::host).
+  int moe_syncs = 0;
 };
 
 // Appends `ops` priced by `cost`; communication points become collectives on their groups. With
@@ -89,6 +96,7 @@ struct Pricing {
 // overlapped with them (parallelism/tp_comm_overlap.h).
 void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const Pricing& pricing) {
   const ComputeCostModel& cost = *pricing.cost;
+  const HostCosts& host = *pricing.host;
   const int cp = pricing.cp;
   const bool merge = pricing.merge;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -108,9 +116,14 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
     }
     if (op.cost != OpCost::kCommunication) {
       const Duration d = op_duration(op, cost);
-      push_compute(out, op.name, work_of(op.pass), d, op.kernel_flops, op_power(op, d, cost), merge);
+      push_compute(out, op.name, work_of(op.pass), d, op.kernel_flops, op_power(op, d, cost),
+                   HostWork::kernel(host_cost(op, host), d), merge);
+      if (op.pass != Pass::kBackward && op.name == "moe.permute") {
+        for (int k = 0; k < pricing.moe_syncs; ++k) out.push_back(ProgramOp::sync("moe.tokens_per_expert", host.sync));
+      }
       continue;
     }
+    const size_t first_collective = out.size();
     switch (op.comm) {
       case CommKind::kTpAllReduce:
         out.push_back(collective(op, GroupKind::kTensor, CollectiveOp::kAllReduce, op.comm_bytes));
@@ -125,7 +138,7 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
         // The workload places the exchange right before the fused attention core it feeds.
         check_invariant(i + 1 < ops.size() && ops[i + 1].cost == OpCost::kFlashAttention,
                         "context-parallel ring exchange without the attention core after it");
-        append_ring(out, op, ops[i + 1], cost, cp, merge);
+        append_ring(out, op, ops[i + 1], cost, cp, host, merge);
         ++i;
         break;
       }
@@ -152,6 +165,9 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
         break;
       case CommKind::kNone: throw InternalError("communication op without a kind");
     }
+    for (size_t k = first_collective; k < out.size(); ++k) {
+      if (out[k].kind == ProgramOp::Kind::kCollective) out[k].host.issue = host_cost(op, host);
+    }
   }
 }
 
@@ -164,7 +180,7 @@ std::vector<ProgramOp> priced(const std::vector<Op>& ops, const Pricing& pricing
 void append(std::vector<ProgramOp>& out, const std::vector<ProgramOp>& ops, bool merge) {
   for (const auto& op : ops) {
     if (op.kind == ProgramOp::Kind::kCompute) {
-      push_compute(out, op.label, op.work, op.duration, op.flops, op.power, merge);
+      push_compute(out, op.label, op.work, op.duration, op.flops, op.power, op.host, merge);
     } else {
       out.push_back(op);
     }
@@ -280,14 +296,16 @@ void append_layers_bucketed(std::vector<ProgramOp>& out, const ChunkParts& parts
       while (next < starts.size() && done + left > starts[next]) {
         const Duration part = starts[next] - done;
         const double share = static_cast<double>(part.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, part, op.flops * share, op.power.scaled(share), merge);
+        push_compute(out, op.label, op.work, part, op.flops * share, op.power.scaled(share), op.host.scaled(share),
+                     merge);
         done += part;
         left -= part;
         take_due();
       }
       if (left > Duration::zero()) {
         const double share = static_cast<double>(left.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, left, op.flops * share, op.power.scaled(share), merge);
+        push_compute(out, op.label, op.work, left, op.flops * share, op.power.scaled(share), op.host.scaled(share),
+                     merge);
         done += left;
       }
     }
@@ -332,6 +350,32 @@ std::vector<int> stage_layer_indices(const Layout& layout, int layers, int stage
   return out;
 }
 
+// Parameter tensors of one layer: its non-empty weight and bias fields (a LayerNorm's weight and
+// bias, and the routed experts' weights of one kind, counted once).
+int64_t layer_tensors(const LayerParameters& p) {
+  int64_t n = 0;
+  for (int64_t field : {p.input_norm, p.qkv_weight, p.qkv_bias, p.q_down_weight, p.q_up_weight, p.kv_down_weight,
+                        p.kv_up_weight, p.latent_norms, p.proj_weight, p.proj_bias, p.attention_sinks,
+                        p.post_attention_norm, p.fc1_weight, p.fc1_bias, p.fc2_weight, p.fc2_bias, p.router_weight,
+                        p.shared_fc1_weight, p.shared_fc2_weight, p.expert_weights, p.expert_biases}) {
+    n += field > 0 ? 1 : 0;
+  }
+  return n;
+}
+
+// Parameter tensors the optimizer of `stage` updates: its layers', with the embeddings on the
+// first stage and the final norm and LM head on the last.
+int64_t stage_tensors(const Transformer& transformer, const Layout& layout, int stage) {
+  const ParameterCounts& p = transformer.parameters();
+  int64_t n = 0;
+  for (int layer : stage_layer_indices(layout, static_cast<int>(transformer.model().layers), stage)) {
+    n += layer_tensors(transformer.layer_kind(layer) == LayerKind::kMoe ? p.moe_layer : p.layer);
+  }
+  if (stage == 0) n += (p.word_embedding > 0 ? 1 : 0) + (p.position_embedding > 0 ? 1 : 0);
+  if (stage == layout.pp - 1) n += (p.final_norm > 0 ? 1 : 0) + (p.lm_head > 0 ? 1 : 0);
+  return n;
+}
+
 // Dense and expert parameters of the representative rank of `stage`.
 StageParameters stage_parameters(const Transformer& transformer, const Layout& layout, int stage) {
   const int layers = static_cast<int>(transformer.model().layers);
@@ -349,7 +393,8 @@ StageParameters stage_parameters(const Transformer& transformer, const Layout& l
 // parameters' .grad (read and written again). Each pass moves 2 × the gradient bytes on the compute
 // stream; the first follows every kGradientsReady marker of the backward passes, the second runs
 // after the reductions (StageProgram::after_reductions).
-void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, const PrecisionPolicy& precision) {
+void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, const PrecisionPolicy& precision,
+                           const HostCosts& host) {
   int64_t elements = 0;
   for (ChunkProgram& chunk : stage.chunks) {
     std::vector<ProgramOp> ops;
@@ -362,13 +407,16 @@ void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, co
       elements += n;
       const Bytes moved = Bytes::of(checked_mul(2 * precision.grad_bytes(), n, "DDP bucket bytes"));
       const Duration d = cost.memory_bound_time(moved, MemoryAccess::kElementwise);
-      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward, d, 0, memory_power(d, moved, cost)));
+      // Launched by the reducer's autograd hook, from the backward's C++ thread.
+      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward, d, 0, memory_power(d, moved, cost),
+                                       HostWork::kernel(host.backward_elementwise, d)));
     }
     chunk.backward.ops = std::move(ops);
   }
   const Bytes back = Bytes::of(checked_mul(2 * precision.grad_bytes(), elements, "DDP bucket bytes"));
   stage.after_reductions = cost.memory_bound_time(back, MemoryAccess::kElementwise);
   stage.after_reductions_power = memory_power(stage.after_reductions, back, cost);
+  stage.after_reductions_host = HostWork::kernel(host.backward_elementwise, stage.after_reductions);
 }
 
 }  // namespace
@@ -393,7 +441,16 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
 
   // Price each kind of layer once; every chunk copies it.
   const ParameterCounts& params = transformer.parameters();
-  const Pricing plain{&cost, layout.cp, layout.tp, merge, false};
+  // Megatron-Core's dispatchers read the tokens per expert on the host after the permutation:
+  // once for alltoall (MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize) and the flex
+  // dispatcher with DeepEP (its dispatch returns the received token counts to the host), twice for
+  // allgather (the counts' .cpu() and masked_select's nonzero); measured for alltoall and
+  // allgather on one H200 (tools/calibrate/data/h200-2026-12-01-moe/README.md, "One blocking sync
+  // per layer and step"). pytorch-eager has no MoE layer.
+  const int moe_syncs = training.framework != Framework::kMegatron          ? 0
+                        : layout.moe_dispatcher == MoeDispatcher::kAllGather ? 2
+                                                                             : 1;
+  const Pricing plain{&cost, layout.cp, layout.tp, merge, false, &options.host, moe_syncs};
   Pricing layer_pricing = plain;
   layer_pricing.tp_overlap = layout.tp_comm_overlap && layout.tp > 1;
   auto price = [&](LayerKind kind, const LayerParameters& counts, bool window = false) {
@@ -506,8 +563,16 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     const std::vector<Op> optimizer_ops = optimizer_step_ops(optimizer_shard, training);
     stage.optimizer = total_duration(optimizer_ops, cost);
     for (const Op& op : optimizer_ops) stage.optimizer_power += op_power(op, op_duration(op, cost), cost);
+    // The host prepares every parameter tensor's share of the multi-tensor launches before the GPU
+    // runs them (AdamW(fused=True): 10.1 µs per tensor, workloads/host_costs.h).
+    stage.optimizer_host = HostWork::kernel(options.host.optimizer_per_tensor * stage_tensors(transformer, layout, s),
+                                            stage.optimizer);
+    // Megatron-Core clips gradients by their global norm (--clip-grad, default 1.0), which it reads
+    // on the host (get_grad_norm_fp32 returns total_norm.item()) before the update: one sync per
+    // step. train_step.py's pytorch-eager loop neither clips nor reads the loss inside the step.
+    if (training.framework == Framework::kMegatron) stage.optimizer_sync = options.host.sync;
     if (training.framework == Framework::kPytorchEager && layout.dp > 1 && layout.zero_stage == 0) {
-      add_ddp_bucket_copies(stage, cost, precision);
+      add_ddp_bucket_copies(stage, cost, precision, options.host);
     }
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
       stage.data_param_gather = Bytes::of(stage_params.dense) * precision.param_bytes();

@@ -41,14 +41,17 @@
 #include "cost_models/memory_model.h"
 #include "parallelism/layout.h"
 #include "parallelism/step_program.h"
+#include "workloads/host_costs.h"
 #include "workloads/transformer.h"
 
 namespace clustersim {
 
 struct ProgramOptions {
-  // Merge consecutive compute ops into one (fewer events; same total time). Off for traces, which
-  // then show every kernel.
+  // Merge consecutive compute ops into one (fewer events; same total time, HostWork's closed form
+  // keeps the host side exact). Off for traces, which then show every kernel.
   bool merge_compute = true;
+  // The host cost of each op (workloads/host_costs.h); all zero: no host side, the GPU never waits.
+  HostCosts host;
 };
 
 // Memory of one rank of each stage (the representative tp = cp = dp = 0 rank).

@@ -9,6 +9,7 @@
 // program (programs are templates, DESIGN.md "Speed at scale"); the simulator gives each rank a
 // cursor into it.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,18 +36,50 @@ constexpr WorkKind work_of(Pass pass) {
   return WorkKind::kForward;
 }
 
+// The host side of a compute op: the CPU thread that issues its kernels (framework dispatch plus
+// the launch API call) runs ahead of the GPU, and a kernel starts at the latest of its issue time
+// and the end of the kernel before it (parallelism/step_simulation.h). For a run of kernels
+// k = 1..n with host costs c_k and GPU times w_k, issued from host time h on a GPU free from t:
+//   end = max(t + Σ w_k, h + span),   span = max over k of (c_1 + … + c_k) + (w_k + … + w_n),
+// and the host is done at h + issue, issue = Σ c_k (the recursion s_k = max(e_(k−1), h + c_1 + … +
+// c_k), e_k = s_k + w_k unrolled). Durations; all zero = no host side (the GPU never waits).
+struct HostWork {
+  Duration issue;       // Σ c_k: host time to issue every kernel of the op
+  Duration span;        // as above: host issue plus GPU work of the critical suffix
+  int64_t kernels = 0;  // kernels launched (for the launch-queue depth)
+
+  // One kernel of host cost `host` and GPU time `gpu`.
+  static HostWork kernel(Duration host, Duration gpu) { return HostWork{host, host + gpu, 1}; }
+  // This run followed by `next`, whose GPU time is `next_gpu` (associative: merged ops keep the
+  // exact closed form).
+  void then(const HostWork& next, Duration next_gpu) {
+    span = std::max(span + next_gpu, issue + next.span);
+    issue += next.issue;
+    kernels += next.kernels;
+  }
+  // A share of the run (a compute op split at a ZeRO-3 bucket boundary): issue and span scaled.
+  HostWork scaled(double share) const {
+    return HostWork{issue.scaled(share), span.scaled(share), kernels};
+  }
+};
+
 struct ProgramOp {
   enum class Kind {
     kCompute,         // occupy the compute stream for `duration`
     kCollective,      // a collective on `group`; blocking unless `handle` >= 0
     kWait,            // wait for the asynchronous collective `handle` of this pass
     kGradientsReady,  // `elements` parameter gradients of `group`'s reduction are final (last microbatch)
+    kSync,            // a device-to-host synchronisation: the host waits for the compute stream
+                      // to reach this point, then spends `host.issue` (a D2H read, .item())
   };
   Kind kind = Kind::kCompute;
   WorkKind work = WorkKind::kForward;
   Duration duration;
   double flops = 0;  // FLOPs of a compute op (for the trace and HFU)
   PowerWork power;   // a compute op's full-clock power work (empty: counted as idle, never slowed)
+  // kCompute: the host side of its kernels; kCollective: the NCCL call's host cost (`issue`);
+  // kSync: the synchronisation's own host cost (`issue`).
+  HostWork host;
   GroupKind group = GroupKind::kTensor;
   CollectiveOp op = CollectiveOp::kAllReduce;
   Bytes size;           // collective size in the nccl-tests convention (collectives/collective.h)
@@ -58,7 +91,7 @@ struct ProgramOp {
   std::shared_ptr<const std::vector<int64_t>> all_to_all_bytes;
 
   static ProgramOp compute(std::string label, WorkKind work, Duration duration, double flops = 0,
-                           PowerWork power = {}) {
+                           PowerWork power = {}, HostWork host = {}) {
     ProgramOp op;
     op.kind = Kind::kCompute;
     op.label = std::move(label);
@@ -66,6 +99,14 @@ struct ProgramOp {
     op.duration = duration;
     op.flops = flops;
     op.power = power;
+    op.host = host;
+    return op;
+  }
+  static ProgramOp sync(std::string label, Duration host_cost) {
+    ProgramOp op;
+    op.kind = Kind::kSync;
+    op.label = std::move(label);
+    op.host.issue = host_cost;
     return op;
   }
   static ProgramOp collective(std::string label, GroupKind group, CollectiveOp collective_op, Bytes size,
@@ -123,10 +164,15 @@ struct StageProgram {
   GradientReduction gradients;
   Duration optimizer;                // optimizer step compute time on this rank
   PowerWork optimizer_power;         // its full-clock power work
+  HostWork optimizer_host;           // the host side of its kernels
+  // Host cost of the device-to-host synchronisation before the optimizer step (Megatron's gradient
+  // norm for clipping, read with .item()); zero = none.
+  Duration optimizer_sync;
   // Compute that waits for every gradient reduction and runs before the optimizer step: PyTorch
   // DDP copying the reduced buckets back into the parameters' .grad (framework pytorch-eager).
   Duration after_reductions;
   PowerWork after_reductions_power;
+  HostWork after_reductions_host;
   // ZeRO >= 1 / distributed optimizer: all-gather of the updated parameters on the data-parallel
   // group after the optimizer (bytes = gathered output per rank); zero = none.
   Bytes data_param_gather;

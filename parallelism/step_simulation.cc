@@ -40,7 +40,7 @@ const char* stream_of(GroupKind kind) {
 
 using Matrix = std::shared_ptr<const std::vector<int64_t>>;
 
-enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions };
+enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions, kHost };
 
 enum class Phase {
   kPasses,
@@ -160,6 +160,22 @@ class StepSimulation {
     Duration comm;
     PowerWork power;                           // of the compute ops
     std::array<int, kGroupKinds> sequences{};  // collectives issued per group kind
+    // The segment's GPU work and host side, in order: runs of kernels and fixed-time collectives
+    // (one HostWork each), separated by synchronisations.
+    struct Piece {
+      Duration gpu;
+      HostWork host;
+      bool sync = false;  // a kSync op: host.issue is its host cost
+    };
+    std::vector<Piece> pieces;
+    void add(Duration gpu, const HostWork& host) {
+      if (pieces.empty() || pieces.back().sync) {
+        pieces.push_back(Piece{gpu, host, false});
+        return;
+      }
+      pieces.back().host.then(host, gpu);
+      pieces.back().gpu += gpu;
+    }
   };
 
   // A rank's communication stream of one process group: NCCL runs the operations of one
@@ -194,6 +210,13 @@ class StepSimulation {
     RankBreakdown breakdown;
     std::optional<PowerGovernor> governor;  // with a power model
     Time governor_time;                     // the governor has been run up to here
+    // The host thread (see RankBreakdown): it has issued every op before the current one by
+    // `host`; `queued` holds (index of an op's last kernel, the op's end) of issued kernels that
+    // may still hold the launch queue.
+    Time host;
+    int64_t kernels_issued = 0;
+    std::deque<std::pair<int64_t, Time>> queued;
+    bool collective_issued = false;  // the current collective's NCCL call has been issued
   };
 
   struct Rendezvous {
@@ -222,6 +245,8 @@ class StepSimulation {
     const Duration waited = sim_.now() - r.wait_start;
     if (r.wait == WaitKind::kInput) {
       r.breakdown.bubble += waited;
+    } else if (r.wait == WaitKind::kHost) {
+      r.breakdown.host_bound += waited;
     } else if (r.wait != WaitKind::kNone) {
       r.breakdown.exposed_comm += waited;
     }
@@ -234,6 +259,10 @@ class StepSimulation {
   }
 
   void record(const Rank& r, const std::string& stream, const std::string& name, Time start) {
+    record_span(r, stream, name, start, sim_.now());
+  }
+
+  void record_span(const Rank& r, const std::string& stream, const std::string& name, Time start, Time end) {
     if (!options_.record_trace) return;
     if (trace_.size() == kMaxTraceSpans) {
       throw InputError(fmt::format("--trace: the step has more than {} spans to record (about 150 bytes each); "
@@ -241,7 +270,42 @@ class StepSimulation {
                                    "pipeline stage) or a smaller cluster",
                                    kMaxTraceSpans));
     }
-    trace_.push_back(TraceSpan{r.rank, r.rank, stream, name, start, sim_.now()});
+    trace_.push_back(TraceSpan{r.rank, r.rank, stream, name, start, end});
+  }
+
+  // Holds r's host thread until the launch queue has room for its next kernel: kernel j is issued
+  // only after kernel j − launch_queue_depth has finished (every kernel of an op counted as ending
+  // with the op).
+  void respect_launch_queue(Rank& r) {
+    const int64_t depth = options_.launch_queue_depth;
+    if (depth <= 0) return;
+    while (!r.queued.empty() && r.queued.front().first <= r.kernels_issued + 1 - depth) {
+      r.host = std::max(r.host, r.queued.front().second);
+      r.queued.pop_front();
+    }
+  }
+
+  // Issues a run of kernels (GPU time `gpu` from `start`, the stream's free time) from r's host
+  // thread and returns when the run ends: max(start + gpu, host + span) (HostWork). The host
+  // thread moves on by `host.issue`; the host span is traced.
+  Time issue_kernels(Rank& r, Time start, Duration gpu, const HostWork& host, const std::string& label) {
+    respect_launch_queue(r);
+    const Time host_start = r.host;
+    const Time end = std::max(start + gpu, r.host + host.span);
+    r.host += host.issue;
+    if (host.kernels > 0) {
+      r.kernels_issued += host.kernels;
+      if (options_.launch_queue_depth > 0) r.queued.emplace_back(r.kernels_issued, end);
+    }
+    if (host.issue > Duration::zero()) record_span(r, "host", label, host_start, r.host);
+    return end;
+  }
+
+  // A device-to-host synchronisation reached by the compute stream now: the host thread waits for
+  // it, then spends `cost`.
+  void synchronise_host(Rank& r, Duration cost) {
+    r.host = std::max(r.host, sim_.now()) + cost;
+    r.queued.clear();  // every kernel issued so far has finished
   }
 
   // Queues a collective of `r`'s group `kind` on r's stream of that group; `done` runs when it
@@ -444,19 +508,26 @@ class StepSimulation {
 
   // The time `full` (full-clock compute with power work `power`) takes under r's governor, from
   // now; the compute stream was idle since the governor's last run. Without a power model: `full`.
-  Duration governed(Rank& r, Duration full, const PowerWork& power) {
+  Duration governed(Rank& r, Duration full, const PowerWork& power) { return governed_from(r, sim_.now(), full, power); }
+  Duration governed_from(Rank& r, Time start, Duration full, const PowerWork& power) {
     if (!r.governor) return full;
-    r.governor->idle_for(sim_.now() - r.governor_time);
+    r.governor->idle_for(start - r.governor_time);
     const Duration d = r.governor->run(full, power);
-    r.governor_time = sim_.now() + d;
+    r.governor_time = start + d;
     return d;
   }
 
-  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration full, const PowerWork& power) {
-    const Duration duration = governed(r, full, power);
-    const Time start = sim_.now();
+  // Runs a compute op of full-clock time `full`: it starts once the host thread has issued it
+  // (the wait is host_bound), then runs under the governor.
+  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration full, const PowerWork& power,
+                   const HostWork& host) {
+    const Duration waited = (issue_kernels(r, sim_.now(), full, host, label) - sim_.now()) - full;
+    r.breakdown.host_bound += waited;
+    const Time issued = sim_.now() + waited;
+    const Duration duration = r.governor ? governed_from(r, issued, full, power) : full;
+    const Time start = issued;
     Rank* rank = &r;
-    sim_.schedule_after(duration, [this, rank, label, work, duration, start] {
+    sim_.schedule_at(issued + duration, [this, rank, label, work, duration, start] {
       if (work == WorkKind::kOptimizer) {
         rank->breakdown.optimizer += duration;
       } else {
@@ -481,7 +552,12 @@ class StepSimulation {
     size_t i = start;
     for (; i < ops.ops.size(); ++i) {
       const ProgramOp& op = ops.ops[i];
+      if (op.kind == ProgramOp::Kind::kSync) {
+        seg.pieces.push_back(Segment::Piece{Duration::zero(), op.host, true});
+        continue;
+      }
       if (op.kind == ProgramOp::Kind::kCompute) {
+        seg.add(op.duration, op.host);
         seg.total += op.duration;
         seg.power += op.power;
         if (op.work == WorkKind::kOptimizer) {
@@ -494,7 +570,10 @@ class StepSimulation {
       }
       if (op.kind != ProgramOp::Kind::kCollective || op.handle >= 0) break;
       const std::vector<int>& members = group(r, op.group);
-      if (members.size() == 1 || op.size.count() == 0) continue;  // completes at once, as issue_collective does
+      if (members.size() == 1 || op.size.count() == 0) {  // completes at once, as issue_collective does
+        seg.add(Duration::zero(), HostWork{op.host.issue, op.host.issue, 0});
+        continue;
+      }
       if (simulated_members(members) != 1) break;                 // needs a rendezvous
       CollectiveRequest request;
       request.op = op.op;
@@ -503,6 +582,7 @@ class StepSimulation {
       request.dtype = DataType::kBf16;
       if (op.all_to_all_bytes) request.all_to_all_bytes = *op.all_to_all_bytes;
       const Duration d = runner_->estimate(request);
+      seg.add(d, HostWork{op.host.issue, op.host.issue + d, 0});
       seg.total += d;
       seg.comm += d;
       ++seg.sequences[index_of(op.group)];
@@ -513,14 +593,27 @@ class StepSimulation {
   }
 
   // Under a power model the segment's compute runs as one mix, before its collectives (whose time
-  // counts as idle power): the segment's order within is lost, not its total.
+  // counts as idle power): the segment's order within is lost, not its total. The host thread
+  // issues its pieces in order (the GPU waiting for it is host_bound); under a power model the
+  // governor's stretch is added after them.
   void run_segment(Rank& r, const Segment& seg) {
     for (size_t k = 0; k < kGroupKinds; ++k) r.collective_sequence[k] += seg.sequences[k];
     Rank* rank = &r;
     Duration compute = seg.compute;
     Duration recompute = seg.recompute;
     Duration optimizer = seg.optimizer;
-    Duration total = seg.total;
+    Time gpu = sim_.now();
+    for (const Segment::Piece& piece : seg.pieces) {
+      if (piece.sync) {
+        r.host = std::max(r.host, gpu) + piece.host.issue;
+        r.queued.clear();
+        continue;
+      }
+      gpu = issue_kernels(r, gpu, piece.gpu, piece.host, "segment");
+    }
+    const Duration host_wait = (gpu - sim_.now()) - seg.total;
+    r.breakdown.host_bound += host_wait;
+    Duration total = seg.total + host_wait;
     if (r.governor) {
       const Duration full = seg.compute + seg.optimizer;
       const Duration actual = governed(r, full, seg.power);
@@ -529,7 +622,7 @@ class StepSimulation {
         compute = Duration::picoseconds(std::llround(static_cast<double>(seg.compute.ps()) * stretch));
         recompute = std::min(compute, Duration::picoseconds(std::llround(static_cast<double>(seg.recompute.ps()) * stretch)));
         optimizer = actual - compute;
-        total = actual + seg.comm;
+        total = actual + seg.comm + host_wait;
       }
     }
     sim_.schedule_after(total, [this, rank, compute, recompute, optimizer, comm = seg.comm] {
@@ -564,7 +657,7 @@ class StepSimulation {
         r.handles.assign(r.handles.size(), 0);
       }
       while (r.op_index < ops.ops.size()) {
-        if (fuse_) {
+        if (fuse_ && !r.collective_issued) {
           const Segment& seg = segment(r, pass.chunk, forward, ops, r.op_index);
           if (seg.end > r.op_index && streams_idle(r, seg.sequences)) {
             r.op_index = seg.end;
@@ -575,10 +668,27 @@ class StepSimulation {
         const ProgramOp& op = ops.ops[r.op_index++];
         switch (op.kind) {
           case ProgramOp::Kind::kCompute:
-            run_compute(r, op.label, op.work, op.duration, op.power);
+            run_compute(r, op.label, op.work, op.duration, op.power, op.host);
             return;
+          case ProgramOp::Kind::kSync:
+            synchronise_host(r, op.host.issue);
+            break;
           case ProgramOp::Kind::kCollective: {
             Rank* rank = &r;
+            // The NCCL call is made by the host thread: the collective starts once the compute
+            // stream and the call have both got here.
+            if (!r.collective_issued) {
+              respect_launch_queue(r);
+              r.host += op.host.issue;
+              r.collective_issued = true;
+            }
+            if (r.host > sim_.now()) {
+              --r.op_index;
+              begin_wait(r, WaitKind::kHost);
+              sim_.schedule_at(r.host, [this, rank] { resume(*rank); });
+              return;
+            }
+            r.collective_issued = false;
             if (op.handle < 0) {
               begin_wait(r, WaitKind::kCollective);
               issue_collective(
@@ -675,7 +785,7 @@ class StepSimulation {
           r.phase = Phase::kEmbeddingReduce;
           if (program.after_reductions > Duration::zero()) {
             run_compute(r, "ddp.bucket_to_grad", WorkKind::kBackward, program.after_reductions,
-                        program.after_reductions_power);
+                        program.after_reductions_power, program.after_reductions_host);
             return;
           }
           break;
@@ -693,8 +803,10 @@ class StepSimulation {
           break;
         case Phase::kOptimizer:
           r.phase = Phase::kParamGather;
+          if (program.optimizer_sync > Duration::zero()) synchronise_host(r, program.optimizer_sync);
           if (program.optimizer > Duration::zero()) {
-            run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer, program.optimizer_power);
+            run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer, program.optimizer_power,
+                        program.optimizer_host);
             return;
           }
           break;

@@ -38,9 +38,24 @@ struct StepSimulationOptions {
   // The governors' averaged power (W) at the start of the step, per simulated rank in the order of
   // StepResult::ranks (the end of the previous step); empty: every GPU starts idle.
   std::vector<double> initial_power_w;
+  // The launch queue: the host thread issues a kernel only once the kernel `launch_queue_depth`
+  // launches before it has finished; 0 = unbounded. 1,022: measured on the H200 of 2026-12-01
+  // (tools/calibrate/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
+  // behind a long kernel blocked until it ended; CUDA's pending-launch limit is about 1,024).
+  int64_t launch_queue_depth = 1022;
 };
 
-// Where one rank's step time went. The five parts sum to the step time.
+// Where one rank's step time went. The six parts sum to the step time.
+//
+// The host thread: each simulated rank has a CPU thread that issues its compute stream's kernels
+// and NCCL calls in program order (ProgramOp::host, parallelism/step_program.h). It runs ahead of
+// the GPU, up to the launch-queue depth; a kernel starts at the latest of the end of the kernel
+// before it and its issue time, a collective on the compute stream's path when both the stream
+// and its NCCL call have got there. A kSync op (and StageProgram::optimizer_sync) holds the host
+// until the compute stream reaches it: the queue drains, and the kernels after it are issued one
+// host cost at a time while the GPU waits. The compute stream's waiting for the host is
+// `host_bound`. Not on the host's path: pipeline sends and receives and the data-parallel gradient
+// buckets, which start when the compute stream gets to them.
 struct RankBreakdown {
   int rank = 0;
   GpuId gpu = 0;
@@ -50,6 +65,7 @@ struct RankBreakdown {
   Duration exposed_comm;   // waiting for blocking collectives and the final gradient reduction
   Duration bubble;         // waiting for pipeline inputs (including the point-to-point transfer)
   Duration optimizer;      // optimizer step
+  Duration host_bound;     // the compute stream waiting for the host thread to issue its next kernel
   Duration idle;           // finished before the slowest rank
   Time finish;
   // With a power model: the GPU's energy over the step (idle power while the compute stream waits
@@ -68,7 +84,7 @@ inline constexpr size_t kMaxTraceSpans = 4'000'000;
 struct TraceSpan {
   int rank = 0;
   GpuId gpu = 0;
-  std::string stream;  // "compute", "tp", "cp", "dp", "ep", "pp"
+  std::string stream;  // "compute", "host", "tp", "cp", "dp", "ep", "pp"
   std::string name;
   Time start;
   Time end;

@@ -108,6 +108,8 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   TrainingReport report;
   ProgramOptions program_options;
   program_options.merge_compute = !options.record_trace;
+  program_options.host = host_costs(training);
+  report.host_model = program_options.host.source;
   report.programs = build_training_programs(transformer, cost, layout, program_options);
   report.microbatches = report.programs.microbatches;
   report.gpus = layout.world_size();
@@ -164,8 +166,9 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.breakdown.exposed_comm = seconds(crit.exposed_comm);
   report.breakdown.bubble = seconds(crit.bubble);
   report.breakdown.optimizer = seconds(crit.optimizer);
+  report.breakdown.host_bound = seconds(crit.host_bound);
   report.breakdown.other = report.step_time_s - report.breakdown.compute - report.breakdown.exposed_comm -
-                           report.breakdown.bubble - report.breakdown.optimizer;
+                           report.breakdown.bubble - report.breakdown.optimizer - report.breakdown.host_bound;
   // The parts are whole picoseconds, so a genuine remainder is at least 1 ps; anything smaller is
   // the rounding of the double subtraction above (reports printed "-0.0000 s" and -1.5e-15), and
   // is set to exactly 0: below half a picosecond, or below 1e-12 of the step time.

@@ -58,6 +58,7 @@ struct TimeBreakdown {
   double exposed_comm = 0;  // collectives the compute stream waited for
   double bubble = 0;        // pipeline waits
   double optimizer = 0;
+  double host_bound = 0;    // the compute stream waiting for the host thread (step_simulation.h)
   double other = 0;
 };
 
@@ -79,6 +80,7 @@ struct TrainingReport {
   Bytes capacity;                      // GPU memory capacity
   bool fits = true;
   std::string compute_model;           // "datasheet defaults ..." or "calibrated by profile ..."
+  std::string host_model;              // the host costs in force (HostCosts::source)
   GpuEnergy energy;
 };
 

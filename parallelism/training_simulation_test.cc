@@ -36,7 +36,7 @@ TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
   const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
   ASSERT_GT(r.step_time_s, 0);
   const auto& b = r.breakdown;
-  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.other, r.step_time_s, 1e-12);
+  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step_time_s, 1e-12);
   EXPECT_NEAR(b.other, 0, 1e-9);  // the critical rank's time is fully accounted
   EXPECT_GT(b.exposed_comm, 0);   // tp = 2 all-reduces block the compute stream
   EXPECT_GT(b.bubble, 0);         // pp = 2
@@ -123,7 +123,7 @@ TEST(TrainingSimulation, FullyAccountedStepHasExactlyZeroOther) {
                               Layout{.tp = 1, .pp = 4, .dp = 4}, Layout{.tp = 4, .pp = 4, .dp = 1}}) {
     const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
     const RankBreakdown& crit = r.step.ranks[r.step.critical];
-    if (crit.compute + crit.exposed_comm + crit.bubble + crit.optimizer != r.step.step_time) continue;
+    if (crit.compute + crit.exposed_comm + crit.bubble + crit.optimizer + crit.host_bound != r.step.step_time) continue;
     ++accounted;
     EXPECT_EQ(r.breakdown.other, 0.0) << layout.tp << "/" << layout.pp << "/" << layout.dp;
     EXPECT_FALSE(std::signbit(r.breakdown.other)) << layout.tp << "/" << layout.pp << "/" << layout.dp;

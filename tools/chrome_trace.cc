@@ -11,10 +11,11 @@ namespace clustersim {
 
 namespace {
 
-// Fixed thread ids per stream so that a GPU's streams sort together in the viewer.
+// Fixed thread ids per stream so that a GPU's streams sort together in the viewer; "host" is the
+// simulated rank's host thread (parallelism/step_simulation.h).
 int stream_slot(const std::string& stream) {
   static const std::map<std::string, int> kSlots{{"compute", 0}, {"tp", 1}, {"cp", 2}, {"ep", 3},
-                                                 {"etp", 4},     {"dp", 5}, {"edp", 6}, {"pp", 7}};
+                                                 {"etp", 4},     {"dp", 5}, {"edp", 6}, {"pp", 7}, {"host", 8}};
   auto it = kSlots.find(stream);
   return it == kSlots.end() ? 15 : it->second;
 }

@@ -102,7 +102,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << "\n  where the time goes (slowest rank)\n";
   for (auto [name, v] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
                          std::pair{"pipeline bubble", b.bubble}, std::pair{"optimizer", b.optimizer},
-                         std::pair{"other", b.other}}) {
+                         std::pair{"waiting for the host", b.host_bound}, std::pair{"other", b.other}}) {
     out << fmt::format("    {:<22} {:>10.4f} s  {:>6}\n", name, v, percent(v, r.step_time_s));
   }
   // The slowest rank's bubble is often time it waits for other stages: show where each simulated
@@ -146,6 +146,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   }
   out << "\n";
   out << fmt::format("  compute model  {}\n", r.compute_model);
+  out << fmt::format("  host model     {}\n", r.host_model);
   out << fmt::format("  collectives    {}\n", c.calibration.empty() ? "datasheet link bandwidths with NCCL protocol "
                                                                         "costs (no calibration profile)"
                                                                       : "calibrated by " + c.calibration);
@@ -207,6 +208,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                       {"exposed_comm", r.breakdown.exposed_comm},
                       {"bubble", r.breakdown.bubble},
                       {"optimizer", r.breakdown.optimizer},
+                      {"host_bound", r.breakdown.host_bound},
                       {"other", r.breakdown.other}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& st : r.programs.memory) {
@@ -237,6 +239,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                      {"exposed_comm_s", rank.exposed_comm.to_seconds()},
                      {"bubble_s", rank.bubble.to_seconds()},
                      {"optimizer_s", rank.optimizer.to_seconds()},
+                     {"host_bound_s", rank.host_bound.to_seconds()},
                      {"idle_s", rank.idle.to_seconds()},
                      {"finish_s", rank.finish.to_seconds()}});
   }
@@ -253,6 +256,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                    {"pue", e.pue}};
   }
   j["compute_model"] = r.compute_model;
+  j["host_model"] = r.host_model;
   j["calibration"] = c.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.calibration);
   j["sim"] = {{"events", r.step.events},
               {"wall_s", c.wall_s},

@@ -37,7 +37,7 @@ extern const char* const kFlopConvention;
 void write_run_summary(const TrainingReport& report, const RunContext& context, std::ostream& out);
 
 // JSON with step_time_s, tokens_per_s, mfu, hfu, model_flops_per_step, tflops_per_gpu,
-// breakdown_s{compute, exposed_comm, bubble, optimizer, other}, memory{peak_bytes, capacity_bytes,
+// breakdown_s{compute, exposed_comm, bubble, optimizer, host_bound, other}, memory{peak_bytes, capacity_bytes,
 // fits, per_stage[{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 // other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}. Keys in a fixed order.
 void write_run_json(const TrainingReport& report, const RunContext& context, std::ostream& out);

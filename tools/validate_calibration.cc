@@ -265,6 +265,7 @@ TrainingValidationRow predict_reference(const ReferenceMeasurement& measured, co
   const TrainingReport report = simulate_training(cluster, s.model, s.training, s.layout, sim);
   row.predicted_step_ms = report.step_time_s * 1e3;
   row.predicted_optimizer_ms = report.breakdown.optimizer * 1e3;
+  row.predicted_host_bound_ms = report.breakdown.host_bound * 1e3;
   // The forward and backward passes of the one-GPU step, priced as the simulator prices them.
   const Transformer t(s.model, s.training, ShardSpec{s.layout.tp, s.layout.sequence_parallel, s.layout.cp});
   const ComputeCostModel cost(cluster.node_spec(0).gpu, &profile);
@@ -343,7 +344,7 @@ CalibrationValidation validate_calibration(const CalibrationValidationOptions& o
       }
       gemm_tables.push_back(&t);
     }
-    const ComputeCostModel calibrated(gpu, &v.profile, LaunchMode::kCudaGraph);
+    const ComputeCostModel calibrated(gpu, &v.profile);
     if (calibrated.gemm_predictor() == nullptr) {
       throw InputError(fmt::format("--gemm-holdout: profile {} has no GEMM samples to predict from", v.profile_path));
     }

@@ -92,6 +92,7 @@ struct TrainingValidationRow {
   int64_t peak_bytes = 0;
   // Predicted.
   double predicted_step_ms = 0, predicted_forward_ms = 0, predicted_backward_ms = 0, predicted_optimizer_ms = 0;
+  double predicted_host_bound_ms = 0;  // the GPU waiting for the host thread (step_simulation.h)
   int64_t predicted_peak_bytes = 0;  // allocated: without the runtime overhead
   std::string peak_moment;
   double step_error = 0;    // predicted / measured − 1

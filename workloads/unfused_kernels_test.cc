@@ -32,7 +32,7 @@ struct Case {
 
 std::vector<Case> cases() {
   const CalibrationProfile profile = load_calibration_profile(kSource + "/scenarios/profiles/h200-2026-11-29.json");
-  const ComputeCostModel cost(testing::h200(), &profile, LaunchMode::kEager);
+  const ComputeCostModel cost(testing::h200(), &profile);
   std::ifstream file(kSource + "/tools/calibrate/data/h200-2026-11-30/unfused.jsonl");
   std::vector<Case> out;
   for (std::string line; std::getline(file, line);) {

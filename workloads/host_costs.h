@@ -1,0 +1,61 @@
+#pragma once
+
+// What the CPU thread of a training process spends to issue each GPU operation: the host side of
+// the step simulation (parallelism/step_simulation.h runs the thread; parallelism/step_program.h's
+// HostWork carries the costs). Every figure is a host time per call measured on the H200 machine
+// with the GPU kept busy behind a long kernel, so that the host never waited (a VM on 16 cores of
+// an Intel Xeon; PyTorch 2.11, CUDA 13.0, bf16 ops with autograd recording, medians):
+//   tools/calibrate/data/h200-2026-12-02-host/README.md (tools/reference/host_costs.py):
+//     forward, autograd on: an elementwise op 14.1 µs, F.linear 36.0 µs, layer_norm 34.1 µs;
+//     backward (autograd's C++ engine), per launched kernel: elementwise 20.0 µs, linear 34.0 µs
+//       (two GEMMs per linear), layer_norm 33.2 µs;
+//     t.item() 13.0 µs; torch.distributed.all_reduce (NCCL, the call path) 34.1 µs;
+//     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
+//   tools/calibrate/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
+//     ColumnParallelLinear forward 90.0 µs.
+// Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
+// the defaults for every GPU, and run's report names them. Not measured: Transformer Engine's
+// modules (not installed on the machine), so framework megatron prices its linear layers as
+// Megatron-Core's own, and its attention and fused kernels as PyTorch's library calls.
+
+#include <string>
+
+#include "core/units.h"
+#include "workloads/op.h"
+#include "workloads/training_spec.h"
+
+namespace clustersim {
+
+struct HostCostDefaults {
+  static constexpr double kElementwiseUs = 14.1;
+  static constexpr double kLinearUs = 36.0;          // F.linear: a GEMM op of pytorch-eager
+  static constexpr double kLibraryUs = 34.1;         // layer_norm: normalisation, attention (SDPA)
+  static constexpr double kMegatronGemmUs = 90.0;    // Megatron-Core's linear layers
+  static constexpr double kBackwardElementwiseUs = 20.0;
+  static constexpr double kBackwardGemmUs = 34.0;    // also attention's backward
+  static constexpr double kOptimizerPerTensorUs = 10.1;
+  static constexpr double kCollectiveUs = 34.1;
+  static constexpr double kSyncUs = 13.0;
+};
+
+// Host costs of one framework's GPU operations (see the table above). All zero: no host side.
+struct HostCosts {
+  Duration elementwise;           // a memory-bound forward op
+  Duration gemm;                  // a GEMM forward op
+  Duration library;               // a fused attention forward op
+  Duration backward_elementwise;  // each memory-bound kernel of the backward
+  Duration backward_gemm;         // each GEMM or attention kernel of the backward
+  Duration optimizer_per_tensor;  // the optimizer step, per parameter tensor it updates
+  Duration collective;            // an NCCL call
+  Duration sync;                  // a device-to-host read of a finished value (.item())
+  std::string source;             // one line for reports: which numbers are in force
+};
+
+// The host costs of `training.framework` (the defaults above).
+HostCosts host_costs(const TrainingSpec& training);
+
+// The host time to issue `op` (one kernel) by its pass and cost kind; communication ops are NCCL
+// calls (`collective`). Recompute ops are forward ops.
+Duration host_cost(const Op& op, const HostCosts& costs);
+
+}  // namespace clustersim

@@ -168,8 +168,7 @@ Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, Data
 }
 
 std::string ComputeCostModel::describe() const {
-  const std::string launch = fmt::format("kernel gap {}, eager dispatch {} per elementwise op on the host",
-                                         to_string(kernel_gap_), to_string(dispatch_interval_));
+  const std::string launch = fmt::format("kernel gap {}", to_string(kernel_gap_));
   if (profile_name_) return fmt::format("{} [{}]", profile_summary_, launch);
   return fmt::format(
       "datasheet defaults for {}: GEMM efficiency from the shape-aware default model (large-GEMM ceiling "

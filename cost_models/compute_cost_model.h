@@ -99,8 +99,9 @@ class ComputeCostModel {
 
   Bandwidth memory_bandwidth() const { return memory_bandwidth_; }
   Duration kernel_gap() const { return kernel_gap_; }
-  // The host cost of an eager elementwise op: the profile's measured dispatch interval, else
-  // ComputeDefaults::kEagerDispatchUs.
+  // The profile's measured eager dispatch interval (tiny in-place adds from Python, no autograd),
+  // else ComputeDefaults::kEagerDispatchUs. No model reads it since the host thread replaced the
+  // dispatch floor: the step's host costs are workloads/host_costs.h's, measured with autograd on.
   Duration dispatch_interval() const { return dispatch_interval_; }
   bool calibrated() const { return profile_name_.has_value(); }
   // The profile's GEMM predictor (its baseline is GemmKernelModel with this model's memory floor

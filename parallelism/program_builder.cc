@@ -53,7 +53,7 @@ ProgramOp collective(const Op& op, GroupKind group, CollectiveOp collective_op, 
 // to its successor: an all-to-all whose matrix has one block per row), waited for before the next
 // step. The last step has nothing left to send.
 void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core, const ComputeCostModel& cost,
-                 int cp, const HostCosts& host, bool merge) {
+                 int cp, Duration exchange_host, Duration core_host, bool merge) {
   Op step = core;
   const double parts = static_cast<double>(cp);
   step.flops = core.flops / parts;
@@ -69,13 +69,29 @@ void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core
       ProgramOp p = ProgramOp::collective(std::string(exchange.name), GroupKind::kContext, CollectiveOp::kAllToAll,
                                           exchange.comm_bytes, kRingHandle);
       p.all_to_all_bytes = ring;
-      p.host.issue = host_cost(exchange, host);
+      p.host.issue = exchange_host;
       out.push_back(std::move(p));
     }
     push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, op_power(step, step_time, cost),
-                 HostWork::kernel(host_cost(step, host), step_time), merge);
+                 HostWork::kernel(core_host, step_time), merge);
     if (send) out.push_back(ProgramOp::wait(kRingHandle));
   }
+}
+
+// Which ops of a list a CUDA graph captures (training.cuda_graphs).
+enum class GraphCapture {
+  kNone,
+  kAll,
+  kAttention,  // a mixture-of-experts layer under `layers`: all but its MLP part (Megatron's attn scope)
+};
+
+// Whether `op` of a mixture-of-experts layer belongs to its MLP part: the pre-MLP norm, router,
+// dispatcher, experts, shared experts and the residual after them.
+bool moe_mlp_part(const Op& op) {
+  for (std::string_view prefix : {"moe.", "experts.", "router", "shared.", "mlp", "post_attention_norm"}) {
+    if (op.name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
 }
 
 // How a layout turns ops into program ops.
@@ -89,6 +105,12 @@ struct Pricing {
   // Blocking syncs after a mixture-of-experts layer's permutation (forward and recompute): the
   // dispatcher's read of the tokens per expert (ProgramOptions::host).
   int moe_syncs = 0;
+  GraphCapture capture = GraphCapture::kNone;
+  // The host cost of issuing `op`: one graph node where a graph captures it.
+  Duration host_of(const Op& op) const {
+    const bool captured = capture == GraphCapture::kAll || (capture == GraphCapture::kAttention && !moe_mlp_part(op));
+    return captured ? host->graph_node : host_cost(op, *host);
+  }
 };
 
 // Appends `ops` priced by `cost`; communication points become collectives on their groups. With
@@ -96,7 +118,6 @@ struct Pricing {
 // overlapped with them (parallelism/tp_comm_overlap.h).
 void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const Pricing& pricing) {
   const ComputeCostModel& cost = *pricing.cost;
-  const HostCosts& host = *pricing.host;
   const int cp = pricing.cp;
   const bool merge = pricing.merge;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -117,9 +138,11 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
     if (op.cost != OpCost::kCommunication) {
       const Duration d = op_duration(op, cost);
       push_compute(out, op.name, work_of(op.pass), d, op.kernel_flops, op_power(op, d, cost),
-                   HostWork::kernel(host_cost(op, host), d), merge);
+                   HostWork::kernel(pricing.host_of(op), d), merge);
       if (op.pass != Pass::kBackward && op.name == "moe.permute") {
-        for (int k = 0; k < pricing.moe_syncs; ++k) out.push_back(ProgramOp::sync("moe.tokens_per_expert", host.sync));
+        for (int k = 0; k < pricing.moe_syncs; ++k) {
+          out.push_back(ProgramOp::sync("moe.tokens_per_expert", pricing.host->sync));
+        }
       }
       continue;
     }
@@ -138,7 +161,7 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
         // The workload places the exchange right before the fused attention core it feeds.
         check_invariant(i + 1 < ops.size() && ops[i + 1].cost == OpCost::kFlashAttention,
                         "context-parallel ring exchange without the attention core after it");
-        append_ring(out, op, ops[i + 1], cost, cp, host, merge);
+        append_ring(out, op, ops[i + 1], cost, cp, pricing.host_of(op), pricing.host_of(ops[i + 1]), merge);
         ++i;
         break;
       }
@@ -166,7 +189,7 @@ void append_ops(std::vector<ProgramOp>& out, const std::vector<Op>& ops, const P
       case CommKind::kNone: throw InternalError("communication op without a kind");
     }
     for (size_t k = first_collective; k < out.size(); ++k) {
-      if (out[k].kind == ProgramOp::Kind::kCollective) out[k].host.issue = host_cost(op, host);
+      if (out[k].kind == ProgramOp::Kind::kCollective) out[k].host.issue = pricing.host_of(op);
     }
   }
 }
@@ -450,11 +473,16 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   const int moe_syncs = training.framework != Framework::kMegatron          ? 0
                         : layout.moe_dispatcher == MoeDispatcher::kAllGather ? 2
                                                                              : 1;
-  const Pricing plain{&cost, layout.cp, layout.tp, merge, false, &options.host, moe_syncs};
-  Pricing layer_pricing = plain;
-  layer_pricing.tp_overlap = layout.tp_comm_overlap && layout.tp > 1;
+  const bool whole_step_graph = training.cuda_graphs == CudaGraphs::kStep;
+  const Pricing plain{&cost,          layout.cp, layout.tp, merge, false, &options.host, moe_syncs,
+                      whole_step_graph ? GraphCapture::kAll : GraphCapture::kNone};
   auto price = [&](LayerKind kind, const LayerParameters& counts, bool window = false) {
     const LayerOps& ops = transformer.layer(kind, window);
+    Pricing layer_pricing = plain;
+    layer_pricing.tp_overlap = layout.tp_comm_overlap && layout.tp > 1;
+    if (training.cuda_graphs == CudaGraphs::kLayers) {
+      layer_pricing.capture = kind == LayerKind::kMoe ? GraphCapture::kAttention : GraphCapture::kAll;
+    }
     PricedLayer l;
     l.forward = priced(ops.forward, layer_pricing);
     l.backward = priced(ops.recompute, layer_pricing);
@@ -565,14 +593,19 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     for (const Op& op : optimizer_ops) stage.optimizer_power += op_power(op, op_duration(op, cost), cost);
     // The host prepares every parameter tensor's share of the multi-tensor launches before the GPU
     // runs them (AdamW(fused=True): 10.1 µs per tensor, workloads/host_costs.h).
-    stage.optimizer_host = HostWork::kernel(options.host.optimizer_per_tensor * stage_tensors(transformer, layout, s),
-                                            stage.optimizer);
+    // Captured in a whole-step graph (a capturable optimizer): one graph node per kernel.
+    stage.optimizer_host = HostWork::kernel(
+        whole_step_graph ? options.host.graph_node * static_cast<int64_t>(optimizer_ops.size())
+                         : options.host.optimizer_per_tensor * stage_tensors(transformer, layout, s),
+        stage.optimizer);
     // Megatron-Core clips gradients by their global norm (--clip-grad, default 1.0), which it reads
     // on the host (get_grad_norm_fp32 returns total_norm.item()) before the update: one sync per
     // step. train_step.py's pytorch-eager loop neither clips nor reads the loss inside the step.
     if (training.framework == Framework::kMegatron) stage.optimizer_sync = options.host.sync;
     if (training.framework == Framework::kPytorchEager && layout.dp > 1 && layout.zero_stage == 0) {
-      add_ddp_bucket_copies(stage, cost, precision, options.host);
+      HostCosts ddp_host = options.host;
+      if (whole_step_graph) ddp_host.backward_elementwise = options.host.graph_node;
+      add_ddp_bucket_copies(stage, cost, precision, ddp_host);
     }
     if (layout.zero_stage == 1 || layout.zero_stage == 2) {
       stage.data_param_gather = Bytes::of(stage_params.dense) * precision.param_bytes();
@@ -635,6 +668,22 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
   }
 }
 
+void check_cuda_graphs(const TrainingSpec& training, const Layout& layout) {
+  const bool eager = training.framework == Framework::kPytorchEager;
+  if (training.cuda_graphs == CudaGraphs::kLayers && eager) {
+    throw InputError("training.cuda_graphs: layers captures Megatron's transformer layers (framework megatron); "
+                     "with framework pytorch-eager use step (one GPU or DistributedDataParallel) or none");
+  }
+  if (training.cuda_graphs == CudaGraphs::kStep &&
+      (!eager || layout.tp != 1 || layout.pp != 1 || layout.cp != 1 || layout.zero_stage != 0)) {
+    throw InputError(fmt::format(
+        "training.cuda_graphs: step captures a whole pytorch-eager step on one GPU or under DistributedDataParallel "
+        "(framework pytorch-eager, tp 1, pp 1, cp 1, zero 0); got framework {}, tp {}, pp {}, cp {}, zero {}; use "
+        "{} or none",
+        name_of(training.framework), layout.tp, layout.pp, layout.cp, layout.zero_stage, eager ? "a layout of one GPU or DDP" : "layers"));
+  }
+}
+
 std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout) {
   const ModelSpec& model = transformer.model();
   const TrainingSpec& training = transformer.training();
@@ -645,6 +694,7 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
   const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const ParameterCounts& params = transformer.parameters();
+  check_cuda_graphs(training, layout);
   if (training.framework == Framework::kPytorchEager) {
     // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h);
     // with dp > 1 under torch.nn.parallel.DistributedDataParallel (one micro-batch per GPU) or, with

@@ -88,4 +88,8 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
 // training.params_dtype). No-op for other frameworks.
 void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout);
 
+// Throws InputError naming training.cuda_graphs when its value cannot apply: layers needs framework
+// megatron; step needs framework pytorch-eager with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).
+void check_cuda_graphs(const TrainingSpec& training, const Layout& layout);
+
 }  // namespace clustersim

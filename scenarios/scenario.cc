@@ -240,6 +240,11 @@ Schema build_scenario_schema() {
                "autocast, as tools/reference/train_step.py; one GPU, DistributedDataParallel, FSDP with zero 3/2, or "
                "pipeline stages or tensor parallelism with dp 1)",
                "megatron", {"megatron", "pytorch-eager"}));
+  s.key(choice("training.cuda_graphs",
+               "CUDA graphs: none, layers (each layer's forward and backward captured, the attention part of a "
+               "mixture-of-experts layer; framework megatron) or step (the whole step; framework pytorch-eager "
+               "with tp 1, pp 1, zero 0)",
+               "none", {"none", "layers", "step"}));
   s.key(choice("training.recompute", "activation recomputation", "none", {"none", "selective", "full"}));
   s.key(choice("training.attention", "attention kernel: flash (fused) or naive (unfused, stores s×s)", "flash",
                {"flash", "naive"}));
@@ -560,6 +565,7 @@ TrainingSpec load_training(const ConfigDocument& doc) {
   t.micro_batch = doc.get_int("training.micro_batch");
   t.compute_dtype = parse_data_type(doc.get_string("training.precision"));
   t.framework = parse_framework(doc.get_string("training.framework"));
+  t.cuda_graphs = parse_cuda_graphs(doc.get_string("training.cuda_graphs"));
   // pytorch-eager's defaults are train_step.py's: fp32 parameters under autocast, no master copy,
   // no dropout; a key the scenario sets wins.
   const bool eager = t.framework == Framework::kPytorchEager;
@@ -832,6 +838,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
       validate_layout(s.layout, context);
       validate_sharding(s.model, s.training, shard_spec(s.layout));
       check_pytorch_eager_layout(s.training, s.layout);
+      check_cuda_graphs(s.training, s.layout);
       if (s.layout.moe_dispatcher == MoeDispatcher::kDeepEp && s.layout.ep > 1 && s.model.moe.enabled()) {
         require_even_shares_for_deepep(
             expert_rank_shares(expert_token_shares(s.model, s.training.moe_routing), s.layout.ep));

@@ -18,13 +18,18 @@ HostCosts host_costs(const TrainingSpec& training) {
   c.optimizer_per_tensor = Duration::microseconds(D::kOptimizerPerTensorUs);
   c.collective = Duration::microseconds(D::kCollectiveUs);
   c.sync = Duration::microseconds(D::kSyncUs);
+  c.graph_node = Duration::microseconds(D::kGraphNodeUs);
   c.source = fmt::format(
       "host thread, {} defaults measured on the H200 machine (workloads/host_costs.h): forward {} per elementwise "
       "op, {} per GEMM, {} per attention or norm call; backward {} / {} per elementwise / GEMM kernel; {} per "
-      "optimizer tensor, {} per NCCL call, {} per sync",
+      "optimizer tensor, {} per NCCL call, {} per sync{}",
       name_of(training.framework), to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
       to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.optimizer_per_tensor),
-      to_string(c.collective), to_string(c.sync));
+      to_string(c.collective), to_string(c.sync),
+      training.cuda_graphs == CudaGraphs::kNone
+          ? std::string()
+          : fmt::format("; CUDA graphs ({}): {} per captured kernel", name_of(training.cuda_graphs),
+                        to_string(c.graph_node)));
   return c;
 }
 

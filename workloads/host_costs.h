@@ -13,6 +13,8 @@
 //     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
 //   tools/calibrate/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
 //     ColumnParallelLinear forward 90.0 µs.
+//   tools/calibrate/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
+//     400-kernel graph of x.mul_ 204 µs: 0.51 µs per captured kernel (graph node).
 // Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
 // the defaults for every GPU, and run's report names them. Not measured: Transformer Engine's
 // modules (not installed on the machine), so framework megatron prices its linear layers as
@@ -36,6 +38,7 @@ struct HostCostDefaults {
   static constexpr double kOptimizerPerTensorUs = 10.1;
   static constexpr double kCollectiveUs = 34.1;
   static constexpr double kSyncUs = 13.0;
+  static constexpr double kGraphNodeUs = 0.51;
 };
 
 // Host costs of one framework's GPU operations (see the table above). All zero: no host side.
@@ -48,6 +51,7 @@ struct HostCosts {
   Duration optimizer_per_tensor;  // the optimizer step, per parameter tensor it updates
   Duration collective;            // an NCCL call
   Duration sync;                  // a device-to-host read of a finished value (.item())
+  Duration graph_node;            // a kernel or NCCL call replayed from a CUDA graph
   std::string source;             // one line for reports: which numbers are in force
 };
 

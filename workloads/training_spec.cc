@@ -46,6 +46,22 @@ Framework parse_framework(std::string_view text) {
   throw InputError(fmt::format("unknown framework \"{}\" (valid: megatron, pytorch-eager)", excerpt(text)));
 }
 
+std::string_view name_of(CudaGraphs graphs) {
+  switch (graphs) {
+    case CudaGraphs::kNone: return "none";
+    case CudaGraphs::kLayers: return "layers";
+    case CudaGraphs::kStep: return "step";
+  }
+  return "none";
+}
+
+CudaGraphs parse_cuda_graphs(std::string_view text) {
+  for (CudaGraphs g : {CudaGraphs::kNone, CudaGraphs::kLayers, CudaGraphs::kStep}) {
+    if (text == name_of(g)) return g;
+  }
+  throw InputError(fmt::format("unknown cuda_graphs \"{}\" (valid: none, layers, step)", excerpt(text)));
+}
+
 DataType TrainingSpec::activation_dtype() const {
   return compute_dtype == DataType::kFp8 ? DataType::kBf16 : compute_dtype;
 }

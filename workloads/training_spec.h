@@ -29,12 +29,25 @@ enum class AttentionKernel { kFlash, kNaive };
 //                  one micro-batch per GPU, alone or under DistributedDataParallel (dp > 1).
 enum class Framework { kMegatron, kPytorchEager };
 
+// CUDA graphs (workloads/host_costs.h prices a captured kernel at one graph node's host cost):
+//   none    every kernel launched by the host thread;
+//   layers  each transformer layer's forward and backward captured (Megatron-LM --enable-cuda-graph,
+//           Transformer Engine's make_graphed_callables); in a mixture-of-experts layer only the
+//           attention part (--cuda-graph-scope attn), since the dropless dispatcher synchronises;
+//           embeddings, head, loss and optimizer stay eager. Framework megatron.
+//   step    the whole forward, backward and optimizer step captured (torch.cuda.graph with
+//           AdamW(capturable=True), as tools/reference/host_launch.py's graph steps); framework
+//           pytorch-eager on one GPU or under DistributedDataParallel.
+enum class CudaGraphs { kNone, kLayers, kStep };
+
 std::string_view name_of(Recompute recompute);        // "none", "selective", "full"
 std::string_view name_of(AttentionKernel attention);  // "flash", "naive"
 Recompute parse_recompute(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
 std::string_view name_of(Framework framework);  // "megatron", "pytorch-eager"
 Framework parse_framework(std::string_view text);
+std::string_view name_of(CudaGraphs graphs);  // "none", "layers", "step"
+CudaGraphs parse_cuda_graphs(std::string_view text);
 
 // How a model is trained: batch, sequence, numerics and memory-saving options.
 struct TrainingSpec {
@@ -62,6 +75,7 @@ struct TrainingSpec {
   bool fused_softmax = true;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   Framework framework = Framework::kMegatron;
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
   PrecisionPolicy precision = PrecisionPolicy::megatron_mixed();
   // Dropout probabilities (Megatron --hidden-dropout, --attention-dropout; default 0.1 each, 0 for
   // Llama recipes). A positive probability stores a 1-byte mask per element for backward.

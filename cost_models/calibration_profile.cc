@@ -81,7 +81,7 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
   if (!doc.is_object()) r.fail("(top level)", "expected a JSON object");
   r.reject_unknown_keys(doc, "",
                         {"format", "version", "name", "machine", "gemm_samples", "memory", "launch_overhead",
-                         "attention_samples", "collectives"});
+                         "host_costs", "attention_samples", "collectives"});
   const std::string format = r.string_of(r.require(doc, "format", ""), "format");
   if (format != kFormat) r.fail("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format));
   const json& version = r.require(doc, "version", "");
@@ -212,6 +212,21 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
       profile.launch_graph = r.quantity(*g, "launch_overhead.graph", parse_duration);
     }
   }
+  if (auto it = doc.find("host_costs"); it != doc.end()) {
+    if (!it->is_object()) r.fail("host_costs", "expected an object of host times per call");
+    std::set<std::string> keys{"source"};
+    for (const char* k : ProfileHostCosts::kKeys) keys.emplace(k);
+    r.reject_unknown_keys(*it, "host_costs.", keys);
+    ProfileHostCosts host;
+    if (auto s = it->find("source"); s != it->end()) host.source = r.string_of(*s, "host_costs.source");
+    for (size_t i = 0; i < std::size(ProfileHostCosts::kKeys); ++i) {
+      const std::string key = std::string("host_costs.") + ProfileHostCosts::kKeys[i];
+      const Duration d = r.quantity(r.require(*it, ProfileHostCosts::kKeys[i], "host_costs."), key, parse_duration);
+      if (d.ps() < 0) r.fail(key, "a host time must be at least 0");
+      *host.field(i) = d;
+    }
+    profile.host_costs = host;
+  }
   if (auto it = doc.find("collectives"); it != doc.end()) profile.collectives_json = it->dump();
   return profile;
 }
@@ -274,6 +289,15 @@ std::string to_json(const CalibrationProfile& profile) {
     if (profile.launch_eager) launch["eager"] = duration_text(*profile.launch_eager);
     if (profile.launch_graph) launch["graph"] = duration_text(*profile.launch_graph);
     doc["launch_overhead"] = launch;
+  }
+  if (profile.host_costs) {
+    ProfileHostCosts host = *profile.host_costs;
+    json section = json::object();
+    if (!host.source.empty()) section["source"] = host.source;
+    for (size_t i = 0; i < std::size(ProfileHostCosts::kKeys); ++i) {
+      section[ProfileHostCosts::kKeys[i]] = duration_text(*host.field(i));
+    }
+    doc["host_costs"] = section;
   }
   if (!profile.attention_samples.empty()) {
     json samples_json = json::array();

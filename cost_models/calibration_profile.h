@@ -36,6 +36,23 @@ struct GemmSample {
   double tflops() const { return shape.flops() / time.to_seconds() * 1e-12; }
 };
 
+// Host costs measured on the machine of a profile (workloads/host_costs.h gives their meaning and
+// the defaults): the CPU thread's time per call, each at least zero.
+struct ProfileHostCosts {
+  Duration elementwise, gemm, megatron_gemm, library, backward_elementwise, backward_gemm, optimizer_per_tensor,
+      collective, sync, graph_node;
+  std::string source;  // where they were measured
+  // The keys of the JSON section, in order, with their fields.
+  static constexpr const char* kKeys[] = {"elementwise",  "gemm",  "megatron_gemm",
+                                          "library",      "backward_elementwise", "backward_gemm",
+                                          "optimizer_per_tensor", "collective", "sync", "graph_node"};
+  Duration* field(size_t i) {
+    Duration* fields[] = {&elementwise, &gemm, &megatron_gemm, &library, &backward_elementwise, &backward_gemm,
+                          &optimizer_per_tensor, &collective, &sync, &graph_node};
+    return fields[i];
+  }
+};
+
 // A calibration profile: measurements of one GPU model that replace the datasheet defaults of
 // ComputeCostModel. The JSON format is documented in cost_models/calibration_profile.md.
 struct CalibrationProfile {
@@ -54,6 +71,8 @@ struct CalibrationProfile {
   std::optional<Duration> launch_eager;
   // Gap between consecutive kernels replayed from a CUDA graph.
   std::optional<Duration> launch_graph;
+  // The host thread's costs on the profile's machine (section `host_costs`, every key required).
+  std::optional<ProfileHostCosts> host_costs;
   // Collective fits of the calibration tool chain, kept verbatim (JSON text, "" when absent); their
   // schema belongs to collectives/.
   std::string collectives_json;
@@ -61,7 +80,8 @@ struct CalibrationProfile {
 
 // Parses a profile from JSON text. `source` names the file in error messages. Throws InputError
 // naming the source, the key and what is valid for malformed JSON, a wrong format tag or version,
-// unknown keys, missing required keys, non-positive dimensions or durations, and unit-less values.
+// unknown keys, missing required keys, non-positive dimensions or durations, unit-less values, and
+// a host_costs section missing a key or holding a negative time.
 CalibrationProfile parse_calibration_profile(std::string_view json_text, std::string_view source);
 // Reads and parses a file. Throws InputError if it cannot be read.
 CalibrationProfile load_calibration_profile(const std::string& path);

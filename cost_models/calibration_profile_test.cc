@@ -1,5 +1,6 @@
 #include "cost_models/calibration_profile.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -73,6 +74,41 @@ TEST(CalibrationProfile, RoundTripsThroughJson) {
   save_calibration_profile(p, path);
   EXPECT_EQ(load_calibration_profile(path).gemm_samples.size(), p.gemm_samples.size());
   std::remove(path.c_str());
+}
+
+// The host thread's costs (section host_costs): every key read back to the picosecond; a missing
+// key, a negative time or an unknown key is refused naming it.
+TEST(CalibrationProfile, HostCostsRoundTripAndAreChecked) {
+  CalibrationProfile p = load_calibration_profile(kSweep);
+  ProfileHostCosts host;
+  for (size_t i = 0; i < std::size(ProfileHostCosts::kKeys); ++i) {
+    *host.field(i) = Duration::picoseconds(1'000'000 * static_cast<int64_t>(i + 1) + 7);
+  }
+  host.source = "a test machine";
+  p.host_costs = host;
+  const CalibrationProfile back = parse_calibration_profile(to_json(p), "round-trip");
+  ASSERT_TRUE(back.host_costs.has_value());
+  ProfileHostCosts read = *back.host_costs;
+  for (size_t i = 0; i < std::size(ProfileHostCosts::kKeys); ++i) {
+    EXPECT_EQ(*read.field(i), *host.field(i)) << ProfileHostCosts::kKeys[i];
+  }
+  EXPECT_EQ(read.source, "a test machine");
+
+  const std::string head = R"({"format":"clustersim-calibration-profile","version":1,"name":"x",)"
+                           R"("machine":{"gpu":"G","sm_count":132},"host_costs":{)";
+  std::string all;
+  for (const char* k : ProfileHostCosts::kKeys) all += fmt::format(R"("{}":"1 us",)", k);
+  EXPECT_EQ(message_of(head + all.substr(0, all.size() - 1) + "}}"), "");
+  const std::string without_sync = head + all.substr(0, all.find(R"("sync")")) + R"("graph_node":"1 us"}})";
+  EXPECT_NE(message_of(without_sync).find("test.json: host_costs.sync: required key is missing"), std::string::npos)
+      << message_of(without_sync);
+  std::string negative = all;
+  negative.replace(negative.find(R"("collective":"1 us")"), 19, R"("collective":"-3 us")");
+  EXPECT_NE(message_of(head + negative.substr(0, negative.size() - 1) + "}}").find("host_costs.collective"),
+            std::string::npos)
+      << message_of(head + negative.substr(0, negative.size() - 1) + "}}");
+  EXPECT_NE(message_of(head + all + R"("launch":"1 us"}})").find("host_costs.launch: unknown key"),
+            std::string::npos);
 }
 
 TEST(CalibrationProfile, RejectsMalformedProfilesNamingTheKey) {

@@ -108,7 +108,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   TrainingReport report;
   ProgramOptions program_options;
   program_options.merge_compute = !options.record_trace;
-  program_options.host = host_costs(training);
+  program_options.host = host_costs(training, options.compute_profile);
   report.host_model = program_options.host.source;
   report.programs = build_training_programs(transformer, cost, layout, program_options);
   report.microbatches = report.programs.microbatches;

@@ -6,24 +6,41 @@
 
 namespace clustersim {
 
-HostCosts host_costs(const TrainingSpec& training) {
+HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile) {
   using D = HostCostDefaults;
   const bool megatron = training.framework == Framework::kMegatron;
   HostCosts c;
-  c.elementwise = Duration::microseconds(D::kElementwiseUs);
-  c.gemm = Duration::microseconds(megatron ? D::kMegatronGemmUs : D::kLinearUs);
-  c.library = Duration::microseconds(D::kLibraryUs);
-  c.backward_elementwise = Duration::microseconds(D::kBackwardElementwiseUs);
-  c.backward_gemm = Duration::microseconds(D::kBackwardGemmUs);
-  c.optimizer_per_tensor = Duration::microseconds(D::kOptimizerPerTensorUs);
-  c.collective = Duration::microseconds(D::kCollectiveUs);
-  c.sync = Duration::microseconds(D::kSyncUs);
-  c.graph_node = Duration::microseconds(D::kGraphNodeUs);
+  std::string origin;
+  if (profile != nullptr && profile->host_costs) {
+    const ProfileHostCosts& p = *profile->host_costs;
+    c.elementwise = p.elementwise;
+    c.gemm = megatron ? p.megatron_gemm : p.gemm;
+    c.library = p.library;
+    c.backward_elementwise = p.backward_elementwise;
+    c.backward_gemm = p.backward_gemm;
+    c.optimizer_per_tensor = p.optimizer_per_tensor;
+    c.collective = p.collective;
+    c.sync = p.sync;
+    c.graph_node = p.graph_node;
+    origin = fmt::format("measured, calibration profile \"{}\"{}", profile->name,
+                         p.source.empty() ? "" : " (" + p.source + ")");
+  } else {
+    c.elementwise = Duration::microseconds(D::kElementwiseUs);
+    c.gemm = Duration::microseconds(megatron ? D::kMegatronGemmUs : D::kLinearUs);
+    c.library = Duration::microseconds(D::kLibraryUs);
+    c.backward_elementwise = Duration::microseconds(D::kBackwardElementwiseUs);
+    c.backward_gemm = Duration::microseconds(D::kBackwardGemmUs);
+    c.optimizer_per_tensor = Duration::microseconds(D::kOptimizerPerTensorUs);
+    c.collective = Duration::microseconds(D::kCollectiveUs);
+    c.sync = Duration::microseconds(D::kSyncUs);
+    c.graph_node = Duration::microseconds(D::kGraphNodeUs);
+    origin = fmt::format("defaults measured on an H200 machine's CPU (workloads/host_costs.h){}",
+                         profile != nullptr ? "; the calibration profile has no host_costs" : "");
+  }
   c.source = fmt::format(
-      "host thread, {} defaults measured on the H200 machine (workloads/host_costs.h): forward {} per elementwise "
-      "op, {} per GEMM, {} per attention or norm call; backward {} / {} per elementwise / GEMM kernel; {} per "
-      "optimizer tensor, {} per NCCL call, {} per sync{}",
-      name_of(training.framework), to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
+      "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
+      "{} / {} per elementwise / GEMM kernel; {} per optimizer tensor, {} per NCCL call, {} per sync{}",
+      name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
       to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.optimizer_per_tensor),
       to_string(c.collective), to_string(c.sync),
       training.cuda_graphs == CudaGraphs::kNone

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/units.h"
+#include "cost_models/calibration_profile.h"
 #include "workloads/op.h"
 #include "workloads/training_spec.h"
 
@@ -55,8 +56,9 @@ struct HostCosts {
   std::string source;             // one line for reports: which numbers are in force
 };
 
-// The host costs of `training.framework` (the defaults above).
-HostCosts host_costs(const TrainingSpec& training);
+// The host costs of `training.framework`: the profile's measured host_costs where it has them
+// (megatron_gemm for a megatron GEMM), else the defaults above; `source` says which.
+HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile = nullptr);
 
 // The host time to issue `op` (one kernel) by its pass and cost kind; communication ops are NCCL
 // calls (`collective`). Recompute ops are forward ops.

@@ -108,11 +108,11 @@ void validate_world(const Layout& l, const LayoutContext& c) {
   if (model_parallel && c.gpus % *model_parallel == 0) {
     hint = fmt::format("; with tp={} cp={} pp={} use parallelism.dp = {}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
   } else if (model_parallel) {
-    hint = fmt::format("; tp·cp·pp = {} does not divide {} GPUs", *model_parallel, c.gpus);
+    hint = fmt::format("; tp·cp·pp = {} does not divide {} GPU{}", *model_parallel, c.gpus, c.gpus == 1 ? "" : "s");
   }
-  throw InputError(fmt::format("parallelism tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPUs{}", l.tp,
+  throw InputError(fmt::format("parallelism tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPU{}{}", l.tp,
                                l.cp, l.pp, l.dp, world ? fmt::format("{}", *world) : std::string("more than 2^31"),
-                               c.gpus, hint));
+                               c.gpus, c.gpus == 1 ? "" : "s", hint));
 }
 
 void validate_heads(const Layout& l, const LayoutContext& c) {

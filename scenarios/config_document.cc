@@ -274,11 +274,15 @@ class Walker {
     const Schema& schema = *data_.schema;
     if (!node.IsMap()) {
       std::string at = mark_text(data_.source, node.Mark());
+      bool named = false;  // "--set training" names the section already
       for (const auto& o : overridden_) {
-        if (concrete == o || concrete.starts_with(o + ".")) at = "--set " + o;  // a --set gave the section a value
+        if (concrete == o || concrete.starts_with(o + ".")) {  // a --set gave the section a value
+          at = "--set " + o;
+          named = concrete == o;
+        }
       }
-      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", at, concrete.empty() ? "" : concrete + ": ",
-                                   kind_of(node)));
+      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", at,
+                                   concrete.empty() || named ? "" : concrete + ": ", kind_of(node)));
     }
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -352,7 +356,9 @@ class Walker {
   void dispatch(const KeyDef& def, const YAML::Node& value, const std::string& cpath, const std::string& spath,
                 const std::string& where) {
     auto fail = [&](const std::string& why) {
-      return InputError(fmt::format("{}: {}: {}", where, cpath, why));
+      // A --set value's location already names its key ("--set training.seq_len").
+      const bool named = where.size() >= cpath.size() && where.compare(where.size() - cpath.size(), cpath.size(), cpath) == 0;
+      return InputError(named ? fmt::format("{}: {}", where, why) : fmt::format("{}: {}: {}", where, cpath, why));
     };
     switch (def.type) {
       case ValueType::kSection:
@@ -647,7 +653,12 @@ std::vector<std::string> ConfigDocument::present_children(const std::string& pat
 
 std::string ConfigDocument::where(const std::string& path) const {
   const std::string c = prefix_ + path;
-  if (auto it = data_->values.find(c); it != data_->values.end()) return it->second.location + ": " + c + ": ";
+  if (auto it = data_->values.find(c); it != data_->values.end()) {
+    // A --set value's location already names its key ("--set training.seq_len").
+    const std::string& at = it->second.location;
+    if (at.size() >= c.size() && at.compare(at.size() - c.size(), c.size(), c) == 0) return at + ": ";
+    return at + ": " + c + ": ";
+  }
   if (auto it = data_->sections.find(c); it != data_->sections.end()) return it->second + ": " + c + ": ";
   if (!prefix_.empty()) {
     const std::string section = prefix_.substr(0, prefix_.size() - 1);

@@ -480,7 +480,7 @@ void located_by_message(const ConfigDocument& doc, const std::string& path, F&& 
       throw InputError(at + message);
     }
     std::string rest = message;
-    for (const std::string& lead : {path + ".", path + ": "}) {
+    for (const std::string& lead : {path + ".", path + ": ", path + " "}) {
       if (rest.rfind(lead, 0) == 0) rest = rest.substr(lead.size());
     }
     throw doc.error_at(path, rest);

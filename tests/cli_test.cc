@@ -261,7 +261,7 @@ TEST(Cli, CrossKeyErrorsNameTheKeyTheFileGives) {
                                      "parallelism:\n  ep: 8\n  moe_dispatcher: deepep\n"),
                  "deepep_skew.yaml:6:3: parallelism.moe_dispatcher deepep is modelled for balanced routing only");
   expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set training.fused_norm=false",
-                 "--set training.fused_norm: training.fused_norm: false prices an RMSNorm");
+                 "--set training.fused_norm: false prices an RMSNorm");
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
                      " --set parallelism.pp=2 --set parallelism.dp=2 --set parallelism.schedule=interleaved-1f1b"
                      " --set parallelism.layers_per_virtual_stage=4 --set parallelism.vpp=2",
@@ -484,7 +484,7 @@ TEST(Cli, QuotedNumbersInAScenarioExitWith2) {
   const std::string where = path + ":" + std::to_string(line_of(path, "nodes:")) + ":3: cluster.nodes: ";
   EXPECT_NE(r.output.find(where + "expected integer in [1, 16384], got the quoted string \"1\""), std::string::npos)
       << r.output;
-  expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'", "--set training.seq_len: training.seq_len: expected integer");
+  expect_refused("run " + scenario("gpt3-1.3b-single-h200.yaml") + " --set 'training.seq_len=\"2048\"'", "--set training.seq_len: expected integer");
 }
 
 // With flash attention selective recomputation recomputes nothing: a search lists it once, as
@@ -606,7 +606,7 @@ TEST(Cli, SearchListsWithARepeatedValueExitWith2) {
   const std::string search = "search " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --no-progress";
   Result r = run(search + " --set 'search.tp=[2,2]'");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--set search.tp: search.tp: 2 is listed twice; list each value once"), std::string::npos)
+  EXPECT_NE(r.output.find("--set search.tp: 2 is listed twice; list each value once"), std::string::npos)
       << r.output;
   expect_refused(search + " --set 'search.recompute=[none,full,none]'", "search.recompute: none is listed twice");
 }
@@ -641,7 +641,7 @@ TEST(Cli, UnknownCalibrationProfileNamesTheScenarioLine) {
   EXPECT_NE(r.output.find(where + "calibration profile \"nope\" not found"), std::string::npos) << r.output;
   r = run("run " + scenario(name) + " --set calibration=/tmp");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--set calibration: calibration: calibration profile path \"/tmp\" is a directory"),
+  EXPECT_NE(r.output.find("--set calibration: calibration profile path \"/tmp\" is a directory"),
             std::string::npos)
       << r.output;
 }

@@ -220,7 +220,7 @@ TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   // The space's rules that need the cluster are placed at their key too.
   r = run("search " + kSmall + " --set 'search.memory_headroom=\"100 GB\"'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--set search.memory_headroom: search.memory_headroom = 100.00 GB leaves no memory"),
+  EXPECT_NE(r.err.find("--set search.memory_headroom = 100.00 GB leaves no memory"),
             std::string::npos)
       << r.err;
   r = run("search " + kSmall + " --set 'search.memory_headroom=100 GB'");

@@ -42,22 +42,39 @@ std::string reference_path(const Reference& ref) {
   return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/reference/h200-" + ref.config + ".yaml";
 }
 
+struct Predicted {
+  double step_ms = 0;
+  double host_bound_ms = 0;
+};
+
+// `run --json` of the reference with `extra` arguments.
+Predicted predict(const Reference& ref, const std::string& extra) {
+  const Result r = run("run " + reference_path(ref) + extra + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return {};
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  return {j["step_time_s"].get<double>() * 1e3, j["breakdown_s"]["host_bound"].get<double>() * 1e3};
+}
+
+// The predicted step against the measured one: |error| below `bound`, printed.
+void expect_within(const Reference& ref, const char* mode, double predicted_ms, double measured_ms, double bound) {
+  const double error = predicted_ms / measured_ms - 1;
+  EXPECT_LT(std::abs(error), bound) << ref.config << " (" << mode << "): " << predicted_ms << " ms against "
+                                    << measured_ms << " ms";
+  std::cout << ref.config << " (" << mode << "): predicted " << predicted_ms << " ms, measured " << measured_ms
+            << " ms (" << 100 * error << " %)\n";
+}
+
 // The GPU waits for the host for most of each step, as measured (the power run's GPU ran at
 // 120–270 W of 700 during them), and the predicted step stays within the error it reaches today
-// (−26 % to −43 %: host costs measured per op in isolation miss the Python of the modules around
-// the ops), so that a change of the host model that moves it shows here.
+// (−26 % to −44 %: host costs measured per op in isolation miss the Python of the modules around
+// the ops, and the op lists leave out the smallest kernels: 587 launches against the 679 measured
+// for gpt-125m), so that a change of the host model that moves it shows here.
 TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
   for (const Reference& ref : kReferences) {
-    const Result r = run("run " + reference_path(ref) + " --json");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    const nlohmann::json j = nlohmann::json::parse(r.output);
-    const double step_ms = j["step_time_s"].get<double>() * 1e3;
-    const double host_bound_ms = j["breakdown_s"]["host_bound"].get<double>() * 1e3;
-    EXPECT_GT(host_bound_ms, 0.5 * step_ms) << ref.config;
-    const double error = step_ms / ref.eager_ms - 1;
-    EXPECT_LT(std::abs(error), 0.45) << ref.config << ": " << step_ms << " ms against " << ref.eager_ms << " ms";
-    std::cout << ref.config << ": predicted " << step_ms << " ms, measured " << ref.eager_ms << " ms ("
-              << 100 * error << " %), host-bound " << host_bound_ms << " ms\n";
+    const Predicted p = predict(ref, "");
+    EXPECT_GT(p.host_bound_ms, 0.5 * p.step_ms) << ref.config;
+    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.45);
   }
 }
 
@@ -67,15 +84,9 @@ TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
 // graph replays too).
 TEST(LaunchBound, GraphReplayedStepsAreTheGpusWork) {
   for (const Reference& ref : kReferences) {
-    const Result r = run("run " + reference_path(ref) + " --set training.cuda_graphs=step --json");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    const nlohmann::json j = nlohmann::json::parse(r.output);
-    const double step_ms = j["step_time_s"].get<double>() * 1e3;
-    EXPECT_LT(j["breakdown_s"]["host_bound"].get<double>() * 1e3, 0.01 * step_ms) << ref.config;
-    const double error = step_ms / ref.graph_ms - 1;
-    EXPECT_LT(std::abs(error), 0.30) << ref.config << ": " << step_ms << " ms against " << ref.graph_ms << " ms";
-    std::cout << ref.config << " (graph): predicted " << step_ms << " ms, measured " << ref.graph_ms << " ms ("
-              << 100 * error << " %)\n";
+    const Predicted p = predict(ref, " --set training.cuda_graphs=step");
+    EXPECT_LT(p.host_bound_ms, 0.01 * p.step_ms) << ref.config;
+    expect_within(ref, "graph", p.step_ms, ref.graph_ms, 0.30);
   }
 }
 

@@ -161,6 +161,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.r == 2) add.memory("input_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th, layer_input);
   add.memory("input_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th) + (z.r == 2 ? 0 : layer_input));
   if (z.weight_casts) add.memory("qkv.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.qkv_out(), 2 * z.h * z.qkv_out());
+  if (z.weight_casts && z.bias) add.memory("qkv.bias_cast", MemoryAccess::kElementwise, 4 * z.qkv_out(), 2 * z.qkv_out());
   add.memory("qkv.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("qkv", z.T, z.qkv_out(), z.h, z.gemm, saved(2 * z.T * z.qkv_out()));
   if (z.rope) {
@@ -180,6 +181,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.r == 2) add.memory("post_attention_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   add.memory("post_attention_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, saved(4 * Th));
   if (z.weight_casts) add.memory("fc1.weight_cast", MemoryAccess::kElementwise, 4 * z.h * z.fc1_out, 2 * z.h * z.fc1_out);
+  if (z.weight_casts && z.bias) add.memory("fc1.bias_cast", MemoryAccess::kElementwise, 4 * z.fc1_out, 2 * z.fc1_out);
   add.memory("fc1.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("fc1", z.T, z.fc1_out, z.h, z.gemm, saved(2 * z.T * z.fc1_out));
   const int64_t Tf = z.T * z.ffn;
@@ -233,6 +235,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
   if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
+  if (z.bias && z.grad_casts) add.memory("fc1.bias_grad_cast", MemoryAccess::kWideningCast, 2 * z.fc1_out, 4 * z.fc1_out);
   add.memory("fc1.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   if (z.tp > 1) add.tp_all_reduce("fc1.input_grad.tp_all_reduce", 4 * Th);  // the norm's fp32 output gradient
   add.memory("post_attention_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
@@ -270,6 +273,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
   if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
+  if (z.bias && z.grad_casts) add.memory("qkv.bias_grad_cast", MemoryAccess::kWideningCast, 2 * z.qkv_out(), 4 * z.qkv_out());
   add.memory("qkv.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
   if (z.tp > 1) add.tp_all_reduce("qkv.input_grad.tp_all_reduce", 4 * Th);
   add.memory("input_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);

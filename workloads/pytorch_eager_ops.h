@@ -42,8 +42,11 @@
 //   - the optimizer is torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter,
 //     gradient and both moments and writing parameter and moments (28 bytes per parameter), no
 //     gradient clipping; zero_grad(set_to_none=True) launches nothing.
-// Each memory-bound kernel carries its PyTorch launch path (cost_models/memory_access.h). Kernels
-// smaller than 1/1000 of a layer's bytes (bias casts, RoPE tables, loss scalars) are left out.
+// Each memory-bound kernel carries its PyTorch launch path (cost_models/memory_access.h). The
+// autocast casts of the QKV and fc1 biases (fp32 to bf16 for addmm's epilogue) and of their
+// gradients back to fp32 are listed, small as they are: each is a launch the host thread pays for
+// (workloads/host_costs.h). Kernels smaller than 1/1000 of a layer's bytes that are not a layer's
+// (RoPE tables, loss scalars) are left out, and with them their launches.
 
 #include <cstdint>
 #include <string>

@@ -89,14 +89,19 @@ TEST(PytorchEagerOps, FsdpMixedPrecisionDropsTheWeightCasts) {
   fsdp.flash_kernel = FusedAttentionKernel::kCudnn;
   const Transformer t(m, fsdp);
   const Transformer autocast(m, eager(2048, 4, Recompute::kNone));
-  for (const char* cast : {"qkv.weight_cast", "proj.weight_cast", "fc1.weight_cast", "fc2.weight_cast"}) {
+  for (const char* cast : {"qkv.weight_cast", "proj.weight_cast", "fc1.weight_cast", "fc2.weight_cast",
+                           "qkv.bias_cast", "fc1.bias_cast"}) {
     EXPECT_FALSE(has(t.layer_forward(), cast)) << cast;
     EXPECT_TRUE(has(autocast.layer_forward(), cast)) << cast;
   }
+  // The bias casts are small (the bias, not the weight) but each is a launch.
+  EXPECT_EQ(find(autocast.layer_forward(), "qkv.bias_cast").bytes_read.count(), 4 * 3 * m.hidden);
+  EXPECT_TRUE(has(autocast.layer_backward(), "qkv.bias_grad_cast"));
+  EXPECT_TRUE(has(autocast.layer_backward(), "fc1.bias_grad_cast"));
   EXPECT_FALSE(has(t.head_forward(), "lm_head.weight_cast"));
   EXPECT_TRUE(has(t.layer_backward(), "fc1.weight_grad_cast"));
   EXPECT_EQ(find(t.layer_forward(), "sdpa_flash").attention_kernel, FusedAttentionKernel::kCudnn);
-  EXPECT_EQ(t.layer_forward().size() + 4, autocast.layer_forward().size());
+  EXPECT_EQ(t.layer_forward().size() + 6, autocast.layer_forward().size());
   const int64_t P = t.parameters().total();
   const PytorchEagerMemory with = pytorch_eager_peak_memory(m, autocast.training(), autocast.dims(), P);
   const PytorchEagerMemory without = pytorch_eager_peak_memory(m, fsdp, t.dims(), P);

@@ -67,14 +67,15 @@ void expect_within(const Reference& ref, const char* mode, double predicted_ms, 
 
 // The GPU waits for the host for most of each step, as measured (the power run's GPU ran at
 // 120–270 W of 700 during them), and the predicted step stays within the error it reaches today
-// (−22 % to −44 %: host costs measured per op in isolation miss the Python of the modules around
-// the ops, and the op lists leave out the smallest kernels: 635 launches against the 679 measured
-// for gpt-125m), so that a change of the host model that moves it shows here.
+// (−20 % to −42 %: host costs measured per op in isolation, with the modules' calls, views and
+// splits priced by their own measurement, still miss the rest of the Python around the ops, and the
+// op lists leave out the smallest kernels: 635 launches against the 679 measured for gpt-125m), so
+// that a change of the host model that moves it shows here.
 TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
   for (const Reference& ref : kReferences) {
     const Predicted p = predict(ref, "");
     EXPECT_GT(p.host_bound_ms, 0.5 * p.step_ms) << ref.config;
-    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.45);
+    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.43);
   }
 }
 

@@ -37,12 +37,21 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
     origin = fmt::format("defaults measured on an H200 machine's CPU (workloads/host_costs.h){}",
                          profile != nullptr ? "; the calibration profile has no host_costs" : "");
   }
+  // Not in profiles: the Python-level overheads of train_step.py's modules, measured once.
+  c.module_call = Duration::microseconds(D::kModuleCallUs);
+  c.view = Duration::microseconds(D::kViewUs);
+  c.split_call = Duration::microseconds(D::kSplitCallUs);
+  c.split_piece = Duration::microseconds(D::kSplitPieceUs);
   c.source = fmt::format(
       "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
-      "{} / {} per elementwise / GEMM kernel; {} per optimizer tensor, {} per NCCL call, {} per sync{}",
+      "{} / {} per elementwise / GEMM kernel; {} per optimizer tensor, {} per NCCL call, {} per sync{}{}",
       name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
       to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.optimizer_per_tensor),
       to_string(c.collective), to_string(c.sync),
+      training.framework != Framework::kPytorchEager
+          ? std::string()
+          : fmt::format("; {} per module call, {} per view, {} + {} per piece per split", to_string(c.module_call),
+                        to_string(c.view), to_string(c.split_call), to_string(c.split_piece)),
       training.cuda_graphs == CudaGraphs::kNone
           ? std::string()
           : fmt::format("; CUDA graphs ({}): {} per captured kernel", name_of(training.cuda_graphs),
@@ -52,11 +61,13 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
 
 Duration host_cost(const Op& op, const HostCosts& costs) {
   const bool backward = op.pass == Pass::kBackward;
+  const Duration before = costs.module_call * op.host_module_calls + costs.view * op.host_view_calls +
+                          costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces;
   switch (op.cost) {
-    case OpCost::kCommunication: return costs.collective;
-    case OpCost::kGemm: return backward ? costs.backward_gemm : costs.gemm;
-    case OpCost::kFlashAttention: return backward ? costs.backward_gemm : costs.library;
-    case OpCost::kMemoryBound: return backward ? costs.backward_elementwise : costs.elementwise;
+    case OpCost::kCommunication: return before + costs.collective;
+    case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);
+    case OpCost::kFlashAttention: return before + (backward ? costs.backward_gemm : costs.library);
+    case OpCost::kMemoryBound: return before + (backward ? costs.backward_elementwise : costs.elementwise);
   }
   throw InternalError("host_cost: unknown op cost kind");
 }

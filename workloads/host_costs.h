@@ -13,6 +13,9 @@
 //     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
 //   tools/calibrate/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
 //     ColumnParallelLinear forward 90.0 µs.
+//   tools/calibrate/data/h200-2026-12-02-overheads/README.md (tools/reference/host_overheads.py):
+//     an nn.Module call's own overhead 0.87 µs, a view / transpose / reshape 2.3 µs, a split or
+//     chunk 1.08 µs + 1.57 µs per piece (the pytorch-eager op lists count them, Op::host_*_calls).
 //   tools/calibrate/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
 //     400-kernel graph of x.mul_ 204 µs: 0.51 µs per captured kernel (graph node).
 // Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
@@ -40,6 +43,11 @@ struct HostCostDefaults {
   static constexpr double kCollectiveUs = 34.1;
   static constexpr double kSyncUs = 13.0;
   static constexpr double kGraphNodeUs = 0.51;
+  // Python-level calls that launch nothing (h200-2026-12-02-overheads, net of the empty loop):
+  static constexpr double kModuleCallUs = 0.87;    // m(x) 0.905 - m.forward(x) 0.037: __call__
+  static constexpr double kViewUs = 2.3;           // view 2.17, transpose 2.51, reshape 2.35, unsqueeze 2.15
+  static constexpr double kSplitCallUs = 1.08;     // chunk(2) 4.22 = call + 2 pieces, split(4) 7.37 =
+  static constexpr double kSplitPieceUs = 1.57;    //   call + 4 pieces: solved for the two
 };
 
 // Host costs of one framework's GPU operations (see the table above). All zero: no host side.
@@ -53,6 +61,10 @@ struct HostCosts {
   Duration collective;            // an NCCL call
   Duration sync;                  // a device-to-host read of a finished value (.item())
   Duration graph_node;            // a kernel or NCCL call replayed from a CUDA graph
+  Duration module_call;           // an nn.Module call's own overhead (Op::host_module_calls)
+  Duration view;                  // a view, transpose or reshape: no kernel (Op::host_view_calls)
+  Duration split_call;            // a split or chunk call (Op::host_split_calls) ...
+  Duration split_piece;           // ... and each piece it returns (Op::host_split_pieces)
   std::string source;             // one line for reports: which numbers are in force
 };
 
@@ -60,8 +72,9 @@ struct HostCosts {
 // (megatron_gemm for a megatron GEMM), else the defaults above; `source` says which.
 HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile = nullptr);
 
-// The host time to issue `op` (one kernel) by its pass and cost kind; communication ops are NCCL
-// calls (`collective`). Recompute ops are forward ops.
+// The host time to issue `op` (one kernel) by its pass and cost kind, plus the host-only calls
+// before it (module calls and views); communication ops are NCCL calls (`collective`).
+// Recompute ops are forward ops.
 Duration host_cost(const Op& op, const HostCosts& costs);
 
 }  // namespace clustersim

@@ -85,6 +85,13 @@ struct Op {
   Bytes comm_bytes;
   int64_t comm_steps = 1;
   std::vector<int64_t> comm_matrix;  // kEpAllToAll with uneven routing: n × n bytes (see CommKind)
+  // Calls the host makes just before this op's launch that launch no kernel (workloads/host_costs.h
+  // prices them), in the pytorch-eager op lists: nn.Module calls, tensor views (view, transpose,
+  // reshape of a contiguous tensor), and split / chunk calls with the pieces they return.
+  int host_module_calls = 0;
+  int host_view_calls = 0;
+  int host_split_calls = 0;
+  int host_split_pieces = 0;
 };
 
 }  // namespace clustersim

@@ -1,6 +1,9 @@
 #include "workloads/pytorch_eager_ops.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -296,6 +299,50 @@ int64_t pytorch_eager_layer_saved_bytes(const ModelSpec& model, const TrainingSp
   return bytes;
 }
 
+// The first op of `ops` named one of `names` (in that order of preference), or nullptr.
+Op* first_named(std::vector<Op>& ops, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names) {
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+    if (it != ops.end()) return &*it;
+  }
+  return nullptr;
+}
+
+// The host-only calls of one layer's forward in tools/reference/train_step.py's modules, attached to
+// the first kernel that follows them: Block, Fp32Norm and the norm (3 module calls) before the first
+// norm's kernels; Attention, ColumnParallelLinear and nn.Linear before qkv's casts; qkv.split
+// (3 pieces), three view and three transpose before RoPE or SDPA; the output's transpose and, without
+// RoPE, its reshape (a view then: SDPA's output keeps the query's strides; with RoPE it is the copy
+// kernel attention.output_copy), RowParallelLinear and nn.Linear before proj; Fp32Norm and the norm
+// before the second norm; Mlp, ColumnParallelLinear and nn.Linear before fc1; SwiGLU's chunk
+// (2 pieces) before its SiLU; RowParallelLinear and nn.Linear before fc2 (not reached when
+// checkpoint's recomputation stops before fc2's first kernel: it stops inside nn.Linear).
+void attribute_host_calls(std::vector<Op>& ops, const Dims& z) {
+  auto at = [&](std::initializer_list<std::string_view> names) -> Op& {
+    Op* op = first_named(ops, names);
+    if (op == nullptr) throw InternalError("attribute_host_calls: no op " + std::string(*names.begin()));
+    return *op;
+  };
+  if (ops.empty()) return;
+  at({"input_norm.to_fp32", "input_norm"}).host_module_calls += 3;
+  at({"qkv.weight_cast", "qkv.input_cast", "qkv"}).host_module_calls += 3;
+  Op& views = at({"rope.q.multiply", "sdpa_flash"});
+  views.host_view_calls += 6;
+  views.host_split_calls += 1;
+  views.host_split_pieces += 3;
+  at({"attention.output_copy", "proj.weight_cast", "proj"}).host_view_calls += z.rope ? 1 : 2;
+  at({"proj.weight_cast", "proj"}).host_module_calls += 2;
+  at({"post_attention_norm.to_fp32", "post_attention_norm"}).host_module_calls += 2;
+  at({"fc1.weight_cast", "fc1.input_cast", "fc1"}).host_module_calls += 3;
+  if (z.swiglu) {
+    Op& silu = at({"activation.silu"});
+    silu.host_split_calls += 1;
+    silu.host_split_pieces += 2;
+  }
+  // Absent when the recomputation stops at fc2 and there is no weight cast: no kernel follows them.
+  if (Op* fc2 = first_named(ops, {"fc2.weight_cast", "fc2"})) fc2->host_module_calls += 2;
+}
+
 PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& training, const ShardedDims& dims) {
   const Dims z = dims_of(model, training, dims);
   const int64_t Th = z.T * z.h;
@@ -304,6 +351,8 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
   PytorchEagerOps out;
   out.layer_forward = layer_forward(z, Pass::kForward, false);
   if (z.recompute) out.layer_recompute = layer_forward(z, Pass::kRecompute, true);
+  attribute_host_calls(out.layer_forward, z);
+  attribute_host_calls(out.layer_recompute, z);
   out.layer_backward = layer_backward(z);
   {
     Builder add(out.embedding_forward, Pass::kForward);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "workloads/host_costs.h"
 #include "workloads/test_models.h"
 #include "workloads/transformer.h"
 
@@ -154,6 +155,52 @@ TEST(PytorchEagerOps, LlamaLayerWithRopeSwigluAndGqa) {
   EXPECT_EQ(find(t.layer_forward(), "activation.silu").access, MemoryAccess::kStrided);
   EXPECT_TRUE(has(t.layer_forward(), "rope.k.concatenate"));
   EXPECT_EQ(find(t.layer_forward(), "sdpa_flash").attention.kv_heads, 8);
+}
+
+struct HostCalls {
+  int modules = 0, views = 0, splits = 0, pieces = 0;
+};
+HostCalls host_calls(const std::vector<Op>& ops) {
+  HostCalls c;
+  for (const Op& op : ops) {
+    c.modules += op.host_module_calls;
+    c.views += op.host_view_calls;
+    c.splits += op.host_split_calls;
+    c.pieces += op.host_split_pieces;
+  }
+  return c;
+}
+
+// train_step.py's Block: Block, 2 x (Fp32Norm, norm), Attention, Mlp, 4 x (parallel linear, nn.Linear)
+// = 15 module calls; qkv.split into q, k, v, their view and transpose, the output's transpose and,
+// without RoPE, its reshape; SwiGLU's chunk. Priced by the overheads measured in
+// tools/calibrate/data/h200-2026-12-02-overheads.
+TEST(PytorchEagerOps, LayerForwardListsTheModulesViewsAndSplitsOfTrainStep) {
+  const Transformer gpt(gpt_1_3b(), eager(2048, 4, Recompute::kNone));
+  const HostCalls g = host_calls(gpt.layer_forward());
+  EXPECT_EQ(g.modules, 15);
+  EXPECT_EQ(g.views, 8);
+  EXPECT_EQ(g.splits, 1);
+  EXPECT_EQ(g.pieces, 3);
+  EXPECT_EQ(host_calls(gpt.layer_backward()).modules, 0);  // autograd's engine calls no module
+
+  ModelSpec m = testing::llama2_7b();
+  m.make_vocab_size_divisible_by = 1;
+  const Transformer llama(m, eager(4096, 1, Recompute::kFull));
+  const HostCalls l = host_calls(llama.layer_forward());
+  EXPECT_EQ(l.modules, 15);
+  EXPECT_EQ(l.views, 7);  // the output's reshape copies after RoPE: a kernel, not a view
+  EXPECT_EQ(l.splits, 2);
+  EXPECT_EQ(l.pieces, 5);
+  EXPECT_EQ(host_calls(llama.layer_recompute()).modules, 15);  // checkpoint reruns the forward
+
+  const HostCosts costs = host_costs(eager(2048, 4, Recompute::kNone));
+  const Op& sdpa = find(gpt.layer_forward(), "sdpa_flash");
+  EXPECT_NEAR(host_cost(sdpa, costs).to_microseconds(), HostCostDefaults::kLibraryUs + 6 * 2.3 + 1.08 + 3 * 1.57, 1e-5);
+  // The module calls of qkv come before its weight cast, the first kernel nn.Linear launches.
+  const Op& cast = find(gpt.layer_forward(), "qkv.weight_cast");
+  EXPECT_NEAR(host_cost(cast, costs).to_microseconds(), HostCostDefaults::kElementwiseUs + 3 * 0.87, 1e-5);
+  EXPECT_EQ(host_cost(find(gpt.layer_forward(), "qkv"), costs), Duration::microseconds(HostCostDefaults::kLinearUs));
 }
 
 TEST(PytorchEagerOps, CheckpointKeepsTheLayerInputAndStopsRecomputingAtFc2) {

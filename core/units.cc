@@ -111,7 +111,7 @@ struct UnitEntry {
 
 constexpr std::array kDurationUnits{
     UnitEntry{"ps", 1.0}, UnitEntry{"ns", 1e3}, UnitEntry{"us", 1e6}, UnitEntry{"µs", 1e6},
-    UnitEntry{"ms", 1e9}, UnitEntry{"s", 1e12},
+    UnitEntry{"ms", 1e9}, UnitEntry{"s", 1e12}, UnitEntry{"min", 60e12}, UnitEntry{"h", 3600e12},
 };
 constexpr std::array kByteUnits{
     UnitEntry{"B", 1.0},           UnitEntry{"KB", 1e3},          UnitEntry{"MB", 1e6},

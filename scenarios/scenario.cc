@@ -181,6 +181,38 @@ void add_search_keys(Schema& s) {
                 std::to_string(kDefaultMaxSearchCandidates), 1, kMaxSearchCandidates));
 }
 
+void add_campaign_keys(Schema& s) {
+  const FailureRates d = llama3_failure_rates();
+  s.section("campaign", "the whole training run: wall-clock time, cost, energy, failures and checkpoints "
+                        "(campaign/campaign.h; needs training.tokens or training.steps and cluster.storage)");
+  s.key(real("campaign.gpu_hour_price", "price of one GPU-hour, any currency (0: no cost)", "0", 0, 1e6));
+  s.key(key_def("campaign.relaunch_time", ValueType::kDuration,
+                "from a failure to the job running again (detection, replacing the node, process launch, NCCL and "
+                "data-loader start-up), the checkpoint load not included; required: it depends on the site",
+                "", true));
+  s.key(integer("campaign.seeds", "Monte-Carlo runs of the campaign", "1000", 1, kMaxCampaignSeeds));
+  s.key(integer("campaign.seed", "seed of the first run's failures", "1", 0));
+  s.section("campaign.checkpoint", "how often and how the model and optimizer state is saved");
+  s.key(key_def("campaign.checkpoint.interval", ValueType::kString,
+                "compute time between two checkpoints (a duration, \"30 min\"; rounded to whole steps), or auto: "
+                "Young's optimum sqrt(2 x checkpoint time x MTBF)",
+                "auto"));
+  s.key(key_def("campaign.checkpoint.async", ValueType::kBool,
+                "asynchronous save (Megatron-LM --async-save, PyTorch DCP async_save): the training waits only for "
+                "the copy to host memory, the write runs behind it",
+                "false"));
+  s.section("campaign.failures", "failure rates in FIT (failures per 10^9 component-hours); defaults: Llama 3 405B's "
+                                 "419 unexpected interruptions in 54 days on 16,384 H100 (arXiv:2407.21783 Table 5)");
+  auto rate = [&](const char* name, const char* what, double v) {
+    s.key(real(fmt::format("campaign.failures.{}", name), what, fmt::format("{:.1f}", v), 0, 1e9));
+  };
+  rate("gpu", "per GPU: the GPU, its HBM and SRAM, system processor, thermal interface, silent data corruption", d.gpu);
+  rate("host", "per node: CPU, memory, SSD, power supply, chassis, IO board, unplanned maintenance", d.host);
+  rate("nic", "per compute NIC", d.nic);
+  rate("network", "per compute NIC port: its share of the fabric's switches and cables", d.network);
+  rate("software", "per GPU: software bugs, NCCL watchdog timeouts, dependencies", d.software);
+}
+
 Schema build_scenario_schema() {
   Schema s("scenario");
   s.key(key_def("name", ValueType::kString, "scenario name shown in reports", "unnamed"));
@@ -213,6 +245,12 @@ Schema build_scenario_schema() {
              "facility power usage effectiveness: facility energy / IT energy (default 1.2: between Google's "
              "fleet-wide 1.10 of 2023 and the 1.58 average of the Uptime Institute's 2023 survey)",
              fmt::format("{}", kDefaultPue), 1, kMaxPue));
+  s.section("cluster.storage", "where checkpoints are written (needed by a campaign:)");
+  s.key(key_def("cluster.storage.bandwidth", ValueType::kBandwidth,
+                "the file system's aggregate write and read bandwidth (a parallel file system's vendor figure, or "
+                "IOR's result on it)"));
+  s.key(key_def("cluster.storage.node_bandwidth", ValueType::kBandwidth,
+                "one node's path to storage (absent: its compute NICs, nics x NIC bandwidth)"));
 
   s.section("model", "the transformer");
   s.key(key_def("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"));
@@ -222,6 +260,10 @@ Schema build_scenario_schema() {
   s.key(integer("training.seq_len", "tokens per sequence", "", 1, kMaxSeqLen));
   s.key(integer("training.global_batch", "sequences per optimizer step", "", 1, kMaxGlobalBatch));
   s.key(integer("training.micro_batch", "sequences per forward/backward pass", "1", 1, kMaxGlobalBatch));
+  s.key(real("training.tokens", "tokens of the whole run, for a campaign: (steps: tokens / (global_batch x seq_len), "
+             "rounded up)", "", 1, kMaxCampaignTokens));
+  s.key(integer("training.steps", "optimizer steps of the whole run, for a campaign: (instead of tokens)", "", 1,
+                kMaxCampaignSteps));
   s.key(choice("training.precision", "GEMM compute dtype", "bf16", {"bf16", "fp16", "fp8"}));
   s.key(choice("training.params_dtype",
                "working copy of the parameters (default: bf16, fp16 for fp16 training, fp32 with framework "
@@ -361,6 +403,7 @@ Schema build_scenario_schema() {
             "false: full clock throughout, no energy figures",
             kDefaultPowerModel ? "true" : "false"));
 
+  add_campaign_keys(s);
   add_search_keys(s);
   return s;
 }
@@ -702,6 +745,53 @@ SearchSpace load_search(const ConfigDocument& doc) {
   return sp;
 }
 
+// The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h).
+CampaignSpec load_campaign(const ConfigDocument& doc) {
+  CampaignSpec c;
+  c.campaign_where = doc.where("campaign");
+  if (doc.has("training.tokens")) c.tokens = doc.get_real("training.tokens");
+  if (doc.has("training.steps")) c.steps = doc.get_int("training.steps");
+  if (c.tokens && c.steps) {
+    throw doc.error_at("training.steps", "give the run's length once: training.tokens or training.steps, not both");
+  }
+  if (!c.tokens && !c.steps) {
+    throw doc.error_at("campaign", "a campaign needs the run's length: training.tokens (15.6e12, say) or "
+                                   "training.steps");
+  }
+  if (!doc.has("cluster.storage.bandwidth")) {
+    throw doc.error_at("campaign", "checkpoints need the storage they go to: cluster.storage.bandwidth, the file "
+                                   "system's aggregate bandwidth (\"1 TB/s\", say)");
+  }
+  c.gpu_hour_price = doc.get_real("campaign.gpu_hour_price");
+  c.relaunch_s = doc.get_duration("campaign.relaunch_time").to_seconds();
+  c.seeds = static_cast<int>(doc.get_int("campaign.seeds"));
+  c.seed = static_cast<uint64_t>(doc.get_int("campaign.seed"));
+  const std::string interval = doc.get_string("campaign.checkpoint.interval");
+  if (interval != "auto") {
+    c.interval_where = doc.where("campaign.checkpoint.interval");
+    double seconds = 0;
+    try {
+      seconds = parse_duration(interval).to_seconds();
+    } catch (const InputError&) {
+      throw doc.error_at("campaign.checkpoint.interval",
+                         fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
+    }
+    if (!(seconds > 0) || seconds > 86'400.0) {
+      throw doc.error_at("campaign.checkpoint.interval",
+                         fmt::format("\"{}\" is out of range: expected auto or a duration in (0 s, 1 day]",
+                                     excerpt(interval)));
+    }
+    c.checkpoint_interval_s = seconds;
+  }
+  c.async_save = doc.get_bool("campaign.checkpoint.async");
+  c.failures.gpu = doc.get_real("campaign.failures.gpu");
+  c.failures.host = doc.get_real("campaign.failures.host");
+  c.failures.nic = doc.get_real("campaign.failures.nic");
+  c.failures.network = doc.get_real("campaign.failures.network");
+  c.failures.software = doc.get_real("campaign.failures.software");
+  return c;
+}
+
 }  // namespace
 
 const Schema& scenario_schema() {
@@ -870,6 +960,22 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
   s.simulation.power_model = doc.get_bool("simulation.power_model");
   s.pue = doc.get_real("cluster.pue");
+  if (doc.has("cluster.storage.bandwidth")) {
+    s.storage_bandwidth = doc.get_bandwidth("cluster.storage.bandwidth").bytes_per_second();
+  }
+  if (doc.has("cluster.storage.node_bandwidth")) {
+    s.storage_node_bandwidth = doc.get_bandwidth("cluster.storage.node_bandwidth").bytes_per_second();
+  }
+  if (doc.has("campaign")) {
+    s.campaign = load_campaign(doc);
+  } else {
+    for (const char* key : {"training.tokens", "training.steps"}) {
+      if (doc.has(key)) {
+        throw doc.error_at(key, "the run's length is for a campaign: add a campaign: section (its relaunch_time at "
+                                "least) and cluster.storage.bandwidth, or remove the key");
+      }
+    }
+  }
   return s;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "campaign/campaign.h"
 #include "collectives/collective_runner.h"
 #include "parallelism/layout.h"
 #include "parallelism/layout_search.h"
@@ -60,6 +61,10 @@ inline constexpr bool kDefaultPowerModel = false;
 // cluster.pue: facility energy / IT energy, in [1, 5].
 inline constexpr double kDefaultPue = 1.2;
 inline constexpr double kMaxPue = 5.0;
+// Bounds of a campaign: 10^16 tokens (Llama 3 405B trained on 1.56e13), 10^12 steps, 10^5 seeds.
+inline constexpr double kMaxCampaignTokens = 1e16;
+inline constexpr double kMaxCampaignSteps = 1e12;
+inline constexpr double kMaxCampaignSeeds = 1e5;
 
 struct SimulationSettings {
   FidelityChoice fidelity = FidelityChoice::kAuto;
@@ -86,6 +91,10 @@ struct Scenario {
   SimulationSettings simulation;
   double pue = kDefaultPue;           // cluster.pue
   std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
+  std::optional<CampaignSpec> campaign;  // the campaign: section, with training.tokens / steps
+  // cluster.storage (bytes/s); the node bandwidth absent: the node's compute NICs.
+  std::optional<double> storage_bandwidth;
+  std::optional<double> storage_node_bandwidth;
 };
 
 // kValidate: the parallelism section must be a valid layout (clustersim run). kDeferToSearch: it is

@@ -224,5 +224,34 @@ TEST(BadInput, MessagesNameTheKeyOrTheFlagAndStayShort) {
                  {"(100000 columns in all)"});
 }
 
+
+// A campaign's bad input: each refused at the key it names, with what would be valid.
+TEST(BadInput, CampaignInputIsRefusedAtItsKey) {
+  std::ifstream in(scenario("llama3-8b-dgx-h100.yaml"));
+  std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  base += "campaign:\n  relaunch_time: \"5 min\"\n";
+  const std::string storage = " --set 'cluster.storage.bandwidth=100 GB/s'";
+  const std::string file = write_temp("campaign.yaml", base);
+  expect_refused("run " + file + storage, {"clustersim_bad_input_campaign.yaml:", "campaign: a campaign needs the run's length: training.tokens"});
+  expect_refused("run " + file + " --set training.tokens=1e12", {"campaign: checkpoints need the storage", "cluster.storage.bandwidth"});
+  const std::string ok = file + storage + " --set training.tokens=1e12";
+  expect_refused("run " + ok + " --set training.steps=10", {"training.steps: give the run's length once"});
+  expect_refused("run " + ok + " --set campaign.gpu_hour_price=-1", {"campaign.gpu_hour_price", "-1"});
+  expect_refused("run " + ok + " --set campaign.failures.gpu=-5", {"campaign.failures.gpu", "-5"});
+  expect_refused("run " + file + " --set training.tokens=1e12 --set 'cluster.storage.bandwidth=-1 TB/s'",
+                 {"cluster.storage.bandwidth"});
+  expect_refused("run " + ok + " --set campaign.checkpoint.interval=soon",
+                 {"campaign.checkpoint.interval: \"soon\" is not auto or a duration"});
+  // Llama-3-8B's 8.0e9 parameters x 14 B at 1 GB/s: 112 s a write; an interval of 30 s is shorter.
+  expect_refused("run " + file + " --set training.tokens=1e12 --set 'cluster.storage.bandwidth=1 GB/s' --set "
+                 "'campaign.checkpoint.interval=30 s'",
+                 {"campaign.checkpoint.interval: ", "is shorter than the checkpoint write"});
+  const std::string no_relaunch = write_temp("campaign-no-relaunch.yaml", base.substr(0, base.find("  relaunch")) + "  seeds: 10\n");
+  expect_refused("run " + no_relaunch + storage + " --set training.tokens=1e12",
+                 {"missing required key \"campaign.relaunch_time\""});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.tokens=1e12",
+                 {"training.tokens: the run's length is for a campaign: add a campaign: section"});
+}
+
 }  // namespace bad_input_test
 }  // namespace clustersim

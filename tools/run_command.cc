@@ -138,9 +138,12 @@ int run_command(const RunOptions& options, std::ostream& out) {
           scenario.model.hidden));
     }
   }();
+  std::optional<CampaignResult> campaign;
+  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(report, scenario, cluster));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall};
+  RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall,
+                     campaign ? &*campaign : nullptr};
   if (!options.trace.empty()) {
     std::error_code same_error;
     if (std::filesystem::equivalent(options.trace, options.scenario, same_error)) {

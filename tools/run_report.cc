@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/parameter_count.h"
+
 namespace clustersim {
 
 const char* const kFlopConvention =
@@ -23,6 +25,39 @@ std::string percent(double part, double whole) {
 
 std::string gb(Bytes b) { return fmt::format("{:.2f}", b.to_gb()); }
 
+constexpr double kDay = 86'400.0;
+
+// 44,750,000 as "44.75 million": counts a person reads.
+std::string large(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f} billion", x * 1e-9);
+  if (x >= 1e6) return fmt::format("{:.2f} million", x * 1e-6);
+  return fmt::format("{:.0f}", x);
+}
+
+void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ostream& out) {
+  const CampaignSpec& spec = *s.campaign;
+  out << fmt::format("\n  campaign            {} steps{}: {:.2f} days of training at this step time\n", k.steps,
+                     spec.tokens ? fmt::format(" ({:.4g} tokens)", *spec.tokens) : "", k.work_s / kDay);
+  out << fmt::format("    wall clock        {:.2f} days (p10 {:.2f}, p90 {:.2f}; {} seeded runs); goodput {:.1f}%\n",
+                     k.wall_s / kDay, k.wall_s_p10 / kDay, k.wall_s_p90 / kDay, k.seeds, 100 * k.goodput);
+  out << fmt::format("    failures          {:.1f} interruptions, one every {:.2f} h of the job ({:.3f} per hour)\n",
+                     k.interruptions, k.mtbf_s / 3600, k.failures_per_hour);
+  out << fmt::format("    checkpoints       every {:.0f} s ({} steps{}); written in {:.1f} s, the training waits {:.1f} s{}\n",
+                     k.checkpoint_interval_s, k.checkpoint_interval_steps,
+                     k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_write_s, k.checkpoint_wait_s,
+                     spec.async_save ? " (asynchronous save)" : "");
+  out << fmt::format("    restart           {:.1f} min: relaunch {:.1f} min + checkpoint load {:.1f} s\n",
+                     k.restart_s / 60, spec.relaunch_s / 60, k.checkpoint_load_s);
+  out << fmt::format("    GPU-hours         {}{}\n", large(k.gpu_hours),
+                     spec.gpu_hour_price > 0 ? fmt::format(", cost {} at {:g} per GPU-hour", large(k.cost), spec.gpu_hour_price)
+                                             : std::string(" (no campaign.gpu_hour_price)"));
+  out << fmt::format("    energy            {}\n",
+                     k.energy_mwh ? fmt::format("{:.4g} MWh with PUE {:.2f}", *k.energy_mwh, s.pue)
+                                  : std::string("not modelled (simulation.power_model: false)"));
+  out << fmt::format("    closed forms      first-order (Young/Daly) {:.2f} days, exact expectation {:.2f} days\n",
+                     k.first_order_wall_s / kDay, k.exact_wall_s / kDay);
+}
+
 }  // namespace
 
 ClusterEnergy cluster_energy(const TrainingReport& r, const Cluster& cluster, double pue) {
@@ -34,6 +69,37 @@ ClusterEnergy cluster_energy(const TrainingReport& r, const Cluster& cluster, do
   const double tokens = r.tokens_per_s * r.step_time_s;
   e.joules_per_token = tokens > 0 ? e.cluster_joules_per_step / tokens : 0;
   return e;
+}
+
+CampaignInputs campaign_inputs(const TrainingReport& r, const Scenario& scenario, const Cluster& cluster) {
+  CampaignInputs in;
+  in.step_time_s = r.step_time_s;
+  in.tokens_per_step = static_cast<double>(scenario.training.global_batch) * static_cast<double>(scenario.training.seq_len);
+  in.gpus = r.gpus;
+  in.nodes = cluster.node_count();
+  double node_bandwidth = 0;
+  double overhead_w = 0;
+  double idle_w = 0;
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const NodeSpec& node = cluster.node_spec(n);
+    in.nics += node.nics;
+    node_bandwidth += scenario.storage_node_bandwidth.value_or(node.nics * node.nic.bandwidth.bytes_per_second());
+    overhead_w += node.overhead_power.in_watts();
+    idle_w += node.gpu.idle_power.in_watts() * (static_cast<double>(r.gpus) / cluster.node_count());
+  }
+  const PrecisionPolicy& p = scenario.training.precision;
+  const int64_t per_param = p.param_bytes() + p.optimizer_bytes(scenario.training.optimizer) - (p.fp32_grad_copy ? 4 : 0);
+  in.checkpoint_bytes = static_cast<double>(count_parameters(scenario.model).total()) * static_cast<double>(per_param);
+  const double storage = scenario.storage_bandwidth.value_or(node_bandwidth);
+  in.storage_write_bytes_per_s = std::min(storage, node_bandwidth);
+  in.storage_read_bytes_per_s = in.storage_write_bytes_per_s;
+  in.async_copy_s = in.checkpoint_bytes / r.gpus / cluster.node_spec(0).pcie.switch_link.bytes_per_second();
+  if (r.energy.modelled) {
+    in.training_power_w = r.energy.avg_power_w * r.gpus + overhead_w;
+    in.waiting_power_w = idle_w + overhead_w;
+  }
+  in.pue = scenario.pue;
+  return in;
 }
 
 std::string describe_layout(const Layout& l) {
@@ -98,6 +164,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     out << fmt::format("  energy per 1M tok   {:.3g} MJ ({:.3g} kWh), cluster with PUE\n", e.joules_per_token,
                        e.joules_per_token / 3.6);
   }
+  if (c.campaign != nullptr) write_campaign_summary(*c.campaign, *c.scenario, out);
   const TimeBreakdown& b = r.breakdown;
   out << "\n  where the time goes (slowest rank)\n";
   for (auto [name, v] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
@@ -254,6 +321,27 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                    {"cluster_joules_per_step", e.cluster_joules_per_step},
                    {"joules_per_token", e.joules_per_token},
                    {"pue", e.pue}};
+  }
+  if (c.campaign != nullptr) {
+    const CampaignResult& k = *c.campaign;
+    j["campaign"] = {{"steps", k.steps},
+                     {"wall_days", k.wall_s / kDay},
+                     {"wall_days_p10", k.wall_s_p10 / kDay},
+                     {"wall_days_p90", k.wall_s_p90 / kDay},
+                     {"interruptions", k.interruptions},
+                     {"goodput", k.goodput},
+                     {"gpu_hours", k.gpu_hours},
+                     {"cost", k.cost},
+                     {"energy_mwh", k.energy_mwh ? nlohmann::ordered_json(*k.energy_mwh) : nlohmann::ordered_json()},
+                     {"checkpoint_interval_s", k.checkpoint_interval_s},
+                     {"checkpoint_interval_steps", k.checkpoint_interval_steps},
+                     {"checkpoint_write_s", k.checkpoint_write_s},
+                     {"checkpoint_wait_s", k.checkpoint_wait_s},
+                     {"restart_s", k.restart_s},
+                     {"mtbf_h", k.mtbf_s / 3600},
+                     {"seeds", k.seeds},
+                     {"first_order_wall_days", k.first_order_wall_s / kDay},
+                     {"exact_wall_days", k.exact_wall_s / kDay}};
   }
   j["compute_model"] = r.compute_model;
   j["host_model"] = r.host_model;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace clustersim {
@@ -118,12 +120,21 @@ Duration ComputeCostModel::default_gemm_kernel(const GemmShape& shape) const {
   return default_gemm_kernel_time(gemm_model_, gpu_, memory_bandwidth_, kernel_gap_, shape);
 }
 
+void ComputeCostModel::set_speed(double speed) {
+  if (!(speed > 0) || speed > 1) throw InternalError(fmt::format("ComputeCostModel::set_speed: {} is not in (0, 1]", speed));
+  speed_ = speed;
+}
+
+Duration ComputeCostModel::at_speed(Duration full) const {
+  return speed_ == 1.0 ? full : Duration::picoseconds(std::llround(static_cast<double>(full.ps()) / speed_));
+}
+
 Duration ComputeCostModel::gemm_time(const GemmShape& shape) const {
   if (predictor_ && predictor_->covers(shape)) {
     const Duration measured_like = predictor_->predict(shape);  // already a back-to-back kernel duration
-    return measured_like;
+    return at_speed(measured_like);
   }
-  return default_gemm_kernel(shape);
+  return at_speed(default_gemm_kernel(shape));
 }
 
 Duration ComputeCostModel::gemm_time(int64_t m, int64_t n, int64_t k, DataType dtype, int64_t batch) const {
@@ -137,7 +148,7 @@ Bandwidth ComputeCostModel::kernel_bandwidth(MemoryAccess access) const {
 }
 
 Duration ComputeCostModel::memory_bound_time(Bytes bytes, MemoryAccess access) const {
-  return kernel_duration(transfer_time(bytes, kernel_bandwidth(access)));
+  return at_speed(kernel_duration(transfer_time(bytes, kernel_bandwidth(access))));
 }
 
 Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
@@ -151,11 +162,11 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
         shape, direction == AttentionDirection::kForward ? AttentionPredictor::Direction::kForward
                                                          : AttentionPredictor::Direction::kBackward);
     // Samples are back-to-back kernel durations (inter-kernel gaps included), like GEMM samples.
-    return std::max(measured_like, floor);
+    return at_speed(std::max(measured_like, floor));
   }
   const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kSdpaFlashForwardEfficiency
                                                                        : ComputeDefaults::kSdpaFlashBackwardEfficiency;
-  return kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor));
+  return at_speed(kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor)));
 }
 
 Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, DataType dtype,
@@ -164,7 +175,7 @@ Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, Data
                                                                 : ComputeDefaults::kAttentionBackwardEfficiency;
   if (kernel == FusedAttentionKernel::kFlashV1) efficiency /= ComputeDefaults::kFlashV1Slowdown;
   const Duration compute = compute_time(kernel_flops, gpu_.peak(dtype) * efficiency);
-  return kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_)));
+  return at_speed(kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_))));
 }
 
 std::string ComputeCostModel::describe() const {

@@ -111,6 +111,11 @@ class ComputeCostModel {
   // The GPU's power model, or nullptr when its preset gives no power limit.
   const PowerModel* power_model() const { return power_ ? &*power_ : nullptr; }
 
+  // A straggler: every kernel time above is divided by `speed` (the fraction of this GPU's rates it
+  // runs at, in (0, 1]; 1 by default). Throws InternalError outside that range.
+  void set_speed(double speed);
+  double speed() const { return speed_; }
+
   // One line for reports: which profile (name, GPU, date, what it covered) or that datasheet
   // defaults were used, with the numbers in force.
   std::string describe() const;
@@ -118,6 +123,7 @@ class ComputeCostModel {
  private:
   // The default GEMM work time plus gap, with this model's bandwidth.
   Duration default_gemm_kernel(const GemmShape& shape) const;
+  Duration at_speed(Duration full) const;
 
   GpuSpec gpu_;
   GemmEfficiencyModel gemm_model_;
@@ -130,6 +136,7 @@ class ComputeCostModel {
   std::optional<std::string> profile_name_;
   std::string profile_summary_;
   std::optional<PowerModel> power_;
+  double speed_ = 1.0;
 };
 
 // Leave-one-out evaluation of a profile's GEMM samples on `gpu` (see GemmPredictor): the check the

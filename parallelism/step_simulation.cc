@@ -86,12 +86,17 @@ class StepSimulation {
     simulated_index_.assign(static_cast<size_t>(layout.world_size()), -1);
     for (int r = 0; r < layout.world_size(); ++r) {
       const RankCoord c = grid_.coord_of(r);
-      if (options.representative && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
+      const RankCoord& line = options.representative_line;
+      if (options.representative && (c.tp != line.tp || c.cp != line.cp || c.dp != line.dp)) continue;
       simulated_index_[static_cast<size_t>(r)] = static_cast<int>(ranks_.size());
       auto rank = std::make_unique<Rank>();
       rank->rank = r;
       rank->coord = c;
       rank->stage = c.pp;
+      rank->program = &stages[static_cast<size_t>(c.pp)];
+      if (static_cast<size_t>(r) < options.rank_programs.size() && options.rank_programs[static_cast<size_t>(r)]) {
+        rank->program = options.rank_programs[static_cast<size_t>(r)];
+      }
       rank->forward_input.assign(static_cast<size_t>(m_ * v_), 0);
       rank->backward_input.assign(static_cast<size_t>(m_ * v_), 0);
       rank->backward_done.assign(static_cast<size_t>(v_), 0);
@@ -190,6 +195,7 @@ class StepSimulation {
     int rank = 0;
     RankCoord coord;
     int stage = 0;
+    const StageProgram* program = nullptr;  // its stage's, or a straggler's own
     size_t pass_index = 0;
     size_t op_index = 0;
     bool pass_started = false;
@@ -477,7 +483,7 @@ class StepSimulation {
   }
 
   void launch_reduction(Rank& r, GroupKind kind, int64_t elements) {
-    const GradientReduction& g = stages_[static_cast<size_t>(r.stage)].gradients;
+    const GradientReduction& g = r.program->gradients;
     ++r.outstanding_reductions;
     Rank* rank = &r;
     const DataType dtype = g.bytes_per_element == 4 ? DataType::kFp32 : DataType::kBf16;
@@ -496,7 +502,7 @@ class StepSimulation {
   }
 
   void gradients_ready(Rank& r, GroupKind kind, int64_t elements) {
-    const GradientReduction& g = stages_[static_cast<size_t>(r.stage)].gradients;
+    const GradientReduction& g = r.program->gradients;
     int64_t& pending = r.pending_gradients[index_of(kind)];
     pending += elements;
     if (!g.overlap) return;
@@ -637,7 +643,7 @@ class StepSimulation {
   // Runs r's program until it has to wait. Called at start and whenever a wait ends.
   void advance(Rank& r) {
     const auto& passes = passes_[static_cast<size_t>(r.stage)];
-    const StageProgram& program = stages_[static_cast<size_t>(r.stage)];
+    const StageProgram& program = *r.program;
     while (r.phase == Phase::kPasses) {
       if (r.pass_index == passes.size()) {
         r.phase = Phase::kFlushGradients;
@@ -747,7 +753,7 @@ class StepSimulation {
     } else {
       int& done = r.backward_done[static_cast<size_t>(pass.chunk)];
       ++done;
-      if (done == m_ && stages_[static_cast<size_t>(r.stage)].gradients.overlap) flush_gradients(r);
+      if (done == m_ && r.program->gradients.overlap) flush_gradients(r);
       if (vs > 0) {
         const int prev_vs = vs - 1;
         const int target_stage = prev_vs % layout_.pp;
@@ -765,7 +771,7 @@ class StepSimulation {
   // After the last pass: remaining gradient buckets, wait for reductions, optimizer, parameter
   // all-gather (ZeRO >= 1), done.
   void finish_step(Rank& r) {
-    const StageProgram& program = stages_[static_cast<size_t>(r.stage)];
+    const StageProgram& program = *r.program;
     Rank* rank = &r;
     while (true) {
       switch (r.phase) {

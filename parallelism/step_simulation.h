@@ -43,6 +43,11 @@ struct StepSimulationOptions {
   // (tools/calibrate/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
   // behind a long kernel blocked until it ended; CUDA's pending-launch limit is about 1,024).
   int64_t launch_queue_depth = 1022;
+  // Stragglers: rank r runs rank_programs[r] instead of its stage's program where that is not null
+  // (empty: every rank its stage's). With `representative`, the simulated rank of each stage is the
+  // one at representative_line's tp, cp and dp coordinates (the line of a straggler).
+  std::vector<const StageProgram*> rank_programs;
+  RankCoord representative_line;
 };
 
 // Where one rank's step time went. The six parts sum to the step time.

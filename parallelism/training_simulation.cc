@@ -122,6 +122,46 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   sim.record_trace = options.record_trace;
   sim.collective_profile = options.collective_profile;
   if (options.power_model) sim.power = cost.power_model();
+  // Stragglers: one program set per distinct speed, each from a cost model at that speed.
+  std::vector<std::pair<double, TrainingPrograms>> slow_programs;
+  if (!options.stragglers.empty()) {
+    const RankGrid grid(layout);
+    slow_programs.reserve(options.stragglers.size());  // no reallocation: the pointers below stay valid
+    sim.rank_programs.assign(static_cast<size_t>(layout.world_size()), nullptr);
+    std::optional<RankCoord> line;
+    for (const Straggler& g : options.stragglers) {
+      if (g.gpu < 0 || g.gpu >= layout.world_size()) {
+        throw InputError(fmt::format("straggler GPU {} is not in the layout's {} GPUs (0 .. {})", g.gpu,
+                                     layout.world_size(), layout.world_size() - 1));
+      }
+      if (!(g.speed > 0) || g.speed > 1) {
+        throw InputError(fmt::format("straggler GPU {}: speed {} is not in (0, 1]", g.gpu, g.speed));
+      }
+      auto it = std::find_if(slow_programs.begin(), slow_programs.end(),
+                             [&](const auto& p) { return p.first == g.speed; });
+      if (it == slow_programs.end()) {
+        ComputeCostModel slow = cost;
+        slow.set_speed(g.speed);
+        slow_programs.emplace_back(g.speed, build_training_programs(transformer, slow, layout, program_options));
+        it = std::prev(slow_programs.end());
+      }
+      const RankCoord c = grid.coord_of(g.gpu);
+      sim.rank_programs[static_cast<size_t>(g.gpu)] = &it->second.stages[static_cast<size_t>(c.pp)];
+      const RankCoord on_line{c.tp, c.cp, c.dp, 0};
+      if (!line) line = on_line;
+      if (!(*line == on_line)) sim.representative = false;
+    }
+    // Their common line, when they share one.
+    if (sim.representative) sim.representative_line = *line;
+    report.stragglers_simulated_every_rank = !sim.representative;
+    StepSimulationOptions plain = sim;
+    plain.rank_programs.clear();
+    plain.representative = options.representative;
+    plain.representative_line = RankCoord{};
+    plain.record_trace = false;
+    report.step_time_without_stragglers_s =
+        seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, plain).step_time);
+  }
   report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
   if (sim.power != nullptr) {
     // Steady state of back-to-back steps: each GPU's governor starts where the previous step left it.

@@ -23,6 +23,14 @@
 
 namespace clustersim {
 
+// A GPU that runs its kernels slower than its peers (thermal or power throttling, a degraded
+// part): every kernel time divided by `speed` (ComputeCostModel::set_speed); its communication
+// and host costs unchanged.
+struct Straggler {
+  int gpu = 0;         // the rank, GPUs of the cluster in order
+  double speed = 1.0;  // in (0, 1]
+};
+
 struct TrainingSimulationOptions {
   Fidelity fidelity = Fidelity::kAnalytical;
   bool representative = true;  // one rank per pipeline stage (see step_simulation.h)
@@ -37,6 +45,10 @@ struct TrainingSimulationOptions {
   // Run each GPU under its power limit (cost_models/power_model.h) and report its energy; needs the
   // GPU's power_limit (without one the step runs at full clock and has no energy figures).
   bool power_model = false;
+  // Slow GPUs. With `representative`, stragglers on one tp·cp·dp line (one pipeline, the same
+  // position in each stage) are simulated on that line; stragglers on several lines turn it off
+  // (every rank simulated), so that no symmetry they break is assumed.
+  std::vector<Straggler> stragglers;
 };
 
 // The GPUs' power over the step (TrainingSimulationOptions::power_model), averaged over the GPUs.
@@ -82,6 +94,9 @@ struct TrainingReport {
   std::string compute_model;           // "datasheet defaults ..." or "calibrated by profile ..."
   std::string host_model;              // the host costs in force (HostCosts::source)
   GpuEnergy energy;
+  // With stragglers: the same step without them, and whether every rank was simulated for them.
+  double step_time_without_stragglers_s = 0;
+  bool stragglers_simulated_every_rank = false;
 };
 
 // Validates everything (InputError naming fields and valid values), builds the programs and

@@ -403,6 +403,14 @@ Schema build_scenario_schema() {
             "false: full clock throughout, no energy figures",
             kDefaultPowerModel ? "true" : "false"));
 
+  s.section_list("stragglers", "GPUs or nodes whose kernels run slower than their peers' (a throttled or degraded "
+                               "GPU); the step simulates what the synchronous step loses to them");
+  s.key(integer("stragglers[].gpu", "the slow GPU (0-based, GPUs of the cluster in order)", "", 0));
+  s.key(integer("stragglers[].node", "a slow node: every GPU of it (0-based; instead of gpu)", "", 0));
+  KeyDef speed = real("stragglers[].speed",
+                      "fraction of the GPU's kernel rates it runs at (0.8: every kernel takes 1/0.8 as long)", "", 0.01, 1);
+  speed.required = true;
+  s.key(speed);
   add_campaign_keys(s);
   add_search_keys(s);
   return s;
@@ -745,6 +753,42 @@ SearchSpace load_search(const ConfigDocument& doc) {
   return sp;
 }
 
+// The stragglers: list, each GPU once (a node stands for its GPUs).
+std::vector<Straggler> load_stragglers(const ConfigDocument& doc, const ClusterSpec& cluster) {
+  std::vector<int> first_gpu;  // of each node
+  int gpus = 0;
+  for (const NodeSpec& n : cluster.nodes) {
+    first_gpu.push_back(gpus);
+    gpus += cluster.gpus_per_node > 0 ? cluster.gpus_per_node : n.gpus;
+  }
+  std::vector<Straggler> out;
+  std::set<int> seen;
+  for (const ConfigDocument& e : doc.get_sections("stragglers")) {
+    const double speed = e.get_real("speed");
+    if (e.has("gpu") == e.has("node")) throw e.error_at("", "give gpu or node (one of the two) for a straggler");
+    std::vector<int> of;
+    if (e.has("gpu")) {
+      const int64_t g = e.get_int("gpu");
+      if (g >= gpus) throw e.error_at("gpu", fmt::format("GPU {} is not in the cluster's {} GPUs (0 .. {})", g, gpus, gpus - 1));
+      of.push_back(static_cast<int>(g));
+    } else {
+      const int64_t n = e.get_int("node");
+      if (n >= static_cast<int64_t>(cluster.nodes.size())) {
+        throw e.error_at("node", fmt::format("node {} is not in the cluster's {} nodes (0 .. {})", n, cluster.nodes.size(),
+                                             cluster.nodes.size() - 1));
+      }
+      const size_t i = static_cast<size_t>(n);
+      const int end = i + 1 < first_gpu.size() ? first_gpu[i + 1] : gpus;
+      for (int g = first_gpu[i]; g < end; ++g) of.push_back(g);
+    }
+    for (int g : of) {
+      if (!seen.insert(g).second) throw e.error_at("", fmt::format("GPU {} is named by two stragglers", g));
+      out.push_back(Straggler{g, speed});
+    }
+  }
+  return out;
+}
+
 // The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h).
 CampaignSpec load_campaign(const ConfigDocument& doc) {
   CampaignSpec c;
@@ -966,6 +1010,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   if (doc.has("cluster.storage.node_bandwidth")) {
     s.storage_node_bandwidth = doc.get_bandwidth("cluster.storage.node_bandwidth").bytes_per_second();
   }
+  s.stragglers = load_stragglers(doc, s.cluster);
   if (doc.has("campaign")) {
     s.campaign = load_campaign(doc);
   } else {

@@ -120,6 +120,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
   sim.representative = scenario.simulation.representative;
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.power_model = scenario.simulation.power_model;
+  sim.stragglers = scenario.stragglers;
   sim.record_trace = !options.trace.empty();
   sim.compute_profile = compute_profile ? &*compute_profile : nullptr;
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;

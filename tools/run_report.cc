@@ -164,6 +164,17 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     out << fmt::format("  energy per 1M tok   {:.3g} MJ ({:.3g} kWh), cluster with PUE\n", e.joules_per_token,
                        e.joules_per_token / 3.6);
   }
+  if (!s.stragglers.empty()) {
+    std::string named;
+    for (size_t i = 0; i < s.stragglers.size() && i < 4; ++i) {
+      named += fmt::format("{}GPU {} at {:g}", i ? ", " : "", s.stragglers[i].gpu, s.stragglers[i].speed);
+    }
+    if (s.stragglers.size() > 4) named += fmt::format(" and {} more", s.stragglers.size() - 4);
+    out << fmt::format("  stragglers          {}: step {:.4f} s against {:.4f} s without them ({:+.1f}%){}\n", named,
+                       r.step_time_s, r.step_time_without_stragglers_s,
+                       100 * (r.step_time_s / r.step_time_without_stragglers_s - 1),
+                       r.stragglers_simulated_every_rank ? "; every rank simulated" : "");
+  }
   if (c.campaign != nullptr) write_campaign_summary(*c.campaign, *c.scenario, out);
   const TimeBreakdown& b = r.breakdown;
   out << "\n  where the time goes (slowest rank)\n";
@@ -321,6 +332,14 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                    {"cluster_joules_per_step", e.cluster_joules_per_step},
                    {"joules_per_token", e.joules_per_token},
                    {"pue", e.pue}};
+  }
+  if (!s.stragglers.empty()) {
+    nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+    for (const Straggler& g : s.stragglers) gpus.push_back({{"gpu", g.gpu}, {"speed", g.speed}});
+    j["stragglers"] = {{"gpus", std::move(gpus)},
+                       {"step_time_without_s", r.step_time_without_stragglers_s},
+                       {"slowdown", r.step_time_s / r.step_time_without_stragglers_s},
+                       {"every_rank_simulated", r.stragglers_simulated_every_rank}};
   }
   if (c.campaign != nullptr) {
     const CampaignResult& k = *c.campaign;

@@ -31,15 +31,22 @@ constexpr double kDay = 86'400.0;
 std::string large(double x) {
   if (x >= 1e9) return fmt::format("{:.2f} billion", x * 1e-9);
   if (x >= 1e6) return fmt::format("{:.2f} million", x * 1e-6);
-  return fmt::format("{:.0f}", x);
+  return fmt::format("{:.4g}", x);
+}
+
+// A campaign's time span in the unit a person plans in: days, hours or minutes.
+std::string span(double seconds) {
+  if (seconds >= 2 * kDay) return fmt::format("{:.2f} days", seconds / kDay);
+  if (seconds >= 3600) return fmt::format("{:.2f} h", seconds / 3600);
+  return fmt::format("{:.1f} min", seconds / 60);
 }
 
 void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ostream& out) {
   const CampaignSpec& spec = *s.campaign;
-  out << fmt::format("\n  campaign            {} steps{}: {:.2f} days of training at this step time\n", k.steps,
-                     spec.tokens ? fmt::format(" ({:.4g} tokens)", *spec.tokens) : "", k.work_s / kDay);
-  out << fmt::format("    wall clock        {:.2f} days (p10 {:.2f}, p90 {:.2f}; {} seeded runs); goodput {:.1f}%\n",
-                     k.wall_s / kDay, k.wall_s_p10 / kDay, k.wall_s_p90 / kDay, k.seeds, 100 * k.goodput);
+  out << fmt::format("\n  campaign            {} steps{}: {} of training at this step time\n", k.steps,
+                     spec.tokens ? fmt::format(" ({:.4g} tokens)", *spec.tokens) : "", span(k.work_s));
+  out << fmt::format("    wall clock        {} (p10 {}, p90 {}; {} seeded runs); goodput {:.1f}%\n", span(k.wall_s),
+                     span(k.wall_s_p10), span(k.wall_s_p90), k.seeds, 100 * k.goodput);
   out << fmt::format("    failures          {:.1f} interruptions, one every {:.2f} h of the job ({:.3f} per hour)\n",
                      k.interruptions, k.mtbf_s / 3600, k.failures_per_hour);
   out << fmt::format("    checkpoints       every {:.0f} s ({} steps{}); written in {:.1f} s, the training waits {:.1f} s{}\n",
@@ -54,8 +61,8 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
   out << fmt::format("    energy            {}\n",
                      k.energy_mwh ? fmt::format("{:.4g} MWh with PUE {:.2f}", *k.energy_mwh, s.pue)
                                   : std::string("not modelled (simulation.power_model: false)"));
-  out << fmt::format("    closed forms      first-order (Young/Daly) {:.2f} days, exact expectation {:.2f} days\n",
-                     k.first_order_wall_s / kDay, k.exact_wall_s / kDay);
+  out << fmt::format("    closed forms      first-order (Young/Daly) {}, exact expectation {}\n",
+                     span(k.first_order_wall_s), span(k.exact_wall_s));
 }
 
 }  // namespace

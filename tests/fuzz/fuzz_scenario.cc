@@ -24,7 +24,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.fidelity = Fidelity::kAnalytical;
     options.representative = s.simulation.representative;
     options.allow_idle_gpus = s.simulation.allow_idle_gpus;
-    simulate_training(cluster, s.model, s.training, s.layout, options);
+    options.stragglers = s.stragglers;
+    const TrainingReport r = simulate_training(cluster, s.model, s.training, s.layout, options);
+    // A small campaign on the step (checkpoint size and bandwidth fixed: the spec is what is fuzzed).
+    if (s.campaign && s.campaign->seeds <= 20) {
+      CampaignInputs in;
+      in.step_time_s = r.step_time_s;
+      in.tokens_per_step = static_cast<double>(s.training.global_batch * s.training.seq_len);
+      in.gpus = r.gpus;
+      in.nodes = cluster.node_count();
+      in.nics = in.nodes;
+      in.checkpoint_bytes = 1e9;
+      in.storage_write_bytes_per_s = s.storage_bandwidth.value_or(1e9);
+      in.storage_read_bytes_per_s = in.storage_write_bytes_per_s;
+      simulate_campaign(*s.campaign, in);
+    }
   });
   return 0;
 }

@@ -180,7 +180,7 @@ double exact_wall_time(double work_s, double interval_s, double wait_s, double r
   return static_cast<double>(checkpoints) * segment(interval_s + wait_s) + segment(last);
 }
 
-CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& in) {
+CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& in) {
   auto at_campaign = [&](const std::string& message) { return InputError(spec.campaign_where + message); };
   if (!(in.step_time_s > 0) || !(in.tokens_per_step > 0) || in.gpus <= 0 || in.nodes <= 0) {
     throw InternalError("simulate_campaign: the step time, tokens per step, GPUs and nodes must be positive");
@@ -246,12 +246,28 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
         r.mtbf_s / 3600, (tau + r.checkpoint_wait_s) / 3600, r.restart_s / 3600, r.exact_wall_s));
   }
   const double expected_failures = std::isfinite(r.mtbf_s) ? r.exact_wall_s / r.mtbf_s : 0;
-  if (expected_failures * spec.seeds > kMaxFailureEvents) {
-    throw at_campaign(fmt::format("{} seeds of about {:.3g} failures each exceed the Monte-Carlo's {:.0e} failure "
-                                  "events; lower campaign.seeds",
-                                  spec.seeds, expected_failures, kMaxFailureEvents));
-  }
 
+  r.wall_s = r.wall_s_p10 = r.wall_s_p90 = r.exact_wall_s;
+  r.interruptions = expected_failures;
+  r.goodput = r.work_s / r.wall_s;
+  r.gpu_hours = in.gpus * r.wall_s / 3600.0;
+  r.cost = r.gpu_hours * spec.gpu_hour_price;
+  if (in.training_power_w > 0) {
+    const double train = std::min(r.wall_s, r.work_s + expected_failures * (tau + r.checkpoint_wait_s) / 2);
+    r.energy_mwh = in.pue * (in.training_power_w * train + in.waiting_power_w * (r.wall_s - train)) / 3.6e9;
+  }
+  return r;
+}
+
+CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& in) {
+  CampaignResult r = plan_campaign(spec, in);
+  const double tau = r.checkpoint_interval_s;
+  if (r.interruptions * spec.seeds > kMaxFailureEvents) {
+    throw InputError(spec.campaign_where + fmt::format("{} seeds of about {:.3g} failures each exceed the "
+                                                       "Monte-Carlo's {:.0e} failure events; lower campaign.seeds",
+                                                       spec.seeds, r.interruptions, kMaxFailureEvents));
+  }
+  r.energy_mwh.reset();
   const Timeline line{tau, r.checkpoint_wait_s, spec.async_save ? r.checkpoint_write_s : 0.0};
   std::vector<double> walls;
   walls.reserve(static_cast<size_t>(spec.seeds));

@@ -126,6 +126,13 @@ double first_order_wall_time(double work_s, double interval_s, double wait_s, do
 // shorter segment is priced by its own length. Infinite mtbf: W + checkpoints.
 double exact_wall_time(double work_s, double interval_s, double wait_s, double restart_s, double mtbf_s);
 
+// Everything but the Monte-Carlo: the interval, the checkpoint and restart times, the MTBF and the
+// closed forms (seeds 0; wall_s = exact_wall_s, and gpu_hours, cost and energy_mwh of that
+// expectation, energy with the lost work at the training power: F = wall / M failures losing
+// (τ + c)/2 each, a first-order count). For a search that ranks thousands of layouts by time to train.
+// Throws as simulate_campaign().
+CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& inputs);
+
 // Runs the campaign. Throws InputError (located by spec.interval_where / campaign_where) when the
 // interval is shorter than one step or than an asynchronous write, when the campaign would take
 // longer than 10^11 s (the failures leave it no progress), or the inputs are not positive.

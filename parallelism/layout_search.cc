@@ -124,7 +124,8 @@ nlohmann::json metrics_to_json(const LayoutMetrics& m) {
   return nlohmann::json::array({m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token, m.gpus,
                                 m.microbatches, m.peak_bytes, m.peak_stage, m.capacity_bytes, b.compute,
                                 b.exposed_comm, b.bubble, b.optimizer, b.other, m.fidelity == Fidelity::kFlow,
-                                m.representative, m.events});
+                                m.representative, m.events, b.host_bound, m.campaign_wall_s, m.campaign_gpu_hours,
+                                m.campaign_energy_mwh});
 }
 
 LayoutMetrics metrics_from_json(const nlohmann::json& j) {
@@ -147,6 +148,10 @@ LayoutMetrics metrics_from_json(const nlohmann::json& j) {
   m.fidelity = j.at(15).get<bool>() ? Fidelity::kFlow : Fidelity::kAnalytical;
   m.representative = j.at(16).get<bool>();
   m.events = j.at(17).get<uint64_t>();
+  m.breakdown.host_bound = j.at(18).get<double>();
+  m.campaign_wall_s = j.at(19).get<double>();
+  m.campaign_gpu_hours = j.at(20).get<double>();
+  m.campaign_energy_mwh = j.at(21).get<double>();
   return m;
 }
 
@@ -223,6 +228,7 @@ LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandi
   m.fidelity = fidelity;
   m.representative = representative;
   m.events = r.step.events;
+  if (problem.campaign) problem.campaign(r, m);
   return m;
 }
 
@@ -314,6 +320,9 @@ double objective_score(SearchObjective objective, const LayoutMetrics& m) {
     case SearchObjective::kStepTime: return -m.step_time_s;
     case SearchObjective::kMfu: return m.mfu;
     case SearchObjective::kCostPerToken: return -m.gpu_seconds_per_token;
+    case SearchObjective::kTimeToTrain: return -m.campaign_wall_s;
+    case SearchObjective::kCampaignCost: return -m.campaign_gpu_hours;
+    case SearchObjective::kEnergy: return -m.campaign_energy_mwh;
   }
   return 0;
 }

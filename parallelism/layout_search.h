@@ -76,6 +76,11 @@ struct LayoutMetrics {
   Fidelity fidelity = Fidelity::kAnalytical;
   bool representative = true;
   uint64_t events = 0;               // simulator events
+  // With the scenario's campaign (SearchProblem::campaign): the whole run's expected wall time (s),
+  // GPU-hours and energy (MWh; 0 without the power model).
+  double campaign_wall_s = 0;
+  double campaign_gpu_hours = 0;
+  double campaign_energy_mwh = 0;
 };
 
 // What became of one candidate. `rejected` empty: simulated, `metrics` complete. Rejected for
@@ -99,6 +104,9 @@ struct SearchProblem {
   std::function<Fidelity(const Layout&)> fidelity_for;
   bool representative = true;
   bool power_model = false;  // simulation.power_model (TrainingSimulationOptions::power_model)
+  // Fills a candidate's campaign_* metrics from its simulated step (scenarios::search_problem sets
+  // it when the scenario has a campaign); empty: no campaign figures.
+  std::function<void(const TrainingReport&, LayoutMetrics&)> campaign;
 
   Fidelity fidelity(const Layout& layout) const { return fidelity_for ? fidelity_for(layout) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;

@@ -18,17 +18,22 @@ std::string_view name_of(SearchObjective objective) {
     case SearchObjective::kStepTime: return "step_time";
     case SearchObjective::kMfu: return "mfu";
     case SearchObjective::kCostPerToken: return "cost_per_token";
+    case SearchObjective::kTimeToTrain: return "time_to_train";
+    case SearchObjective::kCampaignCost: return "cost";
+    case SearchObjective::kEnergy: return "energy";
   }
   return "?";
 }
 
 SearchObjective parse_search_objective(std::string_view text) {
   for (auto o : {SearchObjective::kTokensPerSecond, SearchObjective::kStepTime, SearchObjective::kMfu,
-                 SearchObjective::kCostPerToken}) {
+                 SearchObjective::kCostPerToken, SearchObjective::kTimeToTrain, SearchObjective::kCampaignCost,
+                 SearchObjective::kEnergy}) {
     if (name_of(o) == text) return o;
   }
-  throw InputError(
-      fmt::format("unknown search objective \"{}\" (valid: tokens_per_s, step_time, mfu, cost_per_token)", text));
+  throw InputError(fmt::format("unknown search objective \"{}\" (valid: tokens_per_s, step_time, mfu, cost_per_token, "
+                               "time_to_train, cost, energy)",
+                               text));
 }
 
 TrainingSpec LayoutCandidate::training(const TrainingSpec& base) const {

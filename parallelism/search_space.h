@@ -53,9 +53,12 @@ inline constexpr int64_t kMaxSearchCandidates = 100'000'000;
 // same global batch; they differ when idle GPUs or a maximum global batch are allowed.
 // Cost per token = GPUs used × step time / tokens per step (GPU-seconds per token; times a GPU-hour
 // price when one is given).
-enum class SearchObjective { kTokensPerSecond, kStepTime, kMfu, kCostPerToken };
+// The last three need the scenario's campaign: (campaign/campaign.h), priced by its closed form
+// (the exact expectation, no Monte-Carlo): the wall-clock time of the whole run, its GPU-hours (or
+// cost with a price), and its energy (needs the power model).
+enum class SearchObjective { kTokensPerSecond, kStepTime, kMfu, kCostPerToken, kTimeToTrain, kCampaignCost, kEnergy };
 
-// "tokens_per_s", "step_time", "mfu", "cost_per_token".
+// "tokens_per_s", "step_time", "mfu", "cost_per_token", "time_to_train", "cost", "energy".
 std::string_view name_of(SearchObjective objective);
 // Throws InputError naming the valid objectives.
 SearchObjective parse_search_objective(std::string_view text);

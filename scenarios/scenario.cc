@@ -13,6 +13,7 @@
 #include "parallelism/layout.h"
 #include "parallelism/program_builder.h"
 #include "scenarios/hardware_presets.h"
+#include "workloads/parameter_count.h"
 
 namespace clustersim {
 
@@ -167,8 +168,10 @@ void add_search_keys(Schema& s) {
   s.key(key_def("search.allow_idle_gpus", ValueType::kBool, "layouts may leave GPUs idle (tp·cp·pp·dp < GPUs)", "false"));
   s.key(key_def("search.uneven_stages", ValueType::kBool,
             "pp need not divide the layers: the first and last stages get fewer (explicit stage_layers)", "false"));
-  s.key(choice("search.objective", "what the ranking maximises (cost: GPU-seconds per token)", "tokens_per_s",
-               {"tokens_per_s", "step_time", "mfu", "cost_per_token"}));
+  s.key(choice("search.objective",
+               "what the ranking maximises (cost_per_token: GPU-seconds per token; time_to_train, cost and energy: "
+               "the campaign's expected wall time, GPU-hours and energy, with a campaign: section)",
+               "tokens_per_s", {"tokens_per_s", "step_time", "mfu", "cost_per_token", "time_to_train", "cost", "energy"}));
   s.key(real("search.gpu_hour_price", "price of one GPU-hour for cost reports (0: report GPU-hours only)", "0", 0,
              1e9));
   s.key(key_def("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
@@ -881,7 +884,48 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   problem.fidelity_for = [settings = scenario.simulation](const Layout& l) { return resolve_fidelity(settings, l); };
   problem.representative = scenario.simulation.representative;
   problem.power_model = scenario.simulation.power_model;
+  if (scenario.campaign) {
+    problem.campaign = [scenario, &cluster](const TrainingReport& r, LayoutMetrics& m) {
+      const CampaignResult c =
+          plan_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, r.gpus, r.step_time_s, r.energy));
+      m.campaign_wall_s = c.exact_wall_s;
+      m.campaign_gpu_hours = c.gpu_hours;
+      m.campaign_energy_mwh = c.energy_mwh.value_or(0);
+    };
+  }
   return problem;
+}
+
+CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, int gpus, double step_time_s,
+                               const GpuEnergy& energy) {
+  CampaignInputs in;
+  in.step_time_s = step_time_s;
+  in.tokens_per_step = static_cast<double>(scenario.training.global_batch) * static_cast<double>(scenario.training.seq_len);
+  in.gpus = gpus;
+  in.nodes = cluster.node_count();
+  double node_bandwidth = 0;
+  double overhead_w = 0;
+  double idle_w = 0;
+  for (int n = 0; n < cluster.node_count(); ++n) {
+    const NodeSpec& node = cluster.node_spec(n);
+    in.nics += node.nics;
+    node_bandwidth += scenario.storage_node_bandwidth.value_or(node.nics * node.nic.bandwidth.bytes_per_second());
+    overhead_w += node.overhead_power.in_watts();
+    idle_w += node.gpu.idle_power.in_watts() * (static_cast<double>(gpus) / cluster.node_count());
+  }
+  const PrecisionPolicy& p = scenario.training.precision;
+  const int64_t per_param = p.param_bytes() + p.optimizer_bytes(scenario.training.optimizer) - (p.fp32_grad_copy ? 4 : 0);
+  in.checkpoint_bytes = static_cast<double>(count_parameters(scenario.model).total()) * static_cast<double>(per_param);
+  const double storage = scenario.storage_bandwidth.value_or(node_bandwidth);
+  in.storage_write_bytes_per_s = std::min(storage, node_bandwidth);
+  in.storage_read_bytes_per_s = in.storage_write_bytes_per_s;
+  in.async_copy_s = in.checkpoint_bytes / gpus / cluster.node_spec(0).pcie.switch_link.bytes_per_second();
+  if (energy.modelled) {
+    in.training_power_w = energy.avg_power_w * gpus + overhead_w;
+    in.waiting_power_w = idle_w + overhead_w;
+  }
+  in.pue = scenario.pue;
+  return in;
 }
 
 Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus, int all_to_all_ranks) {
@@ -1011,6 +1055,19 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
     s.storage_node_bandwidth = doc.get_bandwidth("cluster.storage.node_bandwidth").bytes_per_second();
   }
   s.stragglers = load_stragglers(doc, s.cluster);
+  if (s.search) {
+    const SearchObjective o = s.search->objective;
+    const bool campaign_objective = o == SearchObjective::kTimeToTrain || o == SearchObjective::kCampaignCost ||
+                                    o == SearchObjective::kEnergy;
+    if (campaign_objective && !doc.has("campaign")) {
+      throw doc.error_at("search.objective", fmt::format("{} ranks by the whole run: add a campaign: section (with "
+                                                         "training.tokens or steps and cluster.storage.bandwidth)",
+                                                         name_of(o)));
+    }
+    if (o == SearchObjective::kEnergy && !s.simulation.power_model) {
+      throw doc.error_at("search.objective", "energy needs the power model: set simulation.power_model: true");
+    }
+  }
   if (doc.has("campaign")) {
     s.campaign = load_campaign(doc);
   } else {

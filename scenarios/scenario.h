@@ -132,4 +132,17 @@ Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layo
 // Throws InputError when the scenario has no search: section.
 SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster);
 
+// What the campaign (campaign/campaign.h) takes from the step and the cluster:
+//   checkpoint bytes = parameters × (working weights + optimizer state, the fp32 gradient copy
+//     excepted) per parameter: Megatron's bf16 weights, fp32 master and two fp32 moments are
+//     14 B/param, saved once across data-parallel replicas (fully parallel save);
+//   storage bandwidth = min(cluster.storage.bandwidth, nodes × node bandwidth), the node's default
+//     its compute NICs (nics × NIC bandwidth); reads as fast as writes;
+//   asynchronous save's wait = each GPU's share of the bytes over its PCIe link (pcie.switch_link);
+//   power (with the power model only): training = GPUs × average power + node overhead, waiting =
+//     GPUs × idle power + node overhead.
+// `gpus` used by the layout, its step time, and the step's GPU energy (power model) if modelled.
+CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, int gpus, double step_time_s,
+                               const GpuEnergy& energy);
+
 }  // namespace clustersim

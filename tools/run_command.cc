@@ -140,7 +140,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
     }
   }();
   std::optional<CampaignResult> campaign;
-  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(report, scenario, cluster));
+  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, report.gpus, report.step_time_s, report.energy));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall,

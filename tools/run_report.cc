@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workloads/parameter_count.h"
 
 namespace clustersim {
 
@@ -76,37 +75,6 @@ ClusterEnergy cluster_energy(const TrainingReport& r, const Cluster& cluster, do
   const double tokens = r.tokens_per_s * r.step_time_s;
   e.joules_per_token = tokens > 0 ? e.cluster_joules_per_step / tokens : 0;
   return e;
-}
-
-CampaignInputs campaign_inputs(const TrainingReport& r, const Scenario& scenario, const Cluster& cluster) {
-  CampaignInputs in;
-  in.step_time_s = r.step_time_s;
-  in.tokens_per_step = static_cast<double>(scenario.training.global_batch) * static_cast<double>(scenario.training.seq_len);
-  in.gpus = r.gpus;
-  in.nodes = cluster.node_count();
-  double node_bandwidth = 0;
-  double overhead_w = 0;
-  double idle_w = 0;
-  for (int n = 0; n < cluster.node_count(); ++n) {
-    const NodeSpec& node = cluster.node_spec(n);
-    in.nics += node.nics;
-    node_bandwidth += scenario.storage_node_bandwidth.value_or(node.nics * node.nic.bandwidth.bytes_per_second());
-    overhead_w += node.overhead_power.in_watts();
-    idle_w += node.gpu.idle_power.in_watts() * (static_cast<double>(r.gpus) / cluster.node_count());
-  }
-  const PrecisionPolicy& p = scenario.training.precision;
-  const int64_t per_param = p.param_bytes() + p.optimizer_bytes(scenario.training.optimizer) - (p.fp32_grad_copy ? 4 : 0);
-  in.checkpoint_bytes = static_cast<double>(count_parameters(scenario.model).total()) * static_cast<double>(per_param);
-  const double storage = scenario.storage_bandwidth.value_or(node_bandwidth);
-  in.storage_write_bytes_per_s = std::min(storage, node_bandwidth);
-  in.storage_read_bytes_per_s = in.storage_write_bytes_per_s;
-  in.async_copy_s = in.checkpoint_bytes / r.gpus / cluster.node_spec(0).pcie.switch_link.bytes_per_second();
-  if (r.energy.modelled) {
-    in.training_power_w = r.energy.avg_power_w * r.gpus + overhead_w;
-    in.waiting_power_w = idle_w + overhead_w;
-  }
-  in.pue = scenario.pue;
-  return in;
 }
 
 std::string describe_layout(const Layout& l) {

@@ -19,16 +19,7 @@ struct RunContext {
   const CampaignResult* campaign = nullptr;  // the scenario's campaign, simulated
 };
 
-// What the campaign (campaign/campaign.h) takes from the step and the cluster:
-//   checkpoint bytes = parameters × (working weights + optimizer state, the fp32 gradient copy
-//     excepted) per parameter: Megatron's bf16 weights, fp32 master and two fp32 moments are
-//     14 B/param, saved once across data-parallel replicas (fully parallel save);
-//   storage bandwidth = min(cluster.storage.bandwidth, nodes × node bandwidth), the node's default
-//     its compute NICs (nics × NIC bandwidth); reads as fast as writes;
-//   asynchronous save's wait = each GPU's share of the bytes over its PCIe link (pcie.switch_link);
-//   power (with the power model only): training = GPUs × average power + node overhead, waiting =
-//     GPUs × idle power + node overhead.
-CampaignInputs campaign_inputs(const TrainingReport& report, const Scenario& scenario, const Cluster& cluster);
+
 
 // A step's energy beyond the GPUs (report.energy, which needs the power model): the nodes' overhead
 // power (NodeSpec::overhead_power) over the step, and the facility's PUE on top of the IT energy.

@@ -36,6 +36,11 @@ std::string objective_text(SearchObjective o) {
     case SearchObjective::kStepTime: return "step time (lower is better)";
     case SearchObjective::kMfu: return "MFU (higher is better)";
     case SearchObjective::kCostPerToken: return "cost per token: GPUs used x step time / tokens (lower is better)";
+    case SearchObjective::kTimeToTrain:
+      return "time to train: the campaign's expected wall-clock time, failures and checkpoints included (lower is "
+             "better)";
+    case SearchObjective::kCampaignCost: return "cost: the campaign's expected GPU-hours (lower is better)";
+    case SearchObjective::kEnergy: return "energy: the campaign's expected facility energy (lower is better)";
   }
   return "?";
 }
@@ -189,18 +194,18 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
     out << fmt::format("  no feasible layout: all {} candidates were rejected\n", r.candidates.size());
   } else {
     out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9} {:>10} {:>6} "
-                       "{:>7} {:>7} {:>8} {:>8} {:>7} {:>7}{} {:>6}\n",
+                       "{:>7} {:>7} {:>8} {:>8} {:>7} {:>7}{}{} {:>6}\n",
                        "rank", "tp", "pp", "dp", "vpp", "mb", "sp", "zero", "recompute", "schedule", "batch",
                        "step s", "tokens/s", "MFU", "peak GB", "free GB", "compute", "exp.comm", "bubble", "optim.",
                        cost ? fmt::format(" {:>11}", space.gpu_hour_price > 0 ? "cost/Mtok" : "GPU-h/Mtok") : "",
-                       "screen");
+                       s.campaign ? fmt::format(" {:>8}", "days") : "", "screen");
     for (size_t k = 0; k < shown; ++k) {
       const RankedLayout& rl = r.ranking[k];
       const LayoutCandidate& c = r.candidates[rl.index];
       const LayoutMetrics& m = rl.metrics;
       const double gpu_hours_per_mtok = m.gpu_seconds_per_token * 1e6 / 3600;
       out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9.4f} {:>10.0f} "
-                         "{:>5.1f}% {:>7.2f} {:>7.2f} {:>8.3f} {:>8.3f} {:>7.3f} {:>7.3f}{} {:>6}\n",
+                         "{:>5.1f}% {:>7.2f} {:>7.2f} {:>8.3f} {:>8.3f} {:>7.3f} {:>7.3f}{}{} {:>6}\n",
                          k + 1, c.layout.tp, c.layout.pp, c.layout.dp, c.layout.vpp, c.micro_batch,
                          c.layout.sequence_parallel ? "on" : "off", c.layout.zero_stage, name_of(c.recompute),
                          name_of(c.layout.schedule), c.global_batch, m.step_time_s, m.tokens_per_s, 100 * m.mfu,
@@ -210,9 +215,11 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                                                               ? gpu_hours_per_mtok * space.gpu_hour_price
                                                               : gpu_hours_per_mtok)
                               : "",
-                         rl.screening_rank);
+                         s.campaign ? fmt::format(" {:>8.2f}", m.campaign_wall_s / 86'400.0) : "", rl.screening_rank);
     }
-    out << "  (times in seconds, of the slowest rank; GB = 1e9 bytes; screen = rank after the screening pass)\n";
+    out << fmt::format("  (times in seconds, of the slowest rank; GB = 1e9 bytes;{} screen = rank after the screening "
+                       "pass)\n",
+                       s.campaign ? " days: the campaign's expected wall-clock days to train (closed form);" : "");
   }
 
   if (!r.rejected.empty()) {
@@ -450,7 +457,14 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
                         {"exposed_comm", m.breakdown.exposed_comm},
                         {"bubble", m.breakdown.bubble},
                         {"optimizer", m.breakdown.optimizer},
+                        {"host_bound", m.breakdown.host_bound},
                         {"other", m.breakdown.other}};
+    if (s.campaign) {
+      e["campaign"] = {{"wall_days", m.campaign_wall_s / 86'400.0},
+                       {"gpu_hours", m.campaign_gpu_hours},
+                       {"energy_mwh", m.campaign_energy_mwh > 0 ? nlohmann::ordered_json(m.campaign_energy_mwh)
+                                                                : nlohmann::ordered_json()}};
+    }
     e["fidelity"] = std::string(name_of(m.fidelity));
     e["screening_rank"] = rl.screening_rank;
     e["set"] = set_line(overrides_for(s, c, user_sets));

@@ -1,0 +1,83 @@
+// A campaign in `clustersim run` and `clustersim search` (campaign/campaign.h): the whole run's
+// wall-clock time, interruptions, GPU-hours and cost, and the search objectives that rank by them.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli_process.h"
+
+namespace clustersim {
+namespace campaign_cli_test {
+
+using cli_test::Result;
+using cli_test::run;
+
+const std::string kSource = CLUSTERSIM_SOURCE_DIR;
+
+// Llama-3-405B's pre-training on 16,384 H100 (the shipped scenario's campaign): the Monte-Carlo's
+// mean against the closed forms, and the GPU-hours and cost of that mean.
+TEST(CampaignCli, Llama3PretrainingCampaignIsConsistent) {
+  const Result r = run("run --json " + kSource + "/scenarios/llama3-405b-16k-h100.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  const nlohmann::json& c = j.at("campaign");
+  const double step = j["step_time_s"].get<double>();
+  const double work_days = c["steps"].get<double>() * step / 86'400;
+  EXPECT_EQ(c["steps"].get<int64_t>(), 929'833);  // ceil(15.6e12 / (2,048 × 8,192))
+  EXPECT_GT(c["wall_days"].get<double>(), work_days);
+  EXPECT_LE(c["wall_days_p10"].get<double>(), c["wall_days"].get<double>());
+  EXPECT_GE(c["wall_days_p90"].get<double>(), c["wall_days"].get<double>());
+  EXPECT_NEAR(c["exact_wall_days"].get<double>() / c["wall_days"].get<double>(), 1, 0.01);
+  EXPECT_NEAR(c["gpu_hours"].get<double>(), 16'384 * 24 * c["wall_days"].get<double>(), 1e-6 * c["gpu_hours"].get<double>());
+  EXPECT_NEAR(c["cost"].get<double>(), 2.0 * c["gpu_hours"].get<double>(), 1e-6 * c["cost"].get<double>());
+  EXPECT_NEAR(c["goodput"].get<double>(), work_days / c["wall_days"].get<double>(), 1e-9);
+  // Llama 3's 419 interruptions in 54 days: 7.76 a day, on the same cluster.
+  EXPECT_NEAR(c["interruptions"].get<double>() / c["wall_days"].get<double>(), 419.0 / 54, 0.05 * 419.0 / 54);
+  // 405e9 parameters x 14 B (bf16 weights, fp32 master and moments) at 2 TB/s: about 2.8 s.
+  EXPECT_NEAR(c["checkpoint_write_s"].get<double>(), 2.84, 0.05);
+  EXPECT_TRUE(c["energy_mwh"].is_null());  // the power model is off
+}
+
+std::string search_scenario(const std::string& name, const std::string& extra) {
+  std::ifstream in(kSource + "/scenarios/search/gpt3-1.3b-2-dgx-h100.yaml");
+  std::stringstream text;
+  text << in.rdbuf() << extra;
+  const auto path = std::filesystem::temp_directory_path() / ("clustersim_campaign_search_" + name + ".yaml");
+  std::ofstream(path) << text.str();
+  return path.string();
+}
+
+// search.objective time_to_train ranks by the campaign's expected days, cost by its GPU-hours.
+TEST(CampaignCli, SearchRanksByTheCampaign) {
+  const std::string file = search_scenario(
+      "ok", "campaign:\n  relaunch_time: \"10 min\"\n");
+  const std::string sets = " --set training.tokens=3e11 --set 'cluster.storage.bandwidth=20 GB/s' --top 5 --json";
+  for (const char* objective : {"time_to_train", "cost"}) {
+    const Result r = run("search " + file + sets + " --set search.objective=" + objective);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // Standard error's summary line ("searched N candidates ...") shares the pipe: the JSON is the braces.
+    const nlohmann::json j =
+        nlohmann::json::parse(r.output.substr(r.output.find('{'), r.output.rfind('}') - r.output.find('{') + 1));
+    ASSERT_GE(j["top"].size(), 2u);
+    const char* key = std::string(objective) == "cost" ? "gpu_hours" : "wall_days";
+    for (size_t k = 1; k < j["top"].size(); ++k) {
+      EXPECT_LE(j["top"][k - 1]["campaign"][key].get<double>(), j["top"][k]["campaign"][key].get<double>()) << k;
+    }
+  }
+  const Result none = run("search " + search_scenario("none", "") + " --set search.objective=time_to_train");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("search.objective: time_to_train ranks by the whole run: add a campaign: section"),
+            std::string::npos)
+      << none.output;
+  const Result energy = run("search " + file + sets + " --set search.objective=energy");
+  EXPECT_EQ(energy.exit_code, 2);
+  EXPECT_NE(energy.output.find("energy needs the power model"), std::string::npos) << energy.output;
+}
+
+}  // namespace campaign_cli_test
+}  // namespace clustersim

@@ -42,11 +42,10 @@ class Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
-  // Exponential with mean `mean`, by inversion of a uniform in (0, 1].
-  double exponential(double mean) {
-    const double u = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
-    return -mean * std::log(u);
-  }
+  // Uniform in (0, 1].
+  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
+  // Exponential with mean `mean`, by inversion.
+  double exponential(double mean) { return -mean * std::log(uniform()); }
 
  private:
   uint64_t state_;
@@ -81,11 +80,21 @@ struct Timeline {
 struct RunOutcome {
   double wall = 0;
   int64_t failures = 0;
-  double training = 0;  // time the GPUs trained (lost work included)
+  double training = 0;       // time the GPUs trained (lost work included)
+  double spare_wait = 0;     // time the job waited for a node back from repair
   uint64_t events = 0;
 };
 
-RunOutcome run_once(double work, const Timeline& line, double restart, double mtbf, uint64_t seed) {
+// The spare-node pool of one run: `limited` false, a spare is always at hand.
+struct Spares {
+  bool limited = false;
+  int nodes = 0;
+  double repair = 0;      // s until a failed node is back in the pool
+  double node_share = 0;  // the share of failures that take a node out (GPU, host, NIC)
+};
+
+RunOutcome run_once(double work, const Timeline& line, double restart, double mtbf, const Spares& pool,
+                    uint64_t seed) {
   Simulator sim;
   Rng rng(seed);
   RunOutcome out;
@@ -93,6 +102,9 @@ RunOutcome run_once(double work, const Timeline& line, double restart, double mt
   double resumed_at = 0;
   bool running = true;
   bool done = false;
+  bool waiting = false;   // down, for want of a node
+  double waiting_since = 0;
+  int spares = pool.nodes;  // below 0: nodes missing
   EventId finish_id{};
   EventId restart_id{};
   EventId failure_id{};
@@ -112,6 +124,10 @@ RunOutcome run_once(double work, const Timeline& line, double restart, double mt
     finish_id = sim.schedule_at(tick(at), [&, at] { finish(at); });
   };
   auto restarted = [&](double t) { start(t); };
+  auto relaunch = [&](double t) {
+    const double back = t + restart;
+    restart_id = sim.schedule_at(tick(back), [&, back] { restarted(back); });
+  };
   fail = [&](double t) {
     if (done) return;
     ++out.failures;
@@ -121,11 +137,27 @@ RunOutcome run_once(double work, const Timeline& line, double restart, double mt
       committed += line.committed(work - committed, elapsed);
       sim.cancel(finish_id);
       running = false;
-    } else {
+    } else if (!waiting) {
       sim.cancel(restart_id);
     }
-    const double back = t + restart;
-    restart_id = sim.schedule_at(tick(back), [&, back] { restarted(back); });
+    if (pool.limited && rng.uniform() <= pool.node_share) {
+      --spares;
+      const double repaired = t + pool.repair;
+      sim.schedule_at(tick(repaired), [&, repaired] {
+        ++spares;
+        if (waiting && spares >= 0 && !done) {
+          waiting = false;
+          out.spare_wait += repaired - waiting_since;
+          relaunch(repaired);
+        }
+      });
+    }
+    if (spares >= 0) {
+      relaunch(t);
+    } else if (!waiting) {
+      waiting = true;
+      waiting_since = t;
+    }
     const double next = t + rng.exponential(mtbf);
     failure_id = sim.schedule_at(tick(next), [&, next] { fail(next); });
   };
@@ -271,10 +303,18 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
   const Timeline line{tau, r.checkpoint_wait_s, spec.async_save ? r.checkpoint_write_s : 0.0};
   std::vector<double> walls;
   walls.reserve(static_cast<size_t>(spec.seeds));
-  double failures = 0, training = 0;
+  double failures = 0, training = 0, spare_wait = 0;
+  Spares pool;
+  if (spec.spare_nodes) {
+    const FailureRates& f = spec.failures;
+    const double node = in.gpus * f.gpu + in.nodes * f.host + in.nics * f.nic;
+    const double all = node + in.gpus * f.software + in.nics * f.network;
+    pool = Spares{true, *spec.spare_nodes, spec.repair_s, all > 0 ? node / all : 0};
+  }
   Rng seeder(spec.seed);
   for (int i = 0; i < spec.seeds; ++i) {
-    const RunOutcome o = run_once(r.work_s, line, r.restart_s, r.mtbf_s, seeder.next());
+    const RunOutcome o = run_once(r.work_s, line, r.restart_s, r.mtbf_s, pool, seeder.next());
+    spare_wait += o.spare_wait;
     walls.push_back(o.wall);
     failures += static_cast<double>(o.failures);
     training += o.training;
@@ -288,6 +328,7 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
   r.wall_s_p10 = percentile(walls, 0.10);
   r.wall_s_p90 = percentile(walls, 0.90);
   r.interruptions = failures / n;
+  r.spare_wait_s = spare_wait / n;
   r.goodput = r.work_s / r.wall_s;
   r.gpu_hours = in.gpus * r.wall_s / 3600.0;
   r.cost = r.gpu_hours * spec.gpu_hour_price;

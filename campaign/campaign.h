@@ -23,8 +23,8 @@
 //   exact expectation for exponential failures with failing restarts (Daly 2006 eq. 13):
 //     T = (W/τ) · M · e^{R/M} · (e^{(τ+c)/M} − 1)   (synchronous save, W a multiple of τ).
 //
-// Not modelled: spare nodes and repair times (a failed node is replaced at once, inside the
-// relaunch time), stragglers, the bandwidth an asynchronous write takes from the training,
+// Spare nodes (CampaignSpec::spare_nodes): in the Monte-Carlo only; the closed forms assume a spare
+// is always at hand. Not modelled: the bandwidth an asynchronous write takes from the training,
 // planned maintenance, and failures that do not stop the job.
 
 #include <cstdint>
@@ -61,6 +61,11 @@ struct CampaignSpec {
   bool async_save = false;
   FailureRates failures = llama3_failure_rates();
   double relaunch_s = 0;  // from a failure to the job running again, checkpoint load not included
+  // Spare nodes: a failure of a GPU, host or NIC takes its node out for `repair_s`; the job
+  // relaunches at once on a spare, or waits for a node back from repair when none is left. Absent:
+  // a spare is always at hand (the closed forms' assumption).
+  std::optional<int> spare_nodes;
+  double repair_s = 0;
   int seeds = 1000;
   uint64_t seed = 1;
   // "file:line:column: campaign.checkpoint.interval: " (or where the campaign was given), for messages.
@@ -107,6 +112,7 @@ struct CampaignResult {
   double wall_s_p10 = 0;
   double wall_s_p90 = 0;
   double interruptions = 0;           // mean failures per run
+  double spare_wait_s = 0;            // mean time a run waited for a node back from repair
   double goodput = 0;                 // W / mean wall time (effective training time ratio)
   double gpu_hours = 0;               // GPUs × mean wall time
   double cost = 0;                    // gpu_hours × price (0 without a price)

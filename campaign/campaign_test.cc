@@ -123,6 +123,27 @@ TEST(Campaign, AsynchronousSaveWaitsOnlyForTheCopy) {
   EXPECT_DOUBLE_EQ(simulate_campaign(s, in).wall_s, 3.6e6 + 2999 * 5.0);
 }
 
+// Spare nodes: with plenty the run is the run with a spare always at hand; with none, every node
+// lost waits out its repair (each failure's wait at most its repair time, overlapping repairs
+// sharing one wait).
+TEST(Campaign, WithoutSpareNodesTheRunWaitsForRepairs) {
+  CampaignSpec s = spec(200, 10, 240);
+  const CampaignResult always = simulate_campaign(s, inputs(30));
+  s.spare_nodes = 1000;
+  s.repair_s = kHour;
+  const CampaignResult plenty = simulate_campaign(s, inputs(30));
+  EXPECT_NEAR(plenty.wall_s / always.wall_s, 1.0, 0.01);
+  EXPECT_EQ(plenty.spare_wait_s, 0);
+  s.spare_nodes = 0;
+  s.repair_s = 5 * kHour;
+  const CampaignResult none = simulate_campaign(s, inputs(30));
+  EXPECT_GT(none.spare_wait_s, 0.5 * none.interruptions * s.repair_s);
+  EXPECT_LE(none.spare_wait_s, none.interruptions * s.repair_s);
+  // Without the waits the run is the run with spares: failures while it waits cost it nothing more.
+  EXPECT_NEAR((none.wall_s - none.spare_wait_s) / always.wall_s, 1.0, 0.02);
+  EXPECT_GT(none.wall_s, always.wall_s + 0.5 * always.interruptions * s.repair_s);
+}
+
 TEST(Campaign, SameSeedSameRunOtherSeedOtherRun) {
   CampaignSpec s = spec(200, 10, 240);
   s.seeds = 20;

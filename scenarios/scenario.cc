@@ -194,6 +194,14 @@ void add_campaign_keys(Schema& s) {
                 "data-loader start-up), the checkpoint load not included; required: it depends on the site",
                 "", true));
   s.key(integer("campaign.seeds", "Monte-Carlo runs of the campaign", "1000", 1, kMaxCampaignSeeds));
+  s.key(integer("campaign.spare_nodes",
+                "nodes standing by: a GPU, host or NIC failure takes its node out for repair_time and the job "
+                "relaunches on a spare, or waits for a repaired node when none is left (absent: always a spare)",
+                "", 0, kMaxClusterNodes));
+  KeyDef repair = key_def("campaign.repair_time", ValueType::kDuration,
+                          "until a failed node is back among the spares (needed with spare_nodes)");
+  repair.max = 30 * 86'400.0;
+  s.key(repair);
   s.key(integer("campaign.seed", "seed of the first run's failures", "1", 0));
   s.section("campaign.checkpoint", "how often and how the model and optimizer state is saved");
   s.key(key_def("campaign.checkpoint.interval", ValueType::kString,
@@ -812,6 +820,16 @@ CampaignSpec load_campaign(const ConfigDocument& doc) {
   c.gpu_hour_price = doc.get_real("campaign.gpu_hour_price");
   c.relaunch_s = doc.get_duration("campaign.relaunch_time").to_seconds();
   c.seeds = static_cast<int>(doc.get_int("campaign.seeds"));
+  if (doc.has("campaign.spare_nodes")) {
+    if (!doc.has("campaign.repair_time")) {
+      throw doc.error_at("campaign.spare_nodes", "spare nodes need campaign.repair_time, how long a failed node is "
+                                                 "away (\"3 h\", \"2 days\" is 48 h)");
+    }
+    c.spare_nodes = static_cast<int>(doc.get_int("campaign.spare_nodes"));
+    c.repair_s = doc.get_duration("campaign.repair_time").to_seconds();
+  } else if (doc.has("campaign.repair_time")) {
+    throw doc.error_at("campaign.repair_time", "a repair time is for campaign.spare_nodes: give both, or neither");
+  }
   c.seed = static_cast<uint64_t>(doc.get_int("campaign.seed"));
   const std::string interval = doc.get_string("campaign.checkpoint.interval");
   if (interval != "auto") {

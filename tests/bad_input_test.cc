@@ -240,6 +240,9 @@ TEST(BadInput, CampaignInputIsRefusedAtItsKey) {
   expect_refused("run " + ok + " --set campaign.failures.gpu=-5", {"campaign.failures.gpu", "-5"});
   expect_refused("run " + file + " --set training.tokens=1e12 --set 'cluster.storage.bandwidth=-1 TB/s'",
                  {"cluster.storage.bandwidth"});
+  expect_refused("run " + ok + " --set campaign.spare_nodes=2", {"campaign.spare_nodes: spare nodes need campaign.repair_time"});
+  expect_refused("run " + ok + " --set 'campaign.repair_time=3 h'", {"campaign.repair_time: a repair time is for campaign.spare_nodes"});
+  expect_refused("run " + ok + " --set campaign.spare_nodes=-1 --set 'campaign.repair_time=3 h'", {"campaign.spare_nodes"});
   expect_refused("run " + ok + " --set campaign.checkpoint.interval=soon",
                  {"campaign.checkpoint.interval: \"soon\" is not auto or a duration"});
   // Llama-3-8B's 8.0e9 parameters x 14 B at 1 GB/s: 112 s a write; an interval of 30 s is shorter.

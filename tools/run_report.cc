@@ -54,6 +54,10 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
                      spec.async_save ? " (asynchronous save)" : "");
   out << fmt::format("    restart           {:.1f} min: relaunch {:.1f} min + checkpoint load {:.1f} s\n",
                      k.restart_s / 60, spec.relaunch_s / 60, k.checkpoint_load_s);
+  if (spec.spare_nodes) {
+    out << fmt::format("    spare nodes       {}, each failed node away {}: {} waiting for one per run\n", *spec.spare_nodes,
+                       span(spec.repair_s), span(k.spare_wait_s));
+  }
   out << fmt::format("    GPU-hours         {}{}\n", large(k.gpu_hours),
                      spec.gpu_hour_price > 0 ? fmt::format(", cost {} at {:g} per GPU-hour", large(k.cost), spec.gpu_hour_price)
                                              : std::string(" (no campaign.gpu_hour_price)"));
@@ -332,6 +336,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                      {"checkpoint_write_s", k.checkpoint_write_s},
                      {"checkpoint_wait_s", k.checkpoint_wait_s},
                      {"restart_s", k.restart_s},
+                     {"spare_wait_s", k.spare_wait_s},
                      {"mtbf_h", k.mtbf_s / 3600},
                      {"seeds", k.seeds},
                      {"first_order_wall_days", k.first_order_wall_s / kDay},

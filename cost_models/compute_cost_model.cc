@@ -169,6 +169,11 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
   return at_speed(kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor)));
 }
 
+bool ComputeCostModel::attention_sampled(const AttentionShape& shape, FusedAttentionKernel kernel) const {
+  return kernel == FusedAttentionKernel::kSdpaFlash && sdpa_flash_ &&
+         shape.dtype == sdpa_flash_->samples().front().shape.dtype;
+}
+
 Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, DataType dtype,
                                           AttentionDirection direction, FusedAttentionKernel kernel) const {
   double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kAttentionForwardEfficiency

@@ -588,7 +588,8 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
         layout.zero_stage >= 1 ? (stage_params.dense + dense_shards - 1) / dense_shards +
                                      (stage_params.expert + expert_shards - 1) / expert_shards
                                : stage_params.total();
-    const std::vector<Op> optimizer_ops = optimizer_step_ops(optimizer_shard, training);
+    const std::vector<Op> optimizer_ops =
+        optimizer_step_ops(optimizer_shard, stage_tensors(transformer, layout, s), training);
     stage.optimizer = total_duration(optimizer_ops, cost);
     for (const Op& op : optimizer_ops) stage.optimizer_power += op_power(op, op_duration(op, cost), cost);
     // The host prepares every parameter tensor's share of the multi-tensor launches before the GPU
@@ -598,6 +599,19 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
         whole_step_graph ? options.host.graph_node * static_cast<int64_t>(optimizer_ops.size())
                          : options.host.optimizer_per_tensor * stage_tensors(transformer, layout, s),
         stage.optimizer);
+    // pytorch-eager runs the launches one by one: eagerly the host's per-tensor preparation comes
+    // before the first launch (the rest issue behind it at no further cost), replayed each is a node.
+    if (training.framework == Framework::kPytorchEager && optimizer_ops.size() > 1) {
+      for (size_t i = 0; i < optimizer_ops.size(); ++i) {
+        const Op& op = optimizer_ops[i];
+        const Duration d = op_duration(op, cost);
+        const Duration host = whole_step_graph ? options.host.graph_node
+                              : i == 0         ? stage.optimizer_host.issue
+                                               : Duration::zero();
+        stage.optimizer_launches.push_back(
+            OptimizerLaunch{std::string(op.name), d, op_power(op, d, cost), HostWork::kernel(host, d)});
+      }
+    }
     // Megatron-Core clips gradients by their global norm (--clip-grad, default 1.0), which it reads
     // on the host (get_grad_norm_fp32 returns total_norm.item()) before the update: one sync per
     // step. train_step.py's pytorch-eager loop neither clips nor reads the loss inside the step.

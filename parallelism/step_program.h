@@ -159,12 +159,24 @@ struct GradientReduction {
   bool overlap = true;                         // launch buckets during the last backward
 };
 
+// One kernel launch of the optimizer step.
+struct OptimizerLaunch {
+  std::string label;
+  Duration duration;  // full-clock GPU time
+  PowerWork power;
+  HostWork host;
+};
+
 struct StageProgram {
   std::vector<ChunkProgram> chunks;  // v chunks; chunk c is virtual stage c·pp + stage
   GradientReduction gradients;
   Duration optimizer;                // optimizer step compute time on this rank
   PowerWork optimizer_power;         // its full-clock power work
   HostWork optimizer_host;           // the host side of its kernels
+  // The optimizer step launch by launch, where the simulation runs (and a trace shows) each of its
+  // kernels: pytorch-eager's multi_tensor_apply launches. Their durations, power and host issue
+  // add up to the three above. Empty: the step runs as one compute op.
+  std::vector<OptimizerLaunch> optimizer_launches;
   // Host cost of the device-to-host synchronisation before the optimizer step (Megatron's gradient
   // norm for clipping, read with .item()); zero = none.
   Duration optimizer_sync;

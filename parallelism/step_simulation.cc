@@ -200,6 +200,7 @@ class StepSimulation {
     size_t op_index = 0;
     bool pass_started = false;
     Phase phase = Phase::kPasses;
+    size_t optimizer_launch = 0;  // the next of StageProgram::optimizer_launches to run
     std::vector<char> forward_input;   // [chunk·m + microbatch]
     std::vector<char> backward_input;
     std::vector<int> backward_done;    // backward passes finished per chunk
@@ -807,15 +808,29 @@ class StepSimulation {
             return;
           }
           break;
-        case Phase::kOptimizer:
+        case Phase::kOptimizer: {
+          const std::vector<OptimizerLaunch>& launches = program.optimizer_launches;
+          if (r.optimizer_launch == 0 && program.optimizer_sync > Duration::zero()) {
+            synchronise_host(r, program.optimizer_sync);
+          }
+          if (!launches.empty()) {  // launch by launch, each its own compute op
+            if (r.optimizer_launch < launches.size()) {
+              const OptimizerLaunch& launch = launches[r.optimizer_launch++];
+              run_compute(r, launch.label, WorkKind::kOptimizer, launch.duration, launch.power, launch.host);
+              return;
+            }
+            r.optimizer_launch = 0;
+            r.phase = Phase::kParamGather;
+            break;
+          }
           r.phase = Phase::kParamGather;
-          if (program.optimizer_sync > Duration::zero()) synchronise_host(r, program.optimizer_sync);
           if (program.optimizer > Duration::zero()) {
             run_compute(r, "optimizer", WorkKind::kOptimizer, program.optimizer, program.optimizer_power,
                         program.optimizer_host);
             return;
           }
           break;
+        }
         case Phase::kParamGather: {
           r.phase = Phase::kDone;
           if (program.overlap_param_gather) break;

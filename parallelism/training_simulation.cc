@@ -99,8 +99,11 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
                                    layout.ep, layout.etp, layout.order, fmt::join(per_node, " + ")));
     }
   }
-  const Transformer transformer(model, training, shard);
   const GpuSpec& gpu = uniform_gpu(cluster);
+  shard.gpu_sm_count = gpu.sm_count > 0 ? gpu.sm_count
+                       : options.compute_profile != nullptr ? options.compute_profile->machine.sm_count
+                                                            : 0;
+  const Transformer transformer(model, training, shard);
   std::optional<ComputeCostModel> own_cost;
   const ComputeCostModel& cost =
       options.compute_cost != nullptr ? *options.compute_cost : own_cost.emplace(gpu, options.compute_profile);

@@ -30,6 +30,43 @@ std::vector<AtenKernel> rope_backward_kernels(int64_t elements) {
           {"contiguous", MemoryAccess::kElementwise, 4 * b, 4 * b}};
 }
 
+std::vector<AtenKernel> apply_rotary_forward_kernels(int64_t elements, int64_t table_elements) {
+  require_non_negative(elements, "RoPE elements");
+  require_non_negative(table_elements, "RoPE table elements");
+  const int64_t b = 2 * elements;
+  const int64_t half = b / 2;
+  const int64_t table = 2 * table_elements;  // one bf16 table
+  return {{"cos_cast", MemoryAccess::kElementwise, 2 * table, table},
+          {"sin_cast", MemoryAccess::kElementwise, 2 * table, table},
+          {"x1_cos", MemoryAccess::kStrided, half + table, half},
+          {"x2_sin", MemoryAccess::kStrided, half + table, half},
+          {"subtract", MemoryAccess::kElementwise, b, half},
+          {"x2_cos", MemoryAccess::kStrided, half + table, half},
+          {"x1_sin", MemoryAccess::kStrided, half + table, half},
+          {"add", MemoryAccess::kElementwise, b, half},
+          {"concatenate", MemoryAccess::kConcatenation, b, b}};
+}
+
+std::vector<AtenKernel> apply_rotary_backward_kernels(int64_t elements, int64_t table_elements) {
+  require_non_negative(elements, "RoPE elements");
+  require_non_negative(table_elements, "RoPE table elements");
+  const int64_t b = 2 * elements;
+  const int64_t half = b / 2;
+  const int64_t table = 2 * table_elements;
+  return {{"x1_sin.backward", MemoryAccess::kStrided, half + table, half},
+          {"x2_cos.backward", MemoryAccess::kStrided, half + table, half},
+          {"subtract.backward", MemoryAccess::kStrided, half, half},
+          {"x2_sin.backward", MemoryAccess::kElementwise, half + table, half},
+          {"x2.accumulate", MemoryAccess::kElementwise, b, half},
+          {"x1_cos.backward", MemoryAccess::kStrided, half + table, half},
+          {"x1.accumulate", MemoryAccess::kElementwise, b, half},
+          {"x2.slice_backward.zero_fill", MemoryAccess::kElementwise, 0, b},
+          {"x2.slice_backward.copy", MemoryAccess::kStrided, half, half},
+          {"x1.slice_backward.zero_fill", MemoryAccess::kElementwise, 0, b},
+          {"x1.slice_backward.copy", MemoryAccess::kStrided, half, half},
+          {"accumulate", MemoryAccess::kElementwise, 2 * b, b}};
+}
+
 std::vector<AtenKernel> swiglu_forward_kernels(int64_t elements) {
   require_non_negative(elements, "SwiGLU elements");
   const int64_t n = 2 * elements;  // one bf16 half of fc1's output

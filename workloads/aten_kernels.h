@@ -31,6 +31,24 @@ std::vector<AtenKernel> rope_forward_kernels(int64_t elements);
 // sum of the two full-size gradients (4b, 4b).
 std::vector<AtenKernel> rope_backward_kernels(int64_t elements);
 
+// RoPE of one bf16 tensor [b, heads, s, d] of `elements` elements exactly as
+// tools/reference/train_step.py's apply_rotary computes it (the pytorch-eager op lists), one kernel
+// per PyTorch operation (9, as a profiled PyTorch 2.11 step on one H200 launches them, 2026-12-02):
+// the fp32 cos and sin tables [s, d/2] of `table_elements` elements each cast to bf16
+// (cos.to(x.dtype), sin.to(x.dtype), in every call); x1·cos, x2·sin, their difference, x2·cos,
+// x1·sin, their sum, and the concatenation of the two. With b = 2·elements bytes: each multiply
+// reads a strided half (b/2) and the bf16 table and writes b/2; the subtraction and the addition
+// read b and write b/2; the concatenation reads and writes b. The kernels above group these for the
+// Megatron op lists. Throws InputError for negative counts.
+std::vector<AtenKernel> apply_rotary_forward_kernels(int64_t elements, int64_t table_elements);
+// Its backward, in autograd's order (12 kernels): x1·sin's and x2·cos's multiplies by the tables
+// (g2·sin, g2·cos, on the strided halves of the concatenation's gradient), the subtraction's negation
+// (−g1), x2·sin's multiply and its add_ into x2's gradient, x1·cos's multiply and its add_ into x1's;
+// then each half's slice backward (a zero fill of a full-size gradient, b written, and the copy of
+// the half into it, b/2 read and written, strided) and the add_ of the two full-size gradients (2b
+// read, b written).
+std::vector<AtenKernel> apply_rotary_backward_kernels(int64_t elements, int64_t table_elements);
+
 // SwiGLU's gate as PyTorch computes it unfused, silu(a) · g over the two halves of fc1's bf16 output
 // (Megatron-LM's path without --bias-swiglu-fusion, train_step.py's): `elements` = tokens × ffn per
 // rank. Forward: SiLU of the strided half (2·n·2 bytes moved) and the product (reads both halves,

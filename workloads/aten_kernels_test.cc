@@ -42,6 +42,16 @@ TEST(AtenKernels, RopeSwigluAndSoftmaxBytes) {
   const int64_t b = 2 * n;
   EXPECT_EQ(moved(rope_forward_kernels(n)), 9 * b);     // 4b strided + 3b adds + 2b cat
   EXPECT_EQ(moved(rope_backward_kernels(n)), 15 * b);   // 7b strided + 8b contiguous
+  // apply_rotary's kernels, one per PyTorch operation: the same bytes plus the bf16 tables, t bytes
+  // each, cast from fp32 (3t moved each) and read by every multiply.
+  const int64_t table_elements = kTokens * 32;
+  const int64_t t = 2 * table_elements;
+  const auto rope = apply_rotary_forward_kernels(n, table_elements);
+  EXPECT_EQ(rope.size(), 9u);  // 2 table casts, 4 multiplies, sub, add, cat
+  EXPECT_EQ(moved(rope), 9 * b + 6 * t + 4 * t);
+  const auto rope_backward = apply_rotary_backward_kernels(n, table_elements);
+  EXPECT_EQ(rope_backward.size(), 12u);  // 4 multiplies, neg, 2 add_, 2 × (fill + copy), add_
+  EXPECT_EQ(moved(rope_backward), 15 * b + 4 * t);
   EXPECT_EQ(moved(swiglu_forward_kernels(n)), 5 * b);   // silu 2·half + product 3·half
   EXPECT_EQ(moved(swiglu_backward_kernels(n)), 13 * b);
   const auto softmax = masked_softmax_forward_kernels(n, 2);
@@ -53,6 +63,7 @@ TEST(AtenKernels, RopeSwigluAndSoftmaxBytes) {
 
 TEST(AtenKernels, RefusesNegativeSizesAndOddElementBytes) {
   EXPECT_THROW(rope_forward_kernels(-1), InputError);
+  EXPECT_THROW(apply_rotary_backward_kernels(8, -1), InputError);
   EXPECT_THROW(swiglu_backward_kernels(-5), InputError);
   EXPECT_THROW(rms_norm_forward_kernels(-1, kHidden, 2), InputError);
   EXPECT_THROW(rms_norm_backward_kernels(kTokens, kHidden, 1), InputError);

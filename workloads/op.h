@@ -70,6 +70,11 @@ struct Op {
   // benchmark convention).
   double kernel_flops = 0;
   bool attention_core = false;  // QKᵀ / softmax / ·V or the fused kernel (for the FLOP conventions)
+  // kMemoryBound: a helper kernel inside a fused attention call of `attention` by `attention_kernel`
+  // (flash's split-KV combine, dot_do_o, convert_dq, GQA's group sums). Priced by its bytes, except
+  // where the call is priced from calibration samples, which time the call whole: then it takes no
+  // GPU time of its own (its launch still costs the host).
+  bool within_attention_call = false;
   Bytes bytes_read;             // HBM traffic of kMemoryBound and kFlashAttention ops
   Bytes bytes_written;
   // kMemoryBound: the kernel path deciding its rate (kStream: the copy rate, Megatron's fused kernels).

@@ -19,6 +19,9 @@ Duration op_duration(const Op& op, const ComputeCostModel& cost) {
                                                             : AttentionDirection::kForward,
                                  op.attention_kernel);
     case OpCost::kMemoryBound:
+      if (op.within_attention_call && cost.attention_sampled(op.attention, op.attention_kernel)) {
+        return Duration::zero();
+      }
       return cost.memory_bound_time(op.bytes_read + op.bytes_written, op.access);
     case OpCost::kCommunication:
       throw InternalError("op_duration: communication ops are priced by collectives/, not the compute cost model");
@@ -30,6 +33,7 @@ PowerWork op_power(const Op& op, Duration duration, const ComputeCostModel& cost
   const PowerModel* power = cost.power_model();
   if (power == nullptr) return {};
   const Duration gap = cost.kernel_gap();
+  if (op.within_attention_call && cost.attention_sampled(op.attention, op.attention_kernel)) return {};
   switch (op.cost) {
     case OpCost::kGemm: return power->gemm(duration, gap, op.kernel_flops, op.gemm.dtype);
     case OpCost::kFlashAttention: return power->attention(duration, gap, op.kernel_flops);

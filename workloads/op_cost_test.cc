@@ -43,6 +43,35 @@ TEST(OpCost, EachOpIsPricedByItsKind) {
   EXPECT_TRUE(saw_gemm && saw_flash && saw_memory && saw_comm);
 }
 
+// A helper kernel of an SDPA call (flash's dot_do_o) is priced by its bytes, unless the call is
+// priced from calibration samples, which time the whole call: then it adds no GPU time or energy.
+TEST(OpCost, AttentionHelperKernelsAreInsideASampledCall) {
+  Op op;
+  op.cost = OpCost::kMemoryBound;
+  op.access = MemoryAccess::kStream;
+  op.bytes_read = Bytes::of(64 << 20);
+  op.within_attention_call = true;
+  op.attention = AttentionShape{1, 16, 16, 2048, 128, DataType::kBf16};
+  op.attention_kernel = FusedAttentionKernel::kSdpaFlash;
+  const ComputeCostModel defaults(testing::h200());
+  EXPECT_EQ(op_duration(op, defaults), defaults.memory_bound_time(op.bytes_read, MemoryAccess::kStream));
+  CalibrationProfile profile;
+  profile.name = "attention";
+  profile.machine.gpu = "NVIDIA H200";
+  profile.machine.sm_count = 132;
+  AttentionSample a;
+  a.kernel = "sdpa-flash";
+  a.shape = op.attention;
+  a.forward = Duration::microseconds(289.152);
+  a.backward = Duration::microseconds(812.480);
+  profile.attention_samples.push_back(a);
+  const ComputeCostModel calibrated(testing::h200(), &profile);
+  EXPECT_EQ(op_duration(op, calibrated), Duration::zero());
+  EXPECT_TRUE(op_power(op, Duration::zero(), calibrated).empty());
+  op.attention_kernel = FusedAttentionKernel::kCudnn;  // not what the samples time
+  EXPECT_EQ(op_duration(op, calibrated), calibrated.memory_bound_time(op.bytes_read, MemoryAccess::kStream));
+}
+
 TEST(OpCost, ALlamaLayerOnAnH200TakesMillisecondsDominatedByGemms) {
   // Llama-2-7B layer, s = 4096, b = 1, tp = 1: forward GEMM FLOPs 2·4096·(4h² + 3·h·ffn) ≈ 1.38e12 at
   // ~0.7 × 989 TFLOP/s ≈ 2 ms; the whole forward must be within [1.5, 4] ms and the GEMMs > 70 % of it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "workloads/aten_kernels.h"
+#include "workloads/flash_attention_splits.h"
 
 namespace clustersim {
 
@@ -29,6 +31,7 @@ struct Dims {
   bool grad_casts;
   DataType gemm;
   FusedAttentionKernel attention;  // SDPA's backend: flash (FlashAttention-2) or cuDNN
+  int64_t sm_count;  // the GPU's streaming multiprocessors (0: unknown), for flash's KV splits
 
   int64_t qkv_out() const { return q + 2 * kv; }
   // Weights of one layer's linear layers (each cast to bf16 by autocast in every forward).
@@ -70,6 +73,7 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
   z.weight_casts = training.precision.param_dtype == DataType::kFp32;
   z.grad_casts = training.precision.grad_dtype == DataType::kFp32;
   z.attention = training.flash_kernel;
+  z.sm_count = dims.gpu_sm_count;
   return z;
 }
 
@@ -125,6 +129,13 @@ class Builder {
   Pass pass_;
 };
 
+// Marks `op` a helper kernel of the layer's SDPA call (Op::within_attention_call).
+void within_call(Op& op, const Dims& z) {
+  op.within_attention_call = true;
+  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+  op.attention_kernel = z.attention;
+}
+
 // Forward attention core: SDPA on the flash backend (bf16 q, k, v; causal).
 void attention_forward(Builder& add, const Dims& z, int64_t saved) {
   Op& op = add.memory("sdpa_flash", MemoryAccess::kStream, 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved);
@@ -137,7 +148,41 @@ void attention_forward(Builder& add, const Dims& z, int64_t saved) {
              static_cast<double>(z.q);
   op.kernel_flops = op.attention.forward_flops();
   op.attention_core = true;
+  // FlashAttention-2 splitting the keys (workloads/flash_attention_splits.h): the split kernel keeps
+  // the cost above; the combine kernel reads each split's fp32 partial output [b, heads, s, d] and
+  // log-sum-exp [b, heads, s] and writes the bf16 output and the fp32 log-sum-exp (priced within the
+  // call where samples time it whole: Op::within_attention_call). cuDNN's kernel does not split.
+  if (z.attention != FusedAttentionKernel::kSdpaFlash) return;
+  const int64_t splits = flash_forward_kv_splits(z.b, z.heads, z.s, z.s, z.head_dim, z.sm_count);
+  if (splits > 1) {
+    const int64_t lse = 4 * z.b * z.heads * z.s;
+    within_call(add.memory("sdpa_flash.splitkv_combine", MemoryAccess::kStream, splits * (4 * z.T * z.q + lse),
+                           2 * z.T * z.q + lse),
+                z);
+  }
 }
+
+// Op names (static: Op::name is a view) of apply_rotary's kernels (workloads/aten_kernels.h), per tensor.
+constexpr std::string_view kRopeQForward[] = {"rope.q.cos_cast", "rope.q.sin_cast", "rope.q.x1_cos",
+                                              "rope.q.x2_sin",   "rope.q.subtract", "rope.q.x2_cos",
+                                              "rope.q.x1_sin",   "rope.q.add",      "rope.q.concatenate"};
+constexpr std::string_view kRopeKForward[] = {"rope.k.cos_cast", "rope.k.sin_cast", "rope.k.x1_cos",
+                                              "rope.k.x2_sin",   "rope.k.subtract", "rope.k.x2_cos",
+                                              "rope.k.x1_sin",   "rope.k.add",      "rope.k.concatenate"};
+constexpr std::string_view kRopeQBackward[] = {
+    "rope.q.backward.x1_sin.backward",        "rope.q.backward.x2_cos.backward",
+    "rope.q.backward.subtract.backward",      "rope.q.backward.x2_sin.backward",
+    "rope.q.backward.x2.accumulate",          "rope.q.backward.x1_cos.backward",
+    "rope.q.backward.x1.accumulate",          "rope.q.backward.x2.slice_backward.zero_fill",
+    "rope.q.backward.x2.slice_backward.copy", "rope.q.backward.x1.slice_backward.zero_fill",
+    "rope.q.backward.x1.slice_backward.copy", "rope.q.backward.accumulate"};
+constexpr std::string_view kRopeKBackward[] = {
+    "rope.k.backward.x1_sin.backward",        "rope.k.backward.x2_cos.backward",
+    "rope.k.backward.subtract.backward",      "rope.k.backward.x2_sin.backward",
+    "rope.k.backward.x2.accumulate",          "rope.k.backward.x1_cos.backward",
+    "rope.k.backward.x1.accumulate",          "rope.k.backward.x2.slice_backward.zero_fill",
+    "rope.k.backward.x2.slice_backward.copy", "rope.k.backward.x1.slice_backward.zero_fill",
+    "rope.k.backward.x1.slice_backward.copy", "rope.k.backward.accumulate"};
 
 // Appends `kernels` (workloads/aten_kernels.h) under `names`, one per kernel; `saved[i]` (when
 // given) is what kernel i keeps for backward.
@@ -149,6 +194,22 @@ void append_kernels(Builder& add, const std::vector<AtenKernel>& kernels, std::i
   for (size_t i = 0; i < kernels.size(); ++i) {
     const AtenKernel& k = kernels[i];
     add.memory(names.begin()[i], k.access, k.read, k.written, saved.size() == 0 ? 0 : saved.begin()[i]);
+  }
+}
+
+// The kernels of `kernels` as ops named by `names` (each ending in its kernel's step); the last one
+// keeps `saved_last` for backward.
+void append_named(Builder& add, const std::vector<AtenKernel>& kernels, std::span<const std::string_view> names,
+                  int64_t saved_last = 0) {
+  if (names.size() != kernels.size()) {
+    throw InternalError("pytorch-eager op list: kernel names do not match the kernels");
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const AtenKernel& k = kernels[i];
+    if (!names[i].ends_with(k.step)) {
+      throw InternalError(fmt::format("pytorch-eager op list: op {} is not kernel {}", names[i], k.step));
+    }
+    add.memory(names[i], k.access, k.read, k.written, i + 1 == kernels.size() ? saved_last : 0);
   }
 }
 
@@ -168,10 +229,10 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   add.memory("qkv.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, saved(2 * Th));
   add.gemm("qkv", z.T, z.qkv_out(), z.h, z.gemm, saved(2 * z.T * z.qkv_out()));
   if (z.rope) {
-    append_kernels(add, rope_forward_kernels(z.T * z.q), {"rope.q.multiply", "rope.q.combine", "rope.q.concatenate"},
-                   {0, 0, saved(2 * z.T * z.q)});
-    append_kernels(add, rope_forward_kernels(z.T * z.kv), {"rope.k.multiply", "rope.k.combine", "rope.k.concatenate"},
-                   {0, 0, saved(2 * z.T * z.kv)});
+    // cos and sin [s, d/2] (fp32, cached by the model), broadcast over the batch and the heads.
+    const int64_t table = z.s * (z.head_dim / 2);
+    append_named(add, apply_rotary_forward_kernels(z.T * z.q, table), kRopeQForward, saved(2 * z.T * z.q));
+    append_named(add, apply_rotary_forward_kernels(z.T * z.kv, table), kRopeKForward, saved(2 * z.T * z.kv));
   }
   attention_forward(add, z, saved(2 * z.T * z.q));
   // With RoPE the attention output is [b, heads, s, d] contiguous; reshaping it to [b, s, h] copies.
@@ -265,11 +326,35 @@ std::vector<Op> layer_backward(const Dims& z) {
     op.kernel_flops = op.attention.backward_flops();
     op.attention_core = true;
   }
+  if (z.attention == FusedAttentionKernel::kSdpaFlash) {
+    // FlashAttention-2's backward (flash-attention csrc/flash_attn/src/flash_bwd_launch_template.h,
+    // run_flash_bwd_seqk_parallel) runs three kernels; the main one above keeps the whole cost, and
+    // these two are priced by their bytes (within the call where samples time it whole:
+    // Op::within_attention_call). Assumed from the source: flash_bwd_dot_do_o_kernel reads
+    // dO and O (bf16 [b, s, heads, d]), writes D = rowsum(dO ∘ O) ([b, heads, s] fp32) and zeroes the
+    // fp32 dq accumulator [b, s, heads, d] (Clear_dQaccum); flash_bwd_convert_dq_kernel reads that
+    // accumulator and writes dq in bf16.
+    within_call(add.memory("sdpa_flash.backward.dot_do_o", MemoryAccess::kStream, 4 * z.T * z.q,
+                           4 * z.b * z.heads * z.s + 4 * z.T * z.q),
+                z);
+    within_call(add.memory("sdpa_flash.backward.convert_dq", MemoryAccess::kStream, 4 * z.T * z.q, 2 * z.T * z.q), z);
+  }
+  if (z.attention == FusedAttentionKernel::kSdpaFlash && z.kv_heads < z.heads) {
+    // Grouped-query attention on flash: the kernel writes dk and dv per query head ([b, s, heads, d] bf16),
+    // and SDPA sums each over its group of heads / kv_heads query heads (aten::sum).
+    const int64_t per_head = 2 * z.T * z.q;  // bf16 [b, s, heads, d]
+    within_call(add.memory("sdpa_flash.backward.dk_group_sum", MemoryAccess::kReduction, per_head, 2 * z.T * z.kv), z);
+    within_call(add.memory("sdpa_flash.backward.dv_group_sum", MemoryAccess::kReduction, per_head, 2 * z.T * z.kv), z);
+  }
   if (z.rope) {
-    append_kernels(add, rope_backward_kernels(z.T * z.q), {"rope.q.backward.strided", "rope.q.backward.contiguous"});
-    append_kernels(add, rope_backward_kernels(z.T * z.kv), {"rope.k.backward.strided", "rope.k.backward.contiguous"});
-    // dq and dk come back as [b, heads, s, d]; the split's backward needs them as [b, s, heads·d].
-    add.memory("rope.grad_transpose", MemoryAccess::kStrided, 2 * z.T * (z.q + z.kv), 2 * z.T * (z.q + z.kv));
+    // Autograd reaches k's RoPE before q's (k was rotated last).
+    const int64_t table = z.s * (z.head_dim / 2);
+    append_named(add, apply_rotary_backward_kernels(z.T * z.kv, table), kRopeKBackward);
+    append_named(add, apply_rotary_backward_kernels(z.T * z.q, table), kRopeQBackward);
+    // dk and dq come back as [b, heads, s, d]; the split's backward needs them as [b, s, heads·d]:
+    // one reshape copy each.
+    add.memory("rope.k.grad_transpose", MemoryAccess::kStrided, 2 * z.T * z.kv, 2 * z.T * z.kv);
+    add.memory("rope.q.grad_transpose", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
   }
   add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out());
   add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm);
@@ -326,7 +411,7 @@ void attribute_host_calls(std::vector<Op>& ops, const Dims& z) {
   if (ops.empty()) return;
   at({"input_norm.to_fp32", "input_norm"}).host_module_calls += 3;
   at({"qkv.weight_cast", "qkv.input_cast", "qkv"}).host_module_calls += 3;
-  Op& views = at({"rope.q.multiply", "sdpa_flash"});
+  Op& views = at({"rope.q.cos_cast", "sdpa_flash"});
   views.host_view_calls += 6;
   views.host_split_calls += 1;
   views.host_split_pieces += 3;
@@ -357,13 +442,34 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
   {
     Builder add(out.embedding_forward, Pass::kForward);
     add.memory("embedding", MemoryAccess::kElementwise, 4 * Th + 8 * z.T, 4 * Th);
-    if (z.learned) add.memory("position_embedding.add", MemoryAccess::kBroadcast, 4 * Th + 4 * z.s * z.h, 4 * Th);
+    if (z.learned) {
+      // torch.arange's position ids (int64 [s]), the gather of their rows [s, h] fp32, the broadcast add.
+      add.memory("position_embedding.position_ids", MemoryAccess::kElementwise, 0, 8 * z.s);
+      add.memory("position_embedding", MemoryAccess::kElementwise, 4 * z.s * z.h + 8 * z.s, 4 * z.s * z.h);
+      add.memory("position_embedding.add", MemoryAccess::kBroadcast, 4 * Th + 4 * z.s * z.h, 4 * Th);
+    }
     add.memory("embedding.to_bf16", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+    // With an fp32 residual stream (r = 4) the first layer alone receives a bf16 input: its Fp32Norm's
+    // .float() copies it (a no-op in later layers), and in backward that copy's backward and the
+    // attention residual's add cast the fp32 gradients of the input to bf16. They run at the seams
+    // with the first layer, so they are listed here.
+    if (z.r == 4) add.memory("first_layer.input_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
     Builder back(out.embedding_backward, Pass::kBackward);
+    if (z.r == 4) {
+      back.memory("first_layer.attention_residual.input_grad_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+      back.memory("first_layer.input_norm.to_fp32.backward", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
+    }
     back.memory("embedding.to_bf16.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
-    if (z.learned) back.memory("position_embedding.backward", MemoryAccess::kReduction, 4 * Th, 4 * z.s * z.h);
-    // Dense gradient of the table: zero-filled [V, h] fp32, the token rows' gradients added.
-    back.memory("embedding.backward", MemoryAccess::kReduction, 4 * Th + 8 * z.T, 4 * Vh);
+    if (z.learned) {
+      // The add's batch sum, then the position table's dense gradient: a zero fill of its s rows
+      // used and the rows' gradients added (embedding_backward_feature_kernel).
+      back.memory("position_embedding.backward", MemoryAccess::kReduction, 4 * Th, 4 * z.s * z.h);
+      back.memory("position_embedding.table_grad.zero_fill", MemoryAccess::kElementwise, 0, 4 * z.s * z.h);
+      back.memory("position_embedding.table_grad", MemoryAccess::kReduction, 4 * z.s * z.h + 8 * z.s, 4 * z.s * z.h);
+    }
+    // Dense gradient of the table: zero-filled [V, h] fp32, then the token rows' gradients added.
+    back.memory("embedding.backward.zero_fill", MemoryAccess::kElementwise, 0, 4 * Vh);
+    back.memory("embedding.backward", MemoryAccess::kReduction, 4 * Th + 8 * z.T, 4 * Th);
     if (z.tied) back.memory("embedding.tied_grad_accumulate", MemoryAccess::kElementwise, 8 * Vh, 4 * Vh);
   }
   {
@@ -376,8 +482,13 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     // The loss tensors (bf16 log-probabilities and their fp32 copy) are counted by the memory model.
     add.memory("log_softmax", MemoryAccess::kSoftmax, 2 * TV, 2 * TV);
     add.memory("nll_loss.input_cast", MemoryAccess::kWideningCast, 2 * TV, 4 * TV);
+    // Gathers each token's target log-probability (fp32) by its int64 target; writes the mean.
+    add.memory("nll_loss", MemoryAccess::kReduction, 4 * z.T + 8 * z.T, 4);
     Builder back(out.head_backward, Pass::kBackward);
-    back.memory("nll_loss.backward", MemoryAccess::kElementwise, 0, 4 * TV);
+    back.memory("loss.ones_like", MemoryAccess::kElementwise, 0, 4);  // backward()'s seed gradient
+    // The [T, V] fp32 input gradient zero-filled, then −1/T scattered at each token's target.
+    back.memory("nll_loss.backward.zero_fill", MemoryAccess::kElementwise, 0, 4 * TV);
+    back.memory("nll_loss.backward", MemoryAccess::kElementwise, 8 * z.T + 4, 4 * z.T);
     back.memory("nll_loss.input_cast.backward", MemoryAccess::kElementwise, 4 * TV, 2 * TV);
     back.memory("log_softmax.backward", MemoryAccess::kSoftmax, 4 * TV, 2 * TV);
     back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm);
@@ -464,13 +575,31 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   return out;
 }
 
-std::vector<Op> pytorch_eager_optimizer_ops(int64_t params) {
+std::vector<Op> pytorch_eager_optimizer_ops(int64_t params, int64_t tensors) {
   if (params < 0) throw InputError(fmt::format("optimizer cannot hold a negative parameter count ({})", params));
+  if (tensors < 0) throw InputError(fmt::format("optimizer cannot hold a negative tensor count ({})", tensors));
   std::vector<Op> ops;
   Builder add(ops, Pass::kForward);
-  // Reads parameter, gradient, exp_avg, exp_avg_sq; writes parameter, exp_avg, exp_avg_sq (fp32).
-  add.memory("optimizer.fused_adamw", MemoryAccess::kFusedOptimizer, checked_mul(params, 16, "optimizer bytes"),
-             checked_mul(params, 12, "optimizer bytes"));
+  // ATen's multi_tensor_apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh) cuts each tensor into
+  // chunks of 65,536 elements and ends a launch at 320 chunks or at depth_to_max_tensors tensors
+  // (110 at depth 1, 36 at depth 4). Each tensor wastes at most one partial chunk, so the chunks
+  // are at most ceil(params / 65536) + tensors: exact for the profiled llama-220m (98 tensors, 11
+  // launches) and gpt-125m (148 tensors, 7 launches; PyTorch 2.11 on one H200, 2026-12-02).
+  const int64_t step_launches = (tensors + 109) / 110;
+  for (int64_t i = 0; i < step_launches; ++i) {
+    const int64_t n = std::min<int64_t>(110, tensors - 110 * i);
+    add.memory("optimizer.step_count", MemoryAccess::kFusedOptimizer, 4 * n, 4 * n);  // _foreach_add_(steps, 1)
+  }
+  const int64_t chunks = (params + 65535) / 65536 + tensors;
+  const int64_t launches = std::max<int64_t>({1, (chunks + 319) / 320, (tensors + 35) / 36});
+  // Reads parameter, gradient, exp_avg, exp_avg_sq; writes parameter, exp_avg, exp_avg_sq (fp32),
+  // split evenly over the launches (the remainder on the first).
+  const int64_t read = checked_mul(params, 16, "optimizer bytes");
+  const int64_t written = checked_mul(params, 12, "optimizer bytes");
+  for (int64_t i = 0; i < launches; ++i) {
+    add.memory("optimizer.fused_adamw", MemoryAccess::kFusedOptimizer, read / launches + (i == 0 ? read % launches : 0),
+               written / launches + (i == 0 ? written % launches : 0));
+  }
   return ops;
 }
 

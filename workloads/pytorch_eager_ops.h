@@ -39,14 +39,19 @@
 //     before the layer's backward, with its weight casts, up to the last op that saves a tensor
 //     (checkpoint's early stop, on by default: the fc2 GEMM, its bias and residual adds are not
 //     re-run);
-//   - the optimizer is torch.optim.AdamW(fused=True): one multi-tensor pass reading parameter,
+//   - the optimizer is torch.optim.AdamW(fused=True): multi-tensor launches reading parameter,
 //     gradient and both moments and writing parameter and moments (28 bytes per parameter), no
 //     gradient clipping; zero_grad(set_to_none=True) launches nothing.
 // Each memory-bound kernel carries its PyTorch launch path (cost_models/memory_access.h). The
 // autocast casts of the QKV and fc1 biases (fp32 to bf16 for addmm's epilogue) and of their
 // gradients back to fp32 are listed, small as they are: each is a launch the host thread pays for
-// (workloads/host_costs.h). Kernels smaller than 1/1000 of a layer's bytes that are not a layer's
-// (RoPE tables, loss scalars) are left out, and with them their launches.
+// (workloads/host_costs.h). So are the tiny kernels that a profiled PyTorch 2.11 step of
+// tools/reference/train_step.py launches (one H200, 2026-12-02): RoPE's table casts, flash's
+// dot_do_o and convert_dq and its split-KV combine, GQA's group sums, the loss scalar's kernels, the
+// zero fills of dense gradients and the first layer's casts of its bf16 input where the residual
+// stream is fp32. Not listed: cuBLAS's own memsets and split-K reduction kernels inside the LM
+// head's GEMMs (which cuBLAS picks by its heuristics: 3 launches in the profiled llama-220m step,
+// 1 in gpt-125m's).
 
 #include <cstdint>
 #include <string>
@@ -137,8 +142,11 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
                                              const FsdpSharding* fsdp = nullptr,
                                              const EagerStageShare& share = EagerStageShare{});
 
-// The fused AdamW step over `params` fp32 parameters: one kFusedOptimizer op
-// "optimizer.fused_adamw" moving 28 bytes per parameter. Throws InputError for a negative count.
-std::vector<Op> pytorch_eager_optimizer_ops(int64_t params);
+// The fused AdamW step over `params` fp32 parameters in `tensors` tensors, as PyTorch launches it:
+// "optimizer.step_count" (_foreach_add_ on the per-tensor step counters, 110 tensors a launch), then
+// "optimizer.fused_adamw" once per multi_tensor_apply launch (at most 320 chunks of 65,536 elements
+// and 36 tensors each), together moving 28 bytes per parameter. All kFusedOptimizer ops. Throws
+// InputError for a negative count.
+std::vector<Op> pytorch_eager_optimizer_ops(int64_t params, int64_t tensors);
 
 }  // namespace clustersim

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "workloads/flash_attention_splits.h"
 #include "workloads/host_costs.h"
 #include "workloads/test_models.h"
 #include "workloads/transformer.h"
@@ -130,7 +131,7 @@ TEST(PytorchEagerOps, AlibiHasNoPositionParametersOrOps) {
   EXPECT_FALSE(has(a.embedding_forward(), "position_embedding.add"));
   EXPECT_TRUE(has(l.embedding_forward(), "position_embedding.add"));
   for (const Op& op : a.layer_forward()) EXPECT_EQ(op.name.find("rope"), std::string::npos) << op.name;
-  EXPECT_TRUE(has(r.layer_forward(), "rope.q.multiply"));
+  EXPECT_TRUE(has(r.layer_forward(), "rope.q.x1_cos"));
   EXPECT_LT(a.layer_forward().size(), r.layer_forward().size());
 }
 
@@ -318,13 +319,119 @@ TEST(PytorchEagerOps, TensorParallelSplitsTheLayersOnly) {
   EXPECT_EQ(p2.layer.fc2_bias, p1.layer.fc2_bias);
 }
 
-TEST(PytorchEagerOps, FusedAdamwMovesTwentyEightBytesPerParameter) {
-  const std::vector<Op> ops = pytorch_eager_optimizer_ops(1000);
-  ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].bytes_read + ops[0].bytes_written, Bytes::of(28 * 1000));
-  EXPECT_EQ(ops[0].access, MemoryAccess::kFusedOptimizer);
-  EXPECT_EQ(optimizer_step_ops(1000, eager(2048, 1, Recompute::kNone)).front().name, "optimizer.fused_adamw");
-  EXPECT_THROW(pytorch_eager_optimizer_ops(-1), InputError);
+int64_t count_named(const std::vector<Op>& ops, std::string_view name) {
+  return std::count_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+}
+
+// Fused AdamW as multi_tensor_apply launches it: at most 320 chunks of 65,536 elements and 36
+// tensors a launch, after _foreach_add_ on the step counters (110 tensors a launch). The launch
+// counts of the profiled steps (PyTorch 2.11, one H200): llama-220m 98 tensors, 11 + 1 launches;
+// gpt-125m 148 tensors, 7 + 2.
+TEST(PytorchEagerOps, FusedAdamwLaunchesAsMultiTensorApplyAndMovesTwentyEightBytesPerParameter) {
+  struct Case {
+    int64_t params, tensors, adamw, steps;
+  };
+  for (const Case& c : {Case{213'156'864, 98, 11, 1}, Case{123'849'984, 148, 7, 2}, Case{1000, 1, 1, 1}}) {
+    const std::vector<Op> ops = pytorch_eager_optimizer_ops(c.params, c.tensors);
+    EXPECT_EQ(count_named(ops, "optimizer.fused_adamw"), c.adamw) << c.params;
+    EXPECT_EQ(count_named(ops, "optimizer.step_count"), c.steps) << c.params;
+    ASSERT_EQ(static_cast<int64_t>(ops.size()), c.adamw + c.steps);
+    Bytes adamw = Bytes::of(0);
+    Bytes steps = Bytes::of(0);
+    for (const Op& op : ops) {
+      EXPECT_EQ(op.access, MemoryAccess::kFusedOptimizer);
+      (op.name == "optimizer.fused_adamw" ? adamw : steps) += op.bytes_read + op.bytes_written;
+    }
+    EXPECT_EQ(adamw, Bytes::of(28 * c.params));
+    EXPECT_EQ(steps, Bytes::of(8 * c.tensors));  // each fp32 step counter read and written
+  }
+  EXPECT_EQ(optimizer_step_ops(1000, 1, eager(2048, 1, Recompute::kNone)).front().name, "optimizer.step_count");
+  EXPECT_THROW(pytorch_eager_optimizer_ops(-1, 1), InputError);
+  EXPECT_THROW(pytorch_eager_optimizer_ops(1, -1), InputError);
+}
+
+// FlashAttention-2's num_splits_heuristic on an H200 (132 SMs): the profiled llama-220m forward
+// (b 1, 16 heads, s 512, d 64: 128 tiles of 264 block slots, 2 key blocks) takes 2 splits; gpt-125m's
+// (12 heads, s 256: one key block) and a full GPU's worth of tiles take 1; so does an unknown GPU.
+TEST(PytorchEagerOps, FlashForwardSplitsTheKeysWhenTheTilesLeaveTheGpuIdle) {
+  EXPECT_EQ(flash_forward_kv_splits(1, 16, 512, 512, 64, 132), 2);
+  EXPECT_EQ(flash_forward_kv_splits(1, 12, 256, 256, 64, 132), 1);
+  EXPECT_EQ(flash_forward_kv_splits(4, 16, 2048, 2048, 128, 132), 1);  // 512 tiles ≥ 0.8 · 264
+  EXPECT_EQ(flash_forward_kv_splits(1, 16, 512, 512, 64, 0), 1);
+  // 1 × 4 heads × 2 query blocks = 8 tiles over 264 slots, 16 key blocks of 128 (d 128): 16 splits
+  // have the best wave efficiency (128 / 264); no eligible count below reaches 85 % of it (8 splits:
+  // 64 / 264; 9 to 15 leave ceil(16 / splits) at 2 and are not eligible).
+  EXPECT_EQ(flash_forward_kv_splits(1, 4, 128, 2048, 128, 132), 16);
+}
+
+ModelSpec llama_220m() {
+  ModelSpec m = testing::llama2_7b();
+  m.name = "llama-220m";
+  m.layers = 16;
+  m.hidden = 1024;
+  m.ffn_hidden = 2816;
+  m.heads = 16;
+  m.kv_heads = 4;
+  m.tied_embeddings = true;
+  m.make_vocab_size_divisible_by = 1;
+  return m;
+}
+
+// The kernels of the profiled llama-220m-s512-b1 step on one H200 (PyTorch 2.11), per layer:
+// forward 39 (RoPE 9 per tensor, flash's split kernel and its combine), backward 59 (flash's 3
+// kernels, GQA's 2 group sums, RoPE 12 per tensor, 2 gradient transposes).
+TEST(PytorchEagerOps, LlamaLayerLaunchesTheProfiledKernels) {
+  ShardSpec shard;
+  shard.gpu_sm_count = 132;
+  const Transformer t(llama_220m(), eager(512, 1, Recompute::kNone), shard);
+  EXPECT_EQ(t.layer_forward().size(), 39u);
+  EXPECT_EQ(t.layer_backward().size(), 59u);
+  const int64_t T = 512;
+  const int64_t q = 1024;
+  const int64_t kv = 256;
+  const Op& combine = find(t.layer_forward(), "sdpa_flash.splitkv_combine");
+  EXPECT_EQ(combine.bytes_read, Bytes::of(2 * (4 * T * q + 4 * 16 * T)));  // 2 splits' fp32 outputs and LSEs
+  EXPECT_EQ(combine.bytes_written, Bytes::of(2 * T * q + 4 * 16 * T));
+  EXPECT_EQ(find(t.layer_backward(), "sdpa_flash.backward.dot_do_o").bytes_read, Bytes::of(4 * T * q));
+  EXPECT_EQ(find(t.layer_backward(), "sdpa_flash.backward.convert_dq").bytes_written, Bytes::of(2 * T * q));
+  EXPECT_EQ(find(t.layer_backward(), "sdpa_flash.backward.dk_group_sum").bytes_written, Bytes::of(2 * T * kv));
+  // RoPE reads the [s, d/2] tables cast to bf16 in every call.
+  EXPECT_EQ(find(t.layer_forward(), "rope.k.cos_cast").bytes_read, Bytes::of(4 * 512 * 32));
+  EXPECT_EQ(find(t.layer_forward(), "rope.q.x1_cos").bytes_read, Bytes::of(T * q + 2 * 512 * 32));
+  EXPECT_EQ(find(t.layer_backward(), "rope.q.backward.x1.slice_backward.zero_fill").bytes_written,
+            Bytes::of(2 * T * q));
+  // Head and loss 8 + 12 kernels (the profile's 9 + 14 less cuBLAS's two memsets and its split-K
+  // reduction), embedding 2 + 4.
+  EXPECT_EQ(t.head_forward().size(), 8u);
+  EXPECT_EQ(t.head_backward().size(), 12u);
+  EXPECT_EQ(t.embedding_forward().size(), 2u);
+  EXPECT_EQ(t.embedding_backward().size(), 4u);
+  // Without a known GPU the flash forward is one kernel.
+  EXPECT_FALSE(has(Transformer(llama_220m(), eager(512, 1, Recompute::kNone)).layer_forward(),
+                   "sdpa_flash.splitkv_combine"));
+}
+
+// The profiled gpt-125m-s256-b1 step (PyTorch 2.11, one H200): 20 forward and 33 backward kernels per
+// layer (flash's backward 3, its forward one kernel); the embedding 6 + 9 with the position ids, the
+// position gather, the tables' zero fills and the first layer's casts of its bf16 input (the
+// residual stream is fp32 with biases).
+TEST(PytorchEagerOps, GptLayerAndEmbeddingLaunchTheProfiledKernels) {
+  ModelSpec m = gpt_1_3b();
+  m.layers = 12;
+  m.hidden = 768;
+  m.ffn_hidden = 3072;
+  m.heads = 12;
+  ShardSpec shard;
+  shard.gpu_sm_count = 132;
+  const Transformer t(m, eager(256, 1, Recompute::kNone), shard);
+  EXPECT_EQ(t.layer_forward().size(), 20u);
+  EXPECT_EQ(t.layer_backward().size(), 33u);
+  EXPECT_FALSE(has(t.layer_backward(), "sdpa_flash.backward.dk_group_sum"));  // no GQA
+  EXPECT_EQ(t.embedding_forward().size(), 6u);
+  EXPECT_EQ(t.embedding_backward().size(), 9u);
+  EXPECT_EQ(find(t.embedding_forward(), "position_embedding.position_ids").bytes_written, Bytes::of(8 * 256));
+  EXPECT_EQ(find(t.embedding_forward(), "first_layer.input_norm.to_fp32").bytes_written, Bytes::of(4 * 256 * 768));
+  EXPECT_EQ(find(t.embedding_backward(), "embedding.backward.zero_fill").bytes_written, Bytes::of(4 * 50257 * 768));
 }
 
 TEST(PytorchEagerOps, RejectsWhatTheOpModelDoesNotCover) {

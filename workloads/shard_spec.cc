@@ -142,6 +142,7 @@ ShardedDims shard_model(const ModelSpec& model, const ShardSpec& shard) {
   d.etp = shard.etp;
   d.dispatcher = shard.dispatcher;
   d.ep_ranks_per_node = shard.ep_ranks_per_node;
+  d.gpu_sm_count = shard.gpu_sm_count;
   d.cp_comm = shard.cp_comm;
   d.sequence_parallel = shard.sequence_parallel && tp > 1;
   d.head_dim = model.v_head_size();

@@ -49,6 +49,9 @@ struct ShardSpec {
   // The expert-parallel group's ranks per node, the group laid out node by node (group ranks
   // g·G .. g·G + G − 1 on one node); 0 = unknown. The deepep dispatcher's traffic needs it.
   int64_t ep_ranks_per_node = 0;
+  // The GPU's streaming multiprocessors; 0 = unknown. pytorch-eager's flash forward picks its KV
+  // splits by it (workloads/flash_attention_splits.h).
+  int64_t gpu_sm_count = 0;
 };
 
 // Per-rank dimensions of a model under a ShardSpec.
@@ -61,6 +64,7 @@ struct ShardedDims {
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   ContextParallelComm cp_comm = ContextParallelComm::kRing;
   int64_t ep_ranks_per_node = 0;  // ShardSpec::ep_ranks_per_node
+  int64_t gpu_sm_count = 0;       // ShardSpec::gpu_sm_count
   int64_t head_dim = 0;           // value/output size per head (MLA: v_head_dim)
   int64_t qk_head_dim = 0;        // query/key size per head (MLA: head_dim + rope_head_dim)
   int64_t heads_per_rank = 0;     // a / tp

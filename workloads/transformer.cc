@@ -871,8 +871,8 @@ LayerKind Transformer::layer_kind(int64_t index) const {
 
 Bytes Transformer::logits_bytes() const { return Bytes::of(tokens_ * dims_.vocab_per_rank * 8); }
 
-std::vector<Op> optimizer_step_ops(int64_t params, const TrainingSpec& training) {
-  if (training.framework == Framework::kPytorchEager) return pytorch_eager_optimizer_ops(params);
+std::vector<Op> optimizer_step_ops(int64_t params, int64_t tensors, const TrainingSpec& training) {
+  if (training.framework == Framework::kPytorchEager) return pytorch_eager_optimizer_ops(params, tensors);
   return optimizer_step_ops(params, training.precision, training.optimizer);
 }
 

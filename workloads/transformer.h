@@ -206,8 +206,8 @@ int64_t windowed_tile_pairs(int64_t seq_len, int64_t window);
 // one pass). With fp32_grad_copy the 16-bit gradients are first cast into the fp32 copy. Throws
 // InputError for a negative count.
 std::vector<Op> optimizer_step_ops(int64_t params, const PrecisionPolicy& precision, OptimizerKind optimizer);
-// The optimizer step of `training`'s framework: the ops above for Megatron, PyTorch's fused AdamW
-// (pytorch_eager_optimizer_ops) for pytorch-eager.
-std::vector<Op> optimizer_step_ops(int64_t params, const TrainingSpec& training);
+// The optimizer step of `training`'s framework over `params` parameters in `tensors` tensors: the
+// ops above for Megatron, PyTorch's fused AdamW (pytorch_eager_optimizer_ops) for pytorch-eager.
+std::vector<Op> optimizer_step_ops(int64_t params, int64_t tensors, const TrainingSpec& training);
 
 }  // namespace clustersim

@@ -1,7 +1,7 @@
 # Profiles one eager training step (as tools/reference/host_launch.py's profile_step: autocast cache off,
 # fused AdamW, flash SDPA) after warm-up steps, and dumps every profiler event (kernels, runtime launches,
-# aten ops, markers) with its parent, plus the raw kineto events, for offline analysis (analyze.py).
-# Run from the repository root: python3 profile_llama.py [CONFIG ...]   (writes $OUT/events_CONFIG.json.gz)
+# aten ops, markers) with its parent, plus the raw kineto events, for offline analysis (profile_step_analyze.py).
+# Run from the repository root: python3 tools/reference/profile_step_kernels.py [CONFIG ...]   (writes $OUT/events_CONFIG.json.gz)
 import gzip, json, os, sys, traceback, torch
 sys.path.insert(0, "tools/reference")
 import train_step as ts, host_launch as hl

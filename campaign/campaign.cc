@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "core/units.h"
 #include "engine/simulator.h"
 
@@ -30,26 +31,6 @@ constexpr double kMaxWallSeconds = 1e11;
 constexpr double kMaxFailureEvents = 1e8;
 
 Time tick(double seconds) { return Time::from_ps(std::llround(seconds * kTicksPerSecond)); }
-
-// SplitMix64 (Steele, Lea and Flood 2014), seeded per run: the same stream on every compiler and
-// library (std::exponential_distribution is implementation-defined).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in (0, 1].
-  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
-  // Exponential with mean `mean`, by inversion.
-  double exponential(double mean) { return -mean * std::log(uniform()); }
-
- private:
-  uint64_t state_;
-};
 
 // The progress of a run between two failures, from a resume point with `remaining` work: segments
 // of `interval` work, each followed by a wait `wait` (the training stopped for the checkpoint); a
@@ -96,7 +77,7 @@ struct Spares {
 RunOutcome run_once(double work, const Timeline& line, double restart, double mtbf, const Spares& pool,
                     uint64_t seed) {
   Simulator sim;
-  Rng rng(seed);
+  SplitMix64 rng(seed);
   RunOutcome out;
   double committed = 0;
   double resumed_at = 0;
@@ -311,7 +292,7 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
     const double all = node + in.gpus * f.software + in.nics * f.network;
     pool = Spares{true, *spec.spare_nodes, spec.repair_s, all > 0 ? node / all : 0};
   }
-  Rng seeder(spec.seed);
+  SplitMix64 seeder(spec.seed);
   for (int i = 0; i < spec.seeds; ++i) {
     const RunOutcome o = run_once(r.work_s, line, r.restart_s, r.mtbf_s, pool, seeder.next());
     spare_wait += o.spare_wait;

@@ -121,7 +121,7 @@ Duration ComputeCostModel::default_gemm_kernel(const GemmShape& shape) const {
 }
 
 void ComputeCostModel::set_speed(double speed) {
-  if (!(speed > 0) || speed > 1) throw InternalError(fmt::format("ComputeCostModel::set_speed: {} is not in (0, 1]", speed));
+  if (!(speed > 0) || speed > 4) throw InternalError(fmt::format("ComputeCostModel::set_speed: {} is not in (0, 4]", speed));
   speed_ = speed;
 }
 

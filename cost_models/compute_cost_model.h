@@ -115,8 +115,8 @@ class ComputeCostModel {
   // The GPU's power model, or nullptr when its preset gives no power limit.
   const PowerModel* power_model() const { return power_ ? &*power_ : nullptr; }
 
-  // A straggler: every kernel time above is divided by `speed` (the fraction of this GPU's rates it
-  // runs at, in (0, 1]; 1 by default). Throws InternalError outside that range.
+  // A straggler or a jittered step: every kernel time above is divided by `speed` (the fraction of
+  // this GPU's rates it runs at, in (0, 4]; 1 by default). Throws InternalError outside that range.
   void set_speed(double speed);
   double speed() const { return speed_; }
 

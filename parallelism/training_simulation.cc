@@ -1,5 +1,7 @@
 #include "parallelism/training_simulation.h"
 
+#include <limits>
+#include <map>
 #include <optional>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "cost_models/compute_cost_model.h"
 #include "workloads/shard_spec.h"
 #include "workloads/transformer.h"
@@ -192,6 +195,48 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     if (actual > Duration::zero()) {
       report.energy.rate_factor = static_cast<double>(full.ps()) / static_cast<double>(actual.ps());
     }
+  }
+
+  if (options.jitter && options.jitter->cv > 0 && options.jitter->steps > 0) {
+    const StepJitter& jitter = *options.jitter;
+    const int world = layout.world_size();
+    if (world > kMaxJitterGpus) {
+      throw InputError(fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the layout has {}",
+                                   kMaxJitterGpus, world));
+    }
+    std::vector<double> speed(static_cast<size_t>(world), 1.0);
+    for (const Straggler& g : options.stragglers) speed[static_cast<size_t>(g.gpu)] = g.speed;
+    const RankGrid grid(layout);
+    std::map<int64_t, TrainingPrograms> by_speed;  // key: speed in 0.1 % steps; nodes stay put
+    StepSimulationOptions js = sim;
+    js.representative = false;
+    js.record_trace = false;
+    js.power = nullptr;  // sampled at full clock
+    js.initial_power_w.clear();
+    SplitMix64 rng(jitter.seed);
+    double sum = 0;
+    report.jitter.min_step_s = std::numeric_limits<double>::infinity();
+    for (int k = 0; k < jitter.steps; ++k) {
+      js.rank_programs.assign(static_cast<size_t>(world), nullptr);
+      for (int g = 0; g < world; ++g) {
+        const double factor = std::clamp(rng.lognormal_mean_one(jitter.cv), 0.25, 4.0);
+        const int64_t key = std::clamp<int64_t>(std::llround(speed[static_cast<size_t>(g)] / factor * 1000), 1, 4000);
+        auto it = by_speed.find(key);
+        if (it == by_speed.end()) {
+          ComputeCostModel at = cost;
+          at.set_speed(static_cast<double>(key) / 1000);
+          it = by_speed.emplace(key, build_training_programs(transformer, at, layout, program_options)).first;
+        }
+        js.rank_programs[static_cast<size_t>(g)] = &it->second.stages[static_cast<size_t>(grid.coord_of(g).pp)];
+      }
+      const double t = seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, js).step_time);
+      sum += t;
+      report.jitter.min_step_s = std::min(report.jitter.min_step_s, t);
+      report.jitter.max_step_s = std::max(report.jitter.max_step_s, t);
+    }
+    report.jitter.modelled = true;
+    report.jitter.steps = jitter.steps;
+    report.jitter.mean_step_s = sum / jitter.steps;
   }
 
   report.flops = step_flops(model, training);

@@ -9,6 +9,7 @@
 // forward FLOPs.
 
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "collectives/collective_runner.h"
@@ -31,6 +32,16 @@ struct Straggler {
   double speed = 1.0;  // in (0, 1]
 };
 
+// Per-step jitter: in each sampled step every GPU's kernels take a log-normal factor of their time
+// (mean 1, coefficient of variation `cv`, clamped to [0.25, 4], rounded to 0.1 %), drawn anew
+// each step from a seeded stream; every rank is simulated, since no two are alike.
+inline constexpr int kMaxJitterGpus = 8192;
+struct StepJitter {
+  double cv = 0;
+  int steps = 5;
+  uint64_t seed = 1;
+};
+
 struct TrainingSimulationOptions {
   Fidelity fidelity = Fidelity::kAnalytical;
   bool representative = true;  // one rank per pipeline stage (see step_simulation.h)
@@ -49,6 +60,17 @@ struct TrainingSimulationOptions {
   // position in each stage) are simulated on that line; stragglers on several lines turn it off
   // (every rank simulated), so that no symmetry they break is assumed.
   std::vector<Straggler> stragglers;
+  // Sampled steps with jitter (on top of the stragglers): TrainingReport::jitter.
+  std::optional<StepJitter> jitter;
+};
+
+// The steps sampled with jitter: their mean and spread (s), against the step without it.
+struct JitterReport {
+  bool modelled = false;
+  int steps = 0;
+  double mean_step_s = 0;
+  double min_step_s = 0;
+  double max_step_s = 0;
 };
 
 // The GPUs' power over the step (TrainingSimulationOptions::power_model), averaged over the GPUs.
@@ -97,6 +119,7 @@ struct TrainingReport {
   // With stragglers: the same step without them, and whether every rank was simulated for them.
   double step_time_without_stragglers_s = 0;
   bool stragglers_simulated_every_rank = false;
+  JitterReport jitter;
 };
 
 // Validates everything (InputError naming fields and valid values), builds the programs and

@@ -422,6 +422,11 @@ Schema build_scenario_schema() {
                       "fraction of the GPU's kernel rates it runs at (0.8: every kernel takes 1/0.8 as long)", "", 0.01, 1);
   speed.required = true;
   s.key(speed);
+  s.section("jitter", "per-step variation of every GPU's kernel times: sampled steps, every rank simulated");
+  s.key(real("jitter.cv", "coefficient of variation of a GPU's kernel times from step to step (log-normal, mean 1)",
+             "", 0, 1));
+  s.key(integer("jitter.steps", "steps sampled", "5", 1, 100));
+  s.key(integer("jitter.seed", "seed of the first sampled step", "1", 0));
   add_campaign_keys(s);
   add_search_keys(s);
   return s;
@@ -1073,6 +1078,16 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
     s.storage_node_bandwidth = doc.get_bandwidth("cluster.storage.node_bandwidth").bytes_per_second();
   }
   s.stragglers = load_stragglers(doc, s.cluster);
+  if (doc.has("jitter")) {
+    if (!doc.has("jitter.cv")) throw doc.error_at("jitter", "give jitter.cv, the coefficient of variation (0.03, say)");
+    s.jitter = StepJitter{doc.get_real("jitter.cv"), static_cast<int>(doc.get_int("jitter.steps")),
+                          static_cast<uint64_t>(doc.get_int("jitter.seed"))};
+    if (gpus > kMaxJitterGpus) {
+      throw doc.error_at("jitter", fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the "
+                                               "cluster has {}",
+                                               kMaxJitterGpus, gpus));
+    }
+  }
   if (s.search) {
     const SearchObjective o = s.search->objective;
     const bool campaign_objective = o == SearchObjective::kTimeToTrain || o == SearchObjective::kCampaignCost ||

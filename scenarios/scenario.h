@@ -93,6 +93,7 @@ struct Scenario {
   std::optional<SearchSpace> search;  // the search: section, for `clustersim search`
   std::optional<CampaignSpec> campaign;  // the campaign: section, with training.tokens / steps
   std::vector<Straggler> stragglers;     // the stragglers: list, one entry per GPU
+  std::optional<StepJitter> jitter;      // the jitter: section
   // cluster.storage (bytes/s); the node bandwidth absent: the node's compute NICs.
   std::optional<double> storage_bandwidth;
   std::optional<double> storage_node_bandwidth;

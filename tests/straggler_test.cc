@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <string>
 
 #include "cli_process.h"
+#include "core/random.h"
 
 namespace clustersim {
 namespace straggler_test {
@@ -78,6 +81,42 @@ TEST(Straggler, TheStragglersLineIsTheWholeJob) {
   const nlohmann::json two = run_json(scenario("two", 2, "stragglers:\n  - {gpu: 3, speed: 0.9}\n  - {node: 1, speed: 0.7}\n"));
   EXPECT_TRUE(two["stragglers"]["every_rank_simulated"].get<bool>());
   EXPECT_EQ(two["stragglers"]["gpus"].size(), 9u);  // GPU 3 and node 1's eight GPUs
+}
+
+// Per-step jitter on 64 data-parallel GPUs: each sampled step waits for its slowest GPU, so the
+// mean step grows by the compute times the expected largest of 64 factors less one (computed here
+// from the same distribution), less what the slower compute hides of the exposed communication
+// and the host waits.
+TEST(Straggler, JitterCostsTheExpectedSlowestOfTheGpus) {
+  const std::string analytical = " --set simulation.fidelity=analytical";
+  const nlohmann::json plain = run_json(scenario("jitter-plain", 8, "") + analytical);
+  const nlohmann::json j = run_json(scenario("jitter", 8, "jitter: {cv: 0.05, steps: 20, seed: 3}\n") + analytical);
+  const double step = plain["step_time_s"].get<double>();
+  const double compute = plain["breakdown_s"]["compute"].get<double>();
+  const double hidden = plain["breakdown_s"]["exposed_comm"].get<double>() + plain["breakdown_s"]["host_bound"].get<double>();
+  EXPECT_EQ(j["step_time_s"].get<double>(), step);  // the step without jitter, as before
+  SplitMix64 rng(99);
+  double max_sum = 0;
+  const int samples = 4000;
+  for (int k = 0; k < samples; ++k) {
+    double m = 0;
+    for (int g = 0; g < 64; ++g) m = std::max(m, rng.lognormal_mean_one(0.05));
+    max_sum += m;
+  }
+  const double extra = compute * (max_sum / samples - 1);  // about 12 % of the compute
+  const double delta = j["jitter"]["mean_step_time_s"].get<double>() - step;
+  std::cout << "jitter: mean step " << step + delta << " s against " << step << " s; compute " << compute
+            << " s x expected slowest factor - 1 = " << extra << " s\n";
+  EXPECT_LT(delta, 1.2 * extra);
+  EXPECT_GT(delta, 0.8 * extra - hidden);
+  EXPECT_GT(delta, 0);
+  EXPECT_LE(j["jitter"]["min_step_time_s"].get<double>(), j["jitter"]["mean_step_time_s"].get<double>());
+  const Result no_cv = run("run " + scenario("jitter-no-cv", 1, "jitter: {steps: 3}\n"));
+  EXPECT_EQ(no_cv.exit_code, 2);
+  EXPECT_NE(no_cv.output.find("jitter: give jitter.cv"), std::string::npos) << no_cv.output;
+  const Result big = run("run " + scenario("jitter-big", 1, "jitter: {cv: 2}\n"));
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.output.find("jitter.cv"), std::string::npos) << big.output;
 }
 
 TEST(Straggler, BadStragglersExitWith2AtTheirKey) {

@@ -121,6 +121,7 @@ int run_command(const RunOptions& options, std::ostream& out) {
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.power_model = scenario.simulation.power_model;
   sim.stragglers = scenario.stragglers;
+  sim.jitter = scenario.jitter;
   sim.record_trace = !options.trace.empty();
   sim.compute_profile = compute_profile ? &*compute_profile : nullptr;
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
@@ -140,7 +141,10 @@ int run_command(const RunOptions& options, std::ostream& out) {
     }
   }();
   std::optional<CampaignResult> campaign;
-  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, report.gpus, report.step_time_s, report.energy));
+  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, report.gpus,
+                                                               report.jitter.modelled ? report.jitter.mean_step_s
+                                                                                      : report.step_time_s,
+                                                               report.energy));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall,

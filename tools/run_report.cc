@@ -154,6 +154,13 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                        100 * (r.step_time_s / r.step_time_without_stragglers_s - 1),
                        r.stragglers_simulated_every_rank ? "; every rank simulated" : "");
   }
+  if (r.jitter.modelled) {
+    out << fmt::format("  jitter              cv {:g}: {} sampled steps, mean {:.4f} s ({:.4f} to {:.4f}) against {:.4f} s "
+                       "without it ({:+.1f}%); every rank simulated{}\n",
+                       s.jitter->cv, r.jitter.steps, r.jitter.mean_step_s, r.jitter.min_step_s, r.jitter.max_step_s,
+                       r.step_time_s, 100 * (r.jitter.mean_step_s / r.step_time_s - 1),
+                       c.campaign != nullptr ? "; the campaign runs at the mean" : "");
+  }
   if (c.campaign != nullptr) write_campaign_summary(*c.campaign, *c.scenario, out);
   const TimeBreakdown& b = r.breakdown;
   out << "\n  where the time goes (slowest rank)\n";
@@ -319,6 +326,13 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                        {"step_time_without_s", r.step_time_without_stragglers_s},
                        {"slowdown", r.step_time_s / r.step_time_without_stragglers_s},
                        {"every_rank_simulated", r.stragglers_simulated_every_rank}};
+  }
+  if (r.jitter.modelled) {
+    j["jitter"] = {{"cv", s.jitter->cv},
+                   {"steps", r.jitter.steps},
+                   {"mean_step_time_s", r.jitter.mean_step_s},
+                   {"min_step_time_s", r.jitter.min_step_s},
+                   {"max_step_time_s", r.jitter.max_step_s}};
   }
   if (c.campaign != nullptr) {
     const CampaignResult& k = *c.campaign;

@@ -46,7 +46,6 @@ import datetime
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -55,58 +54,15 @@ CALLS = 200
 REPS = 7
 WARMUP = 2
 N_CHAIN = 50
-MAX_SM_HZ = 1.98e9  # for torch.cuda._sleep's cycle count; a lower clock only makes the sleep longer
 SLEEP_S = 0.05
 
-LAUNCH_SUBSTR = "Launch"          # cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel(Ex), ...
-COPY_NAMES = ("cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cuMemcpyAsync",
-              "cuMemsetD8Async", "cuMemsetD32Async")
-
-
-def emit(path, rec):
-    line = json.dumps(rec)
-    print(line if len(line) < 700 else line[:700] + " ...", flush=True)
-    with open(path, "a") as f:
-        f.write(line + "\n")
-
-
-def med(xs):
-    return statistics.median(xs) if xs else None
+from host_timing import emit, med, profile_counts  # noqa: E402  (tools/reference/host_timing.py)
+import host_timing  # noqa: E402
 
 
 def sleep_gpu(torch, seconds=SLEEP_S):
     """Queue a long kernel; return an event that completes when it ends."""
-    torch.cuda._sleep(int(seconds * MAX_SM_HZ))
-    e = torch.cuda.Event()
-    e.record()
-    return e
-
-
-def profile_counts(torch, fn):
-    """Run fn under torch.profiler; count host launch calls and GPU-side kernels / copies."""
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    by_name, gpu_kernels, gpu_copies, kernel_names = {}, 0, 0, {}
-    for e in prof.events():
-        name = e.name
-        if str(getattr(e, "device_type", "")).endswith("CUDA"):
-            low = name.lower()[:12]
-            if name.startswith("Memcpy") or name.startswith("Memset") or "memcpy" in low or "memset" in low:
-                gpu_copies += 1
-            else:
-                gpu_kernels += 1
-                key = name[:70]
-                kernel_names[key] = kernel_names.get(key, 0) + 1
-        elif LAUNCH_SUBSTR in name or name in COPY_NAMES:
-            by_name[name] = by_name.get(name, 0) + 1
-    launches = sum(v for k, v in by_name.items() if LAUNCH_SUBSTR in k)
-    copies = sum(v for k, v in by_name.items() if k in COPY_NAMES)
-    top = sorted(kernel_names.items(), key=lambda kv: -kv[1])[:8]
-    return {"launch_calls": launches, "copy_memset_calls": copies, "runtime_calls_by_name": by_name,
-            "gpu_kernels": gpu_kernels, "gpu_copies_memsets": gpu_copies, "top_kernels": top}
+    return host_timing.sleep_gpu(torch, seconds)
 
 
 # ---------------------------------------------------------------------------------------------

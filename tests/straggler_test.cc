@@ -111,28 +111,24 @@ TEST(Straggler, JitterCostsTheExpectedSlowestOfTheGpus) {
   EXPECT_GT(delta, 0.8 * extra - hidden);
   EXPECT_GT(delta, 0);
   EXPECT_LE(j["jitter"]["min_step_time_s"].get<double>(), j["jitter"]["mean_step_time_s"].get<double>());
-  const Result no_cv = run("run " + scenario("jitter-no-cv", 1, "jitter: {steps: 3}\n"));
-  EXPECT_EQ(no_cv.exit_code, 2);
-  EXPECT_NE(no_cv.output.find("jitter: give jitter.cv"), std::string::npos) << no_cv.output;
-  const Result big = run("run " + scenario("jitter-big", 1, "jitter: {cv: 2}\n"));
-  EXPECT_EQ(big.exit_code, 2);
-  EXPECT_NE(big.output.find("jitter.cv"), std::string::npos) << big.output;
 }
 
-TEST(Straggler, BadStragglersExitWith2AtTheirKey) {
-  const Result outside = run("run " + scenario("outside", 1, "stragglers:\n  - {gpu: 8, speed: 0.8}\n"));
-  EXPECT_EQ(outside.exit_code, 2);
-  EXPECT_NE(outside.output.find("stragglers[0].gpu: GPU 8 is not in the cluster's 8 GPUs (0 .. 7)"), std::string::npos)
-      << outside.output;
-  const Result speed = run("run " + scenario("speed", 1, "stragglers:\n  - {gpu: 1, speed: 1.5}\n"));
-  EXPECT_EQ(speed.exit_code, 2);
-  EXPECT_NE(speed.output.find("stragglers[0].speed"), std::string::npos) << speed.output;
-  const Result both = run("run " + scenario("both", 1, "stragglers:\n  - {gpu: 1, node: 0, speed: 0.5}\n"));
-  EXPECT_EQ(both.exit_code, 2);
-  EXPECT_NE(both.output.find("give gpu or node"), std::string::npos) << both.output;
-  const Result twice = run("run " + scenario("twice", 1, "stragglers:\n  - {gpu: 1, speed: 0.5}\n  - {node: 0, speed: 0.9}\n"));
-  EXPECT_EQ(twice.exit_code, 2);
-  EXPECT_NE(twice.output.find("GPU 1 is named by two stragglers"), std::string::npos) << twice.output;
+// A one-node scenario with `extra` is refused with exit code 2 and `message` in its output.
+void expect_refused(const std::string& name, const std::string& extra, const std::string& message) {
+  const Result r = run("run " + scenario(name, 1, extra));
+  EXPECT_EQ(r.exit_code, 2) << name;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+}
+
+TEST(Straggler, BadStragglersAndJitterExitWith2AtTheirKey) {
+  expect_refused("outside", "stragglers:\n  - {gpu: 8, speed: 0.8}\n",
+                 "stragglers[0].gpu: GPU 8 is not in the cluster's 8 GPUs (0 .. 7)");
+  expect_refused("speed", "stragglers:\n  - {gpu: 1, speed: 1.5}\n", "stragglers[0].speed");
+  expect_refused("both", "stragglers:\n  - {gpu: 1, node: 0, speed: 0.5}\n", "give gpu or node");
+  expect_refused("twice", "stragglers:\n  - {gpu: 1, speed: 0.5}\n  - {node: 0, speed: 0.9}\n",
+                 "GPU 1 is named by two stragglers");
+  expect_refused("jitter-no-cv", "jitter: {steps: 3}\n", "jitter: give jitter.cv");
+  expect_refused("jitter-big", "jitter: {cv: 2}\n", "jitter.cv");
 }
 
 }  // namespace straggler_test

@@ -53,16 +53,15 @@ std::map<int, size_t> best_per_value(const SearchResult& result, const std::vect
 }  // namespace
 
 void write_layout_report(const LayoutReportOptions& options, std::ostream& out) {
-  const Scenario scenario = load_scenario(options.scenario, {}, "", LayoutCheck::kDeferToSearch);
+  const PreparedScenario prepared = prepare_scenario(options.scenario, {}, LayoutCheck::kDeferToSearch);
+  const Scenario& scenario = prepared.scenario;
   if (!scenario.search) {
     throw InputError(fmt::format("{}: no search: section; the report ranks the layouts of a search", options.scenario));
   }
-  const Cluster cluster(scenario.cluster);
-  const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
+  const Cluster& cluster = prepared.cluster;
   SearchProblem problem = search_problem(scenario, cluster);
-  problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
-  problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;
+  problem.compute_profile = prepared.compute_profile();
+  problem.collective_profile = prepared.collective_profile();
   SearchOptions search_options;
   search_options.threads = options.threads;
   const SearchResult result = search_layouts(problem, search_options);

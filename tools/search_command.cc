@@ -505,7 +505,8 @@ void write_search_csv(const SearchResult& r, std::ostream& out) {
 int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
-  const Scenario scenario = load_scenario(options.scenario, overrides, "", LayoutCheck::kDeferToSearch);
+  const PreparedScenario prepared = prepare_scenario(options.scenario, overrides, LayoutCheck::kDeferToSearch);
+  const Scenario& scenario = prepared.scenario;
   if (!scenario.search) {
     throw InputError(fmt::format("{}: no search: section; add one (e.g. search: {{tp: [4, 8], pp: [1, 2, 4]}}, see "
                                  "`clustersim help-config`) or use `clustersim run` for a fixed layout",
@@ -516,16 +517,13 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
                                  kMaxSearchThreads));
   }
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
-  const Cluster cluster(scenario.cluster);
-
-  const ScenarioProfiles profiles =
-      load_scenario_profiles(scenario.calibration, cluster.node_spec(0).gpu.name, scenario.calibration_where);
+  const Cluster& cluster = prepared.cluster;
 
   SearchProblem problem = search_problem(scenario, cluster);
   const int top = options.top.value_or(problem.space.top);
   problem.space.top = top;
-  problem.compute_profile = profiles.compute ? &*profiles.compute : nullptr;
-  problem.collective_profile = profiles.collectives ? &*profiles.collectives : nullptr;
+  problem.compute_profile = prepared.compute_profile();
+  problem.collective_profile = prepared.collective_profile();
 
   const bool root = partition.rank() == 0;
   // The CSV file is checked on every process (a process that failed alone would leave the others

@@ -237,6 +237,11 @@ CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& in)
     r.interval_is_optimum = true;
   }
   r.checkpoint_interval_steps = std::max<int64_t>(1, std::llround(interval / in.step_time_s));
+  if (!spec.checkpoint_interval_s && spec.async_save &&
+      static_cast<double>(r.checkpoint_interval_steps) * in.step_time_s < r.checkpoint_write_s) {
+    // An asynchronous write must end before the next checkpoint: round up, not to the nearest step.
+    r.checkpoint_interval_steps = static_cast<int64_t>(std::ceil(r.checkpoint_write_s / in.step_time_s));
+  }
   r.checkpoint_interval_s = static_cast<double>(r.checkpoint_interval_steps) * in.step_time_s;
   if (spec.checkpoint_interval_s && r.checkpoint_interval_s < r.checkpoint_write_s) {
     throw InputError(spec.interval_where +
@@ -277,7 +282,7 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
   const double tau = r.checkpoint_interval_s;
   if (r.interruptions * spec.seeds > kMaxFailureEvents) {
     throw InputError(spec.campaign_where + fmt::format("{} seeds of about {:.3g} failures each exceed the "
-                                                       "Monte-Carlo's {:.0e} failure events; lower campaign.seeds",
+                                                       "Monte-Carlo's {:.0e} failure events; lower campaign.seeds or the failure rates",
                                                        spec.seeds, r.interruptions, kMaxFailureEvents));
   }
   r.energy_mwh.reset();

@@ -210,6 +210,7 @@ LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandi
   o.collective_profile = problem.collective_profile;
   o.compute_cost = problem.compute_cost.get();
   o.power_model = problem.power_model;
+  o.stragglers = problem.stragglers;
   const TrainingSpec training = candidate.training(problem.training);
   const TrainingReport r = simulate_training(*problem.cluster, problem.model, training, candidate.layout, o);
   LayoutMetrics m;

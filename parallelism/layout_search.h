@@ -107,6 +107,8 @@ struct SearchProblem {
   // Fills a candidate's campaign_* metrics from its simulated step (scenarios::search_problem sets
   // it when the scenario has a campaign); empty: no campaign figures.
   std::function<void(const TrainingReport&, LayoutMetrics&)> campaign;
+  // Slow GPUs every candidate is simulated with (TrainingSimulationOptions::stragglers).
+  std::vector<Straggler> stragglers;
 
   Fidelity fidelity(const Layout& layout) const { return fidelity_for ? fidelity_for(layout) : Fidelity::kAnalytical; }
   const CalibrationProfile* compute_profile = nullptr;

@@ -828,7 +828,7 @@ CampaignSpec load_campaign(const ConfigDocument& doc) {
   if (doc.has("campaign.spare_nodes")) {
     if (!doc.has("campaign.repair_time")) {
       throw doc.error_at("campaign.spare_nodes", "spare nodes need campaign.repair_time, how long a failed node is "
-                                                 "away (\"3 h\", \"2 days\" is 48 h)");
+                                                 "away (\"3 h\", \"48 h\")");
     }
     c.spare_nodes = static_cast<int>(doc.get_int("campaign.spare_nodes"));
     c.repair_s = doc.get_duration("campaign.repair_time").to_seconds();
@@ -842,9 +842,12 @@ CampaignSpec load_campaign(const ConfigDocument& doc) {
     double seconds = 0;
     try {
       seconds = parse_duration(interval).to_seconds();
-    } catch (const InputError&) {
-      throw doc.error_at("campaign.checkpoint.interval",
-                         fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
+    } catch (const InputError& e) {
+      seconds = std::string_view(e.what()).find("does not fit") != std::string_view::npos ? 1e300 : -1;  // too long
+      if (seconds < 0) {
+        throw doc.error_at("campaign.checkpoint.interval",
+                           fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
+      }
     }
     if (!(seconds > 0) || seconds > 86'400.0) {
       throw doc.error_at("campaign.checkpoint.interval",
@@ -907,6 +910,25 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   problem.fidelity_for = [settings = scenario.simulation](const Layout& l) { return resolve_fidelity(settings, l); };
   problem.representative = scenario.simulation.representative;
   problem.power_model = scenario.simulation.power_model;
+  // What only `clustersim search` reads is checked here, not at load (run ignores search:).
+  const SearchObjective o = problem.space.objective;
+  const bool campaign_objective =
+      o == SearchObjective::kTimeToTrain || o == SearchObjective::kCampaignCost || o == SearchObjective::kEnergy;
+  if (campaign_objective && !scenario.campaign) {
+    throw InputError(scenario.search_objective_where +
+                     fmt::format("{} ranks by the whole run: add a campaign: section (with training.tokens or steps "
+                                 "and cluster.storage.bandwidth)",
+                                 name_of(o)));
+  }
+  if (o == SearchObjective::kEnergy && !scenario.simulation.power_model) {
+    throw InputError(scenario.search_objective_where +
+                     "energy needs the power model: set simulation.power_model: true");
+  }
+  if (scenario.jitter) {
+    throw InputError(scenario.jitter_where + "a search ranks steady steps (each sampled step with jitter simulates "
+                                             "every rank); remove jitter: to search, and run the best layout with it");
+  }
+  problem.stragglers = scenario.stragglers;
   if (scenario.campaign) {
     problem.campaign = [scenario, &cluster](const TrainingReport& r, LayoutMetrics& m) {
       const CampaignResult c =
@@ -1079,7 +1101,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   }
   s.stragglers = load_stragglers(doc, s.cluster);
   if (doc.has("jitter")) {
-    if (!doc.has("jitter.cv")) throw doc.error_at("jitter", "give jitter.cv, the coefficient of variation (0.03, say)");
+    if (!doc.has("jitter.cv")) throw doc.error_at("jitter", "give cv, the coefficient of variation (0.03, say)");
     s.jitter = StepJitter{doc.get_real("jitter.cv"), static_cast<int>(doc.get_int("jitter.steps")),
                           static_cast<uint64_t>(doc.get_int("jitter.seed"))};
     if (gpus > kMaxJitterGpus) {
@@ -1088,19 +1110,8 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
                                                kMaxJitterGpus, gpus));
     }
   }
-  if (s.search) {
-    const SearchObjective o = s.search->objective;
-    const bool campaign_objective = o == SearchObjective::kTimeToTrain || o == SearchObjective::kCampaignCost ||
-                                    o == SearchObjective::kEnergy;
-    if (campaign_objective && !doc.has("campaign")) {
-      throw doc.error_at("search.objective", fmt::format("{} ranks by the whole run: add a campaign: section (with "
-                                                         "training.tokens or steps and cluster.storage.bandwidth)",
-                                                         name_of(o)));
-    }
-    if (o == SearchObjective::kEnergy && !s.simulation.power_model) {
-      throw doc.error_at("search.objective", "energy needs the power model: set simulation.power_model: true");
-    }
-  }
+  if (s.search) s.search_objective_where = doc.where("search.objective");
+  if (doc.has("jitter")) s.jitter_where = doc.where("jitter");
   if (doc.has("campaign")) {
     s.campaign = load_campaign(doc);
   } else {

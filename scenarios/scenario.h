@@ -94,6 +94,8 @@ struct Scenario {
   std::optional<CampaignSpec> campaign;  // the campaign: section, with training.tokens / steps
   std::vector<Straggler> stragglers;     // the stragglers: list, one entry per GPU
   std::optional<StepJitter> jitter;      // the jitter: section
+  std::string jitter_where;              // "file:line:column: jitter: ", for messages
+  std::string search_objective_where;    // "file:line:column: search.objective: " (or the file)
   // cluster.storage (bytes/s); the node bandwidth absent: the node's compute NICs.
   std::optional<double> storage_bandwidth;
   std::optional<double> storage_node_bandwidth;

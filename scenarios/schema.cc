@@ -91,7 +91,7 @@ std::string describe_type(const KeyDef& def) {
     case ValueType::kBool: return "true|false";
     case ValueType::kString: return "string";
     case ValueType::kEnum: return "one of: " + join(def.choices);
-    case ValueType::kDuration: return "duration, e.g. \"1.5 us\" (ps, ns, us, ms, s), " + describe_physical_range(def);
+    case ValueType::kDuration: return "duration, e.g. \"1.5 us\" (ps, ns, us, µs, ms, s, min, h), " + describe_physical_range(def);
     case ValueType::kBytes: return "size, e.g. \"80 GiB\" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)";
     case ValueType::kBandwidth: return "bandwidth, e.g. \"400 Gb/s\" or \"450 GB/s\", " + describe_physical_range(def);
     case ValueType::kFlopRate: return "FLOP rate, e.g. \"989 TFLOP/s\", " + describe_physical_range(def);

@@ -77,6 +77,31 @@ TEST(CampaignCli, SearchRanksByTheCampaign) {
   const Result energy = run("search " + file + sets + " --set search.objective=energy");
   EXPECT_EQ(energy.exit_code, 2);
   EXPECT_NE(energy.output.find("energy needs the power model"), std::string::npos) << energy.output;
+  // `run` ignores the search: section, its objective included.
+  EXPECT_EQ(run("run " + file + " --set training.tokens=3e11 --set 'cluster.storage.bandwidth=20 GB/s' --set "
+                "search.objective=energy")
+                .exit_code,
+            0);
+}
+
+// A search simulates every candidate with the scenario's stragglers, and its printed --set line,
+// shell-quoted, runs the same step; jitter is refused (a search ranks steady steps).
+TEST(CampaignCli, SearchHonoursStragglersAndRefusesJitter) {
+  const std::string file = search_scenario("straggler", "stragglers:\n  - {gpu: 0, speed: 0.5}\n");
+  const Result r = run("search " + file + " --top 3 --json --set search.rerank=0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j =
+      nlohmann::json::parse(r.output.substr(r.output.find('{'), r.output.rfind('}') - r.output.find('{') + 1));
+  const nlohmann::json& best = j["top"][0];
+  const Result again = run("run --json " + file + " " + best["set"].get<std::string>() +
+                           " --set simulation.fidelity=analytical");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const nlohmann::json k = nlohmann::json::parse(again.output);
+  EXPECT_EQ(k["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+  EXPECT_GT(k["stragglers"]["slowdown"].get<double>(), 1.0);
+  const Result jitter = run("search " + search_scenario("jitter", "jitter: {cv: 0.03}\n"));
+  EXPECT_EQ(jitter.exit_code, 2);
+  EXPECT_NE(jitter.output.find("jitter: a search ranks steady steps"), std::string::npos) << jitter.output;
 }
 
 }  // namespace campaign_cli_test

@@ -127,7 +127,7 @@ TEST(Straggler, BadStragglersAndJitterExitWith2AtTheirKey) {
   expect_refused("both", "stragglers:\n  - {gpu: 1, node: 0, speed: 0.5}\n", "give gpu or node");
   expect_refused("twice", "stragglers:\n  - {gpu: 1, speed: 0.5}\n  - {node: 0, speed: 0.9}\n",
                  "GPU 1 is named by two stragglers");
-  expect_refused("jitter-no-cv", "jitter: {steps: 3}\n", "jitter: give jitter.cv");
+  expect_refused("jitter-no-cv", "jitter: {steps: 3}\n", "jitter: give cv, the coefficient of variation");
   expect_refused("jitter-big", "jitter: {cv: 2}\n", "jitter.cv");
 }
 

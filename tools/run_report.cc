@@ -42,16 +42,27 @@ std::string span(double seconds) {
 
 void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ostream& out) {
   const CampaignSpec& spec = *s.campaign;
-  out << fmt::format("\n  campaign            {} steps{}: {} of training at this step time\n", k.steps,
+  out << fmt::format("\n  campaign            {} step{}{}: {} of training at this step time\n", k.steps, k.steps == 1 ? "" : "s",
                      spec.tokens ? fmt::format(" ({:.4g} tokens)", *spec.tokens) : "", span(k.work_s));
-  out << fmt::format("    wall clock        {} (p10 {}, p90 {}; {} seeded runs); goodput {:.1f}%\n", span(k.wall_s),
-                     span(k.wall_s_p10), span(k.wall_s_p90), k.seeds, 100 * k.goodput);
-  out << fmt::format("    failures          {:.1f} interruptions, one every {:.2f} h of the job ({:.3f} per hour)\n",
-                     k.interruptions, k.mtbf_s / 3600, k.failures_per_hour);
-  out << fmt::format("    checkpoints       every {:.0f} s ({} steps{}); written in {:.1f} s, the training waits {:.1f} s{}\n",
-                     k.checkpoint_interval_s, k.checkpoint_interval_steps,
-                     k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_write_s, k.checkpoint_wait_s,
-                     spec.async_save ? " (asynchronous save)" : "");
+  out << fmt::format("    wall clock        {} (p10 {}, p90 {}; {} seeded run{}); goodput {:.1f}%\n", span(k.wall_s),
+                     span(k.wall_s_p10), span(k.wall_s_p90), k.seeds, k.seeds == 1 ? "" : "s", 100 * k.goodput);
+  if (k.failures_per_hour > 0) {
+    out << fmt::format("    failures          {:.1f} interruptions, one every {:.2f} h of the job ({:.3f} per hour)\n",
+                       k.interruptions, k.mtbf_s / 3600, k.failures_per_hour);
+  } else {
+    out << "    failures          none (every campaign.failures rate is 0)\n";
+  }
+  if (k.checkpoint_interval_s >= k.work_s) {
+    out << fmt::format("    checkpoints       none: the run is no longer than the interval ({:.0f} s); one would take "
+                       "{:.1f} s\n",
+                       k.checkpoint_interval_s, k.checkpoint_write_s);
+  } else {
+    out << fmt::format("    checkpoints       every {:.0f} s ({} step{}{}); written in {:.1f} s, the training waits {:.1f} "
+                       "s{}\n",
+                       k.checkpoint_interval_s, k.checkpoint_interval_steps, k.checkpoint_interval_steps == 1 ? "" : "s",
+                       k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_write_s, k.checkpoint_wait_s,
+                       spec.async_save ? " (asynchronous save)" : "");
+  }
   out << fmt::format("    restart           {:.1f} min: relaunch {:.1f} min + checkpoint load {:.1f} s\n",
                      k.restart_s / 60, spec.relaunch_s / 60, k.checkpoint_load_s);
   if (spec.spare_nodes) {

@@ -1,6 +1,7 @@
 #include "tools/search_command.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -130,9 +131,21 @@ std::string describe_space(const SearchResult& result) {
                      value_list(recompute), value_list(zero), value_list(sp), value_list(schedule), value_list(order));
 }
 
+// `text` as one word of a POSIX shell: as it is when it holds only characters no shell treats
+// specially, else in single quotes (a quote inside as '\'').
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._=-/:,+@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string set_line(const std::vector<std::string>& overrides) {
   std::vector<std::string> parts;
-  for (const auto& o : overrides) parts.push_back(fmt::format("--set {}", o));
+  for (const auto& o : overrides) parts.push_back(fmt::format("--set {}", shell_word(o)));
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -148,6 +161,18 @@ std::vector<std::string> overrides_for(const Scenario& scenario, const LayoutCan
   if (c.layout.stage_layers.empty() && !scenario.layout.stage_layers.empty()) o.push_back("parallelism.stage_layers=[]");
   if (scenario.layout.layers_per_virtual_stage > 0) o.push_back("parallelism.layers_per_virtual_stage=0");
   return o;
+}
+
+// The campaign quantity a cost or energy objective ranks by, as a column after the days.
+std::string campaign_column_header(SearchObjective o) {
+  if (o == SearchObjective::kCampaignCost) return fmt::format(" {:>10}", "GPU-hours");
+  if (o == SearchObjective::kEnergy) return fmt::format(" {:>8}", "MWh");
+  return "";
+}
+std::string campaign_column(SearchObjective o, const LayoutMetrics& m) {
+  if (o == SearchObjective::kCampaignCost) return fmt::format(" {:>10.4g}", m.campaign_gpu_hours);
+  if (o == SearchObjective::kEnergy) return fmt::format(" {:>8.4g}", m.campaign_energy_mwh);
+  return "";
 }
 
 void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top,
@@ -198,7 +223,8 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                        "rank", "tp", "pp", "dp", "vpp", "mb", "sp", "zero", "recompute", "schedule", "batch",
                        "step s", "tokens/s", "MFU", "peak GB", "free GB", "compute", "exp.comm", "bubble", "optim.",
                        cost ? fmt::format(" {:>11}", space.gpu_hour_price > 0 ? "cost/Mtok" : "GPU-h/Mtok") : "",
-                       s.campaign ? fmt::format(" {:>8}", "days") : "", "screen");
+                       s.campaign ? fmt::format(" {:>8}{}", "days", campaign_column_header(space.objective)) : "",
+                       "screen");
     for (size_t k = 0; k < shown; ++k) {
       const RankedLayout& rl = r.ranking[k];
       const LayoutCandidate& c = r.candidates[rl.index];
@@ -215,7 +241,10 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                                                               ? gpu_hours_per_mtok * space.gpu_hour_price
                                                               : gpu_hours_per_mtok)
                               : "",
-                         s.campaign ? fmt::format(" {:>8.2f}", m.campaign_wall_s / 86'400.0) : "", rl.screening_rank);
+                         s.campaign ? fmt::format(" {:>8.2f}{}", m.campaign_wall_s / 86'400.0,
+                                                  campaign_column(space.objective, m))
+                                    : "",
+                         rl.screening_rank);
     }
     out << fmt::format("  (times in seconds, of the slowest rank; GB = 1e9 bytes;{} screen = rank after the screening "
                        "pass)\n",

@@ -225,6 +225,17 @@ TEST(BadInput, MessagesNameTheKeyOrTheFlagAndStayShort) {
 }
 
 
+// The command-line parser's own refusals read like the others: "error: clustersim COMMAND: ..." and
+// where the valid arguments are listed.
+TEST(BadInput, CommandLineParserMessagesNameTheCommandAndWhereTheValidOnesAre) {
+  expect_refused("run /nonexistent-scenario.yaml",
+                 {"error: clustersim run: scenario: File does not exist: /nonexistent-scenario.yaml",
+                  "`clustersim run --help` lists its arguments"});
+  expect_refused("collective --nodes abc", {"error: clustersim collective: Could not convert: --nodes = abc"});
+  expect_refused("", {"error: A subcommand is required; give a command: run, search, collective"});
+  expect_refused("help-config banana", {"error: clustersim help-config: kind: banana not in"});
+}
+
 // A campaign's bad input: each refused at the key it names, with what would be valid.
 TEST(BadInput, CampaignInputIsRefusedAtItsKey) {
   std::ifstream in(scenario("llama3-8b-dgx-h100.yaml"));

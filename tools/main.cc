@@ -203,7 +203,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // CLI11's own words, in the form of every other bad-input message, and where the valid ones are.
+    const std::string what = e.what();
+    const bool command = argc > 1 && argv[1][0] != '-';
+    if (!command) {
+      std::cerr << "error: " << what << "; give a command: run, search, collective, calibrate, validate, "
+                << "help-config (`clustersim --help`)\n";
+    } else {
+      std::cerr << "error: clustersim " << argv[1] << ": " << what << "; `clustersim " << argv[1]
+                << " --help` lists its arguments and the values they take\n";
+    }
     return 2;
   }
 

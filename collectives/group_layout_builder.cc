@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "collectives/all_reduce_ring.h"
 #include "collectives/link_efficiency.h"
@@ -55,6 +59,51 @@ double leaf_uplink_share(const Cluster& cluster, const GroupLayout& layout, cons
   }
   return share;
 }
+
+// Route figures of a group, memoised by what decides them, so that a group of 131,072 GPUs does not
+// build (and keep) a route for each of its hops: a hop's latency and bottleneck follow from the two
+// nodes' hardware (preset name), the two GPUs' places in them and whether their NICs share a leaf
+// (the fabrics are two-tier: paths between two leaves all cross one spine, over links of the same
+// kinds); a node's ring share from its hardware and the local GPUs in the ring.
+class RouteFigures {
+ public:
+  explicit RouteFigures(const Cluster& cluster) : cluster_(cluster) {}
+
+  Duration latency(GpuId a, GpuId b) { return hop(a, b).first; }
+  Bandwidth bottleneck(GpuId a, GpuId b) { return hop(a, b).second; }
+
+  // The ring share and largest hop latency of a ring of GPUs inside one node.
+  std::pair<Bandwidth, Duration> intra_ring(const std::vector<GpuId>& ring) {
+    std::vector<int> locals;
+    for (GpuId g : ring) locals.push_back(cluster_.local_index(g));
+    const auto key = std::make_pair(cluster_.node_spec(cluster_.node_of(ring.front())).name, std::move(locals));
+    auto it = rings_.find(key);
+    if (it != rings_.end()) return it->second;
+    Duration largest;
+    for (size_t i = 0; i < ring.size(); ++i) largest = std::max(largest, latency(ring[i], ring[(i + 1) % ring.size()]));
+    return rings_.emplace(key, std::make_pair(ring_share(cluster_, ring), largest)).first->second;
+  }
+
+ private:
+  using HopKey = std::tuple<std::string, int, std::string, int, bool, bool>;
+  const std::pair<Duration, Bandwidth>& hop(GpuId a, GpuId b) {
+    const int na = cluster_.node_of(a);
+    const int nb = cluster_.node_of(b);
+    const bool same_node = na == nb;
+    const HopKey key{cluster_.node_spec(na).name, cluster_.local_index(a), cluster_.node_spec(nb).name,
+                     cluster_.local_index(b), same_node, !same_node && cluster_.leaf_of(a) == cluster_.leaf_of(b)};
+    auto it = hops_.find(key);
+    if (it != hops_.end()) return it->second;
+    const Route& route = cluster_.route(a, b);
+    Bandwidth narrowest = Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
+    for (LinkId link : route.links) narrowest = std::min(narrowest, cluster_.links()[link].bandwidth);
+    return hops_.emplace(key, std::make_pair(route.latency, narrowest)).first->second;
+  }
+
+  const Cluster& cluster_;
+  std::map<HopKey, std::pair<Duration, Bandwidth>> hops_;
+  std::map<std::pair<std::string, std::vector<int>>, std::pair<Bandwidth, Duration>> rings_;
+};
 
 Bandwidth nic_line_rate(const Cluster& cluster, int node) {
   const auto& fabric_nic = cluster.spec().fabric.nic;
@@ -127,18 +176,17 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
   layout.nic_efficiency = kNicEfficiency;
 
   // Intra-node ring share and latency.
+  RouteFigures figures(cluster);
   bool have_intra = false;
   for (size_t node = 0; node < nodes.size(); ++node) {
     const auto& ranks_of_node = layout.node_ranks[node];
     if (ranks_of_node.size() < 2) continue;
     std::vector<GpuId> ring;
     for (int rank : ranks_of_node) ring.push_back(group[static_cast<size_t>(rank)]);
-    const Bandwidth share = ring_share(cluster, ring);
+    const auto [share, latency] = figures.intra_ring(ring);
     layout.intra_bandwidth = have_intra ? std::min(layout.intra_bandwidth, share) : share;
     have_intra = true;
-    for (size_t i = 0; i < ring.size(); ++i) {
-      layout.intra_latency = std::max(layout.intra_latency, cluster.route(ring[i], ring[(i + 1) % ring.size()]).latency);
-    }
+    layout.intra_latency = std::max(layout.intra_latency, latency);
   }
   if (!have_intra) {
     layout.intra_bandwidth = first_spec.gpu.nvlink_bandwidth.is_positive() ? first_spec.gpu.nvlink_bandwidth
@@ -151,8 +199,8 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
   for (size_t node = 0; node < node_pairs; ++node) {
     const GpuId a = group[static_cast<size_t>(layout.node_ranks[node].front())];
     const GpuId b = group[static_cast<size_t>(layout.node_ranks[(node + 1) % nodes.size()].front())];
-    layout.nic_bandwidth = std::min({layout.nic_bandwidth, cluster.bottleneck(a, b), cluster.bottleneck(b, a)});
-    layout.inter_latency = std::max({layout.inter_latency, cluster.route(a, b).latency, cluster.route(b, a).latency});
+    layout.nic_bandwidth = std::min({layout.nic_bandwidth, figures.bottleneck(a, b), figures.bottleneck(b, a)});
+    layout.inter_latency = std::max({layout.inter_latency, figures.latency(a, b), figures.latency(b, a)});
   }
   layout.nic_bandwidth = layout.nic_bandwidth * leaf_uplink_share(cluster, layout, group);
   // Route latencies over every hop of the rings the ring algorithm will run.
@@ -160,8 +208,7 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
     for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {
       const int a = ring[i];
       const int b = ring[(i + 1) % ring.size()];
-      const Duration latency =
-          cluster.route(group[static_cast<size_t>(a)], group[static_cast<size_t>(b)]).latency;
+      const Duration latency = figures.latency(group[static_cast<size_t>(a)], group[static_cast<size_t>(b)]);
       Duration& largest = layout.ranks[static_cast<size_t>(a)].node == layout.ranks[static_cast<size_t>(b)].node
                               ? layout.intra_latency
                               : layout.inter_latency;

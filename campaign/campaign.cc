@@ -211,6 +211,7 @@ CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& in)
   if (!(in.storage_write_bytes_per_s > 0) || !(in.storage_read_bytes_per_s > 0)) {
     throw InternalError("simulate_campaign: storage bandwidths must be positive");
   }
+  r.checkpoint_bytes = in.checkpoint_bytes;
   r.checkpoint_write_s = in.checkpoint_bytes / in.storage_write_bytes_per_s;
   r.checkpoint_load_s = in.checkpoint_bytes / in.storage_read_bytes_per_s;
   r.checkpoint_wait_s = spec.async_save ? in.async_copy_s : r.checkpoint_write_s;

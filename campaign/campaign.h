@@ -100,6 +100,7 @@ struct CampaignResult {
   double checkpoint_write_s = 0;      // δ: bytes / write bandwidth
   double checkpoint_wait_s = 0;       // c: what the training waits per checkpoint (δ, or the copy if async)
   double checkpoint_load_s = 0;       // bytes / read bandwidth
+  double checkpoint_bytes = 0;        // CampaignInputs::checkpoint_bytes
   double restart_s = 0;               // R = relaunch + load
   double checkpoint_interval_s = 0;   // τ, a whole number of steps
   int64_t checkpoint_interval_steps = 0;

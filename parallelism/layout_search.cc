@@ -229,7 +229,7 @@ LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandi
   m.fidelity = fidelity;
   m.representative = representative;
   m.events = r.step.events;
-  if (problem.campaign) problem.campaign(r, m);
+  if (problem.campaign) problem.campaign(candidate.layout, r, m);
   return m;
 }
 

@@ -106,7 +106,7 @@ struct SearchProblem {
   bool power_model = false;  // simulation.power_model (TrainingSimulationOptions::power_model)
   // Fills a candidate's campaign_* metrics from its simulated step (scenarios::search_problem sets
   // it when the scenario has a campaign); empty: no campaign figures.
-  std::function<void(const TrainingReport&, LayoutMetrics&)> campaign;
+  std::function<void(const Layout&, const TrainingReport&, LayoutMetrics&)> campaign;
   // Slow GPUs every candidate is simulated with (TrainingSimulationOptions::stragglers).
   std::vector<Straggler> stragglers;
 

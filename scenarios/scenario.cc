@@ -12,6 +12,7 @@
 #include "core/excerpt.h"
 #include "parallelism/layout.h"
 #include "parallelism/program_builder.h"
+#include "parallelism/rank_grid.h"
 #include "scenarios/hardware_presets.h"
 #include "workloads/parameter_count.h"
 
@@ -930,9 +931,9 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   }
   problem.stragglers = scenario.stragglers;
   if (scenario.campaign) {
-    problem.campaign = [scenario, &cluster](const TrainingReport& r, LayoutMetrics& m) {
+    problem.campaign = [scenario, &cluster](const Layout& layout, const TrainingReport& r, LayoutMetrics& m) {
       const CampaignResult c =
-          plan_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, r.gpus, r.step_time_s, r.energy));
+          plan_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, layout, r, r.step_time_s));
       m.campaign_wall_s = c.exact_wall_s;
       m.campaign_gpu_hours = c.gpu_hours;
       m.campaign_energy_mwh = c.energy_mwh.value_or(0);
@@ -941,32 +942,55 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   return problem;
 }
 
-CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, int gpus, double step_time_s,
-                               const GpuEnergy& energy) {
+CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, const Layout& layout,
+                               const TrainingReport& report, double step_time_s) {
   CampaignInputs in;
+  const int gpus = report.gpus;
   in.step_time_s = step_time_s;
   in.tokens_per_step = static_cast<double>(scenario.training.global_batch) * static_cast<double>(scenario.training.seq_len);
   in.gpus = gpus;
   in.nodes = cluster.node_count();
-  double node_bandwidth = 0;
+  std::vector<double> node_bandwidth(static_cast<size_t>(cluster.node_count()));
   double overhead_w = 0;
   double idle_w = 0;
   for (int n = 0; n < cluster.node_count(); ++n) {
     const NodeSpec& node = cluster.node_spec(n);
     in.nics += node.nics;
-    node_bandwidth += scenario.storage_node_bandwidth.value_or(node.nics * node.nic.bandwidth.bytes_per_second());
+    node_bandwidth[static_cast<size_t>(n)] =
+        scenario.storage_node_bandwidth.value_or(node.nics * node.nic.bandwidth.bytes_per_second());
     overhead_w += node.overhead_power.in_watts();
     idle_w += node.gpu.idle_power.in_watts() * (static_cast<double>(gpus) / cluster.node_count());
   }
+  // What each rank writes: its stage's parameters (memory model) over the replicas that hold them,
+  // dense ones over dp·cp, routed experts over the expert-data-parallel size tp·cp·dp / (ep·etp).
   const PrecisionPolicy& p = scenario.training.precision;
-  const int64_t per_param = p.param_bytes() + p.optimizer_bytes(scenario.training.optimizer) - (p.fp32_grad_copy ? 4 : 0);
-  in.checkpoint_bytes = static_cast<double>(count_parameters(scenario.model).total()) * static_cast<double>(per_param);
-  const double storage = scenario.storage_bandwidth.value_or(node_bandwidth);
-  in.storage_write_bytes_per_s = std::min(storage, node_bandwidth);
+  const double per_param = static_cast<double>(p.param_bytes() + p.optimizer_bytes(scenario.training.optimizer) -
+                                               (p.fp32_grad_copy ? 4 : 0));
+  std::vector<const StageMemory*> stage_of(static_cast<size_t>(layout.pp), nullptr);
+  for (const StageMemory& m : report.programs.memory) stage_of.at(static_cast<size_t>(m.stage)) = &m;
+  const double dense_replicas = static_cast<double>(layout.dp) * layout.cp;
+  const double expert_replicas =
+      std::max(1.0, static_cast<double>(layout.tp) * layout.cp * layout.dp / (static_cast<double>(layout.ep) * layout.etp));
+  const RankGrid grid(layout);
+  std::vector<double> node_bytes(static_cast<size_t>(cluster.node_count()), 0.0);
+  double busiest_rank = 0;
+  for (int r = 0; r < gpus; ++r) {
+    const StageMemory* m = stage_of.at(static_cast<size_t>(grid.coord_of(r).pp));
+    if (m == nullptr) throw InternalError("campaign_inputs: a stage without its memory");
+    const double bytes = per_param * (static_cast<double>(m->parameters) / dense_replicas +
+                                      static_cast<double>(m->expert_parameters) / expert_replicas);
+    node_bytes[static_cast<size_t>(cluster.node_of(r))] += bytes;
+    in.checkpoint_bytes += bytes;
+    busiest_rank = std::max(busiest_rank, bytes);
+  }
+  // The write ends when the storage has taken every byte and the busiest node has sent its own.
+  double write_s = scenario.storage_bandwidth ? in.checkpoint_bytes / *scenario.storage_bandwidth : 0.0;
+  for (size_t n = 0; n < node_bytes.size(); ++n) write_s = std::max(write_s, node_bytes[n] / node_bandwidth[n]);
+  in.storage_write_bytes_per_s = write_s > 0 ? in.checkpoint_bytes / write_s : 1e15;
   in.storage_read_bytes_per_s = in.storage_write_bytes_per_s;
-  in.async_copy_s = in.checkpoint_bytes / gpus / cluster.node_spec(0).pcie.switch_link.bytes_per_second();
-  if (energy.modelled) {
-    in.training_power_w = energy.avg_power_w * gpus + overhead_w;
+  in.async_copy_s = busiest_rank / cluster.node_spec(0).pcie.switch_link.bytes_per_second();
+  if (report.energy.modelled) {
+    in.training_power_w = report.energy.avg_power_w * gpus + overhead_w;
     in.waiting_power_w = idle_w + overhead_w;
   }
   in.pue = scenario.pue;

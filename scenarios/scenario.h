@@ -136,16 +136,19 @@ Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layo
 SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster);
 
 // What the campaign (campaign/campaign.h) takes from the step and the cluster:
-//   checkpoint bytes = parameters × (working weights + optimizer state, the fp32 gradient copy
-//     excepted) per parameter: Megatron's bf16 weights, fp32 master and two fp32 moments are
-//     14 B/param, saved once across data-parallel replicas (fully parallel save);
-//   storage bandwidth = min(cluster.storage.bandwidth, nodes × node bandwidth), the node's default
-//     its compute NICs (nics × NIC bandwidth); reads as fast as writes;
-//   asynchronous save's wait = each GPU's share of the bytes over its PCIe link (pcie.switch_link);
+//   checkpoint: each rank writes its stage's parameters as the layout shards them (the memory
+//     model's StageMemory), dense ones divided among their dp·cp replicas and routed experts among
+//     their tp·cp·dp / (ep·etp) (Megatron's fully parallel save), × (working weights + optimizer
+//     state, the fp32 gradient copy excepted) per parameter: bf16 weights, fp32 master and two fp32
+//     moments are 14 B/param;
+//   write time = the longer of all bytes / cluster.storage.bandwidth and the busiest node's bytes /
+//     its path to storage (cluster.storage.node_bandwidth, else its compute NICs: nics × NIC
+//     bandwidth), the max-min flow rates of a two-level tree; reads as fast as writes;
+//   asynchronous save's wait = the busiest rank's bytes over its PCIe link (pcie.switch_link);
 //   power (with the power model only): training = GPUs × average power + node overhead, waiting =
 //     GPUs × idle power + node overhead.
-// `gpus` used by the layout, its step time, and the step's GPU energy (power model) if modelled.
-CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, int gpus, double step_time_s,
-                               const GpuEnergy& energy);
+// `layout` the step was simulated with (`report`), and the step time the campaign runs at.
+CampaignInputs campaign_inputs(const Scenario& scenario, const Cluster& cluster, const Layout& layout,
+                               const TrainingReport& report, double step_time_s);
 
 }  // namespace clustersim

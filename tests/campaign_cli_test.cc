@@ -43,6 +43,29 @@ TEST(CampaignCli, Llama3PretrainingCampaignIsConsistent) {
   EXPECT_TRUE(c["energy_mwh"].is_null());  // the power model is off
 }
 
+// The checkpoint as the layout shards it: on two nodes whose links are the bottleneck (storage at
+// 1,000 TB/s), balanced data-parallel ranks take all bytes / (2 nodes x 8 x 50 GB/s); two pipeline
+// stages, the first holding the embedding and the second the LM head besides their layers, take as
+// long as the busier node, which is longer; the bytes are the same either way, within the copy of
+// the tied embedding that Megatron keeps on both ends.
+TEST(CampaignCli, CheckpointWriteFollowsTheLayoutsShards) {
+  const auto path = std::filesystem::temp_directory_path() / "clustersim_campaign_shards.yaml";
+  std::ofstream(path) << "name: shards\ncluster: {node: dgx-h100, nodes: 2, storage: {bandwidth: \"1000 TB/s\"}}\n"
+                      << "model: {preset: gpt3-1.3b}\ntraining: {seq_len: 2048, global_batch: 64, steps: 1000}\n"
+                      << "parallelism: {tp: 1, pp: 1, dp: 16}\ncampaign: {relaunch_time: \"5 min\"}\n";
+  const auto campaign = [&](const std::string& sets) {
+    const Result r = run("run --json " + path.string() + sets);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(r.output).at("campaign");
+  };
+  const nlohmann::json dp = campaign("");
+  const double node_links = 2 * 8 * 50e9;  // ConnectX-7 at 400 Gb/s
+  EXPECT_NEAR(dp["checkpoint_write_s"].get<double>(), dp["checkpoint_bytes"].get<double>() / node_links, 1e-9);
+  const nlohmann::json pp = campaign(" --set parallelism.pp=2 --set parallelism.dp=8");
+  EXPECT_GT(pp["checkpoint_write_s"].get<double>(), pp["checkpoint_bytes"].get<double>() / node_links * 1.001);
+  EXPECT_NEAR(pp["checkpoint_bytes"].get<double>() / dp["checkpoint_bytes"].get<double>(), 1.0, 0.1);
+}
+
 std::string search_scenario(const std::string& name, const std::string& extra) {
   std::ifstream in(kSource + "/scenarios/search/gpt3-1.3b-2-dgx-h100.yaml");
   std::stringstream text;

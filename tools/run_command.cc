@@ -77,10 +77,9 @@ int run_command(const RunOptions& options, std::ostream& out) {
     }
   }();
   std::optional<CampaignResult> campaign;
-  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, report.gpus,
+  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, scenario.layout, report,
                                                                report.jitter.modelled ? report.jitter.mean_step_s
-                                                                                      : report.step_time_s,
-                                                               report.energy));
+                                                                                      : report.step_time_s));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall,

@@ -57,11 +57,11 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
                        "{:.1f} s\n",
                        k.checkpoint_interval_s, k.checkpoint_write_s);
   } else {
-    out << fmt::format("    checkpoints       every {:.0f} s ({} step{}{}); written in {:.1f} s, the training waits {:.1f} "
-                       "s{}\n",
+    out << fmt::format("    checkpoints       every {:.0f} s ({} step{}{}); {:.4g} GB written in {:.1f} s, the training "
+                       "waits {:.1f} s{}\n",
                        k.checkpoint_interval_s, k.checkpoint_interval_steps, k.checkpoint_interval_steps == 1 ? "" : "s",
-                       k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_write_s, k.checkpoint_wait_s,
-                       spec.async_save ? " (asynchronous save)" : "");
+                       k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_bytes * 1e-9, k.checkpoint_write_s,
+                       k.checkpoint_wait_s, spec.async_save ? " (asynchronous save)" : "");
   }
   out << fmt::format("    restart           {:.1f} min: relaunch {:.1f} min + checkpoint load {:.1f} s\n",
                      k.restart_s / 60, spec.relaunch_s / 60, k.checkpoint_load_s);
@@ -358,6 +358,7 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
                      {"energy_mwh", k.energy_mwh ? nlohmann::ordered_json(*k.energy_mwh) : nlohmann::ordered_json()},
                      {"checkpoint_interval_s", k.checkpoint_interval_s},
                      {"checkpoint_interval_steps", k.checkpoint_interval_steps},
+                     {"checkpoint_bytes", k.checkpoint_bytes},
                      {"checkpoint_write_s", k.checkpoint_write_s},
                      {"checkpoint_wait_s", k.checkpoint_wait_s},
                      {"restart_s", k.restart_s},

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <string>
+
 #include <cmath>
 #include <string>
 
@@ -64,7 +67,17 @@ TEST_P(ReferenceStepPower, AveragePowerAndEnergyMatchTheMeasurement) {
   EXPECT_LE(std::abs(energy_error), kEnergyTolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(H200, ReferenceStepPower, ::testing::ValuesIn(kSteps));
+// Named by the scenario: "h200_gpt_350m" rather than gtest's bytes of the struct.
+std::string step_name(const ::testing::TestParamInfo<MeasuredStep>& info) {
+  std::string name = info.param.scenario;
+  name = name.substr(0, name.find(".yaml"));
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, ReferenceStepPower, ::testing::ValuesIn(kSteps), step_name);
 
 }  // namespace power_reference_steps_test
 }  // namespace clustersim

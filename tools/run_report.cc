@@ -44,8 +44,11 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
   const CampaignSpec& spec = *s.campaign;
   out << fmt::format("\n  campaign            {} step{}{}: {} of training at this step time\n", k.steps, k.steps == 1 ? "" : "s",
                      spec.tokens ? fmt::format(" ({:.4g} tokens)", *spec.tokens) : "", span(k.work_s));
-  out << fmt::format("    wall clock        {} (p10 {}, p90 {}; {} seeded run{}); goodput {:.1f}%\n", span(k.wall_s),
-                     span(k.wall_s_p10), span(k.wall_s_p90), k.seeds, k.seeds == 1 ? "" : "s", 100 * k.goodput);
+  out << fmt::format("    wall clock        {} (p10 {}, p90 {}; {} seeded run{}{}); goodput {:.1f}%\n", span(k.wall_s),
+                     span(k.wall_s_p10), span(k.wall_s_p90), k.seeds, k.seeds == 1 ? "" : "s",
+                     k.wall_s > k.wall_s_p90 ? "; the mean is above p90: few runs see a failure, and those lose much"
+                                             : "",
+                     100 * k.goodput);
   if (k.failures_per_hour > 0) {
     out << fmt::format("    failures          {:.1f} interruptions, one every {:.2f} h of the job ({:.3f} per hour)\n",
                        k.interruptions, k.mtbf_s / 3600, k.failures_per_hour);
@@ -155,11 +158,28 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                        e.joules_per_token / 3.6);
   }
   if (!s.stragglers.empty()) {
-    std::string named;
-    for (size_t i = 0; i < s.stragglers.size() && i < 4; ++i) {
-      named += fmt::format("{}GPU {} at {:g}", i ? ", " : "", s.stragglers[i].gpu, s.stragglers[i].speed);
+    // "GPU 3 at 0.8, node 1 (8 GPUs) at 0.95": a whole node's GPUs at one speed are named as the node.
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < s.stragglers.size();) {
+      const Straggler& g = s.stragglers[i];
+      const int node = c.cluster->node_of(g.gpu);
+      size_t j = i;
+      while (j < s.stragglers.size() && c.cluster->node_of(s.stragglers[j].gpu) == node &&
+             s.stragglers[j].speed == g.speed) {
+        ++j;
+      }
+      const auto node_gpus = static_cast<size_t>(c.cluster->node_spec(node).gpus);
+      if (j - i > 1 && j - i == node_gpus) {
+        parts.push_back(fmt::format("node {} ({} GPUs) at {:g}", node, j - i, g.speed));
+        i = j;
+      } else {
+        parts.push_back(fmt::format("GPU {} at {:g}", g.gpu, g.speed));
+        ++i;
+      }
     }
-    if (s.stragglers.size() > 4) named += fmt::format(" and {} more", s.stragglers.size() - 4);
+    std::string named;
+    for (size_t i = 0; i < parts.size() && i < 4; ++i) named += (i ? ", " : "") + parts[i];
+    if (parts.size() > 4) named += fmt::format(" and {} more", parts.size() - 4);
     out << fmt::format("  stragglers          {}: step {:.4f} s against {:.4f} s without them ({:+.1f}%){}\n", named,
                        r.step_time_s, r.step_time_without_stragglers_s,
                        100 * (r.step_time_s / r.step_time_without_stragglers_s - 1),
@@ -210,7 +230,11 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                          rank->compute.to_seconds(), rank->exposed_comm.to_seconds(), rank->bubble.to_seconds());
     }
   }
-  out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB)\n", gb(r.capacity));
+  const std::string moment =
+      r.programs.memory.empty() || r.programs.memory.front().peak_moment.empty()
+          ? std::string()
+          : fmt::format("; each stage at its peak, {}", r.programs.memory.front().peak_moment);
+  out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB{})\n", gb(r.capacity), moment);
   out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "stage", "layers", "params", "grads",
                      "optimizer", "activations", "other", "total", "");
   for (const auto& st : r.programs.memory) {

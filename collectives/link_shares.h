@@ -8,6 +8,7 @@
 // the real links max-min fairly.
 
 #include <unordered_map>
+#include <vector>
 
 #include "collectives/group_layout.h"
 #include "collectives/hops.h"
@@ -26,8 +27,17 @@ class LinkShares {
   Bandwidth rate(const GroupLayout& layout, int src, int dst, double efficiency) const;
 
  private:
-  std::unordered_map<int64_t, int> gpu_out_, gpu_in_;
-  std::unordered_map<int64_t, int> nic_out_, nic_in_;
+  // Counts are dense arrays over the layout's ranks and (node, NIC) pairs, sized by the first
+  // layout added (a ring over 131,072 GPUs counts millions of flows); an NVLink mesh's per-peer
+  // ports, sparse, stay in hash maps. Every call must pass the same layout.
+  void size_for(const GroupLayout& layout);
+  size_t nic_index(const GroupLayout& layout, int rank) const;
+  bool sized_ = false;
+  size_t ranks_ = 0;
+  size_t nic_stride_ = 0;
+  std::vector<int> gpu_out_, gpu_in_;  // by rank (NVSwitch or PCIe port)
+  std::vector<int> nic_out_, nic_in_;  // by node · nic_stride + NIC
+  std::unordered_map<int64_t, int> mesh_out_, mesh_in_;
 };
 
 // The longest of many transfers, transfer_time(size, rate) for each, with one transfer_time call:

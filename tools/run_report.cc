@@ -61,7 +61,7 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
                        k.checkpoint_interval_s, k.checkpoint_write_s);
   } else {
     out << fmt::format("    checkpoints       every {:.0f} s ({} step{}{}); {:.4g} GB written in {:.1f} s, the training "
-                       "waits {:.1f} s{}\n",
+                       "waits {:.3g} s{}\n",
                        k.checkpoint_interval_s, k.checkpoint_interval_steps, k.checkpoint_interval_steps == 1 ? "" : "s",
                        k.interval_is_optimum ? ", Young's optimum" : "", k.checkpoint_bytes * 1e-9, k.checkpoint_write_s,
                        k.checkpoint_wait_s, spec.async_save ? " (asynchronous save)" : "");

@@ -67,8 +67,9 @@ void expect_within(const Reference& ref, const char* mode, double predicted_ms, 
 
 // The GPU waits for the host for most of each step, as measured (the power run's GPU ran at
 // 120–270 W of 700 during them), and the predicted step stays within the error it reaches today
-// (−16 % to −28 %: host costs measured per op in isolation, with the modules' calls, views and
-// splits priced by their own measurement, still miss the rest of the Python around the ops). The op
+// (−2 % to −17 %: host costs measured per op in isolation, with the modules' calls, views and
+// splits and the larger host cost of elementwise ops with outputs of 1 MiB or more priced by their
+// own measurements, still miss the rest of the Python around the ops). The op
 // lists launch what a profiled step launches (PyTorch 2.11, one H200, 2026-12-02) but for cuBLAS's
 // own memsets and split-K reductions: 1,606 launches against 1,609 for llama-220m-s512-b1, 678
 // against 679 for gpt-125m-s256-b1. A change of the host model that moves the error shows here.
@@ -76,7 +77,7 @@ TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
   for (const Reference& ref : kReferences) {
     const Predicted p = predict(ref, "");
     EXPECT_GT(p.host_bound_ms, 0.5 * p.step_ms) << ref.config;
-    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.31);
+    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.20);
   }
 }
 

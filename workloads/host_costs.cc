@@ -42,11 +42,15 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
   c.view = Duration::microseconds(D::kViewUs);
   c.split_call = Duration::microseconds(D::kSplitCallUs);
   c.split_piece = Duration::microseconds(D::kSplitPieceUs);
+  c.large_elementwise = Duration::microseconds(D::kLargeElementwiseUs);
+  c.large_backward_elementwise = Duration::microseconds(D::kLargeBackwardElementwiseUs);
   c.source = fmt::format(
       "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
-      "{} / {} per elementwise / GEMM kernel; {} per optimizer tensor, {} per NCCL call, {} per sync{}{}",
+      "{} / {} per elementwise / GEMM kernel (+{} / +{} for an elementwise output of 1 MiB or more); {} per "
+      "optimizer tensor, {} per NCCL call, {} per sync{}{}",
       name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
-      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.optimizer_per_tensor),
+      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.large_elementwise),
+      to_string(c.large_backward_elementwise), to_string(c.optimizer_per_tensor),
       to_string(c.collective), to_string(c.sync),
       training.framework != Framework::kPytorchEager
           ? std::string()
@@ -67,7 +71,12 @@ Duration host_cost(const Op& op, const HostCosts& costs) {
     case OpCost::kCommunication: return before + costs.collective;
     case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);
     case OpCost::kFlashAttention: return before + (backward ? costs.backward_gemm : costs.library);
-    case OpCost::kMemoryBound: return before + (backward ? costs.backward_elementwise : costs.elementwise);
+    case OpCost::kMemoryBound: {
+      const bool large = static_cast<double>(op.bytes_written.count()) >= HostCostDefaults::kLargeOutputBytes;
+      const Duration base = backward ? costs.backward_elementwise : costs.elementwise;
+      const Duration extra = backward ? costs.large_backward_elementwise : costs.large_elementwise;
+      return before + base + (large ? extra : Duration::zero());
+    }
   }
   throw InternalError("host_cost: unknown op cost kind");
 }

@@ -16,6 +16,9 @@
 //   tools/calibrate/data/h200-2026-12-02-overheads/README.md (tools/reference/host_overheads.py):
 //     an nn.Module call's own overhead 0.87 µs, a view / transpose / reshape 2.3 µs, a split or
 //     chunk 1.08 µs + 1.57 µs per piece (the pytorch-eager op lists count them, Op::host_*_calls).
+//   tools/calibrate/data/h200-2026-12-02-host-size/README.md (tools/reference/host_size_scaling.py):
+//     an elementwise op with an output of 1 MiB or more costs 9.6 µs more forward, 7.7 µs more per
+//     backward kernel (GEMMs flat; normalisation not stepped, not applied).
 //   tools/calibrate/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
 //     400-kernel graph of x.mul_ 204 µs: 0.51 µs per captured kernel (graph node).
 // Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
@@ -48,6 +51,11 @@ struct HostCostDefaults {
   static constexpr double kViewUs = 2.3;           // view 2.17, transpose 2.51, reshape 2.35, unsqueeze 2.15
   static constexpr double kSplitCallUs = 1.08;     // chunk(2) 4.22 = call + 2 pieces, split(4) 7.37 =
   static constexpr double kSplitPieceUs = 1.57;    //   call + 4 pieces: solved for the two
+  // An elementwise op whose output is 1 MiB or more (h200-2026-12-02-host-size: a step between
+  // 0.39 and 1.57 MB of output, at PyTorch's caching-allocator small/large pool boundary):
+  static constexpr double kLargeOutputBytes = 1048576;
+  static constexpr double kLargeElementwiseUs = 9.6;          // forward: 21.6 against 12.0 µs per op
+  static constexpr double kLargeBackwardElementwiseUs = 7.7;  // backward: 27.7 against 20.0 µs per kernel
 };
 
 // Host costs of one framework's GPU operations (see the table above). All zero: no host side.
@@ -65,6 +73,8 @@ struct HostCosts {
   Duration view;                  // a view, transpose or reshape: no kernel (Op::host_view_calls)
   Duration split_call;            // a split or chunk call (Op::host_split_calls) ...
   Duration split_piece;           // ... and each piece it returns (Op::host_split_pieces)
+  Duration large_elementwise;           // added to an elementwise op with a >= 1 MiB output, forward
+  Duration large_backward_elementwise;  // ... and to such a backward kernel
   std::string source;             // one line for reports: which numbers are in force
 };
 

@@ -76,7 +76,7 @@ class RouteFigures {
   std::pair<Bandwidth, Duration> intra_ring(const std::vector<GpuId>& ring) {
     std::vector<int> locals;
     for (GpuId g : ring) locals.push_back(cluster_.local_index(g));
-    const auto key = std::make_pair(cluster_.node_spec(cluster_.node_of(ring.front())).name, std::move(locals));
+    const auto key = std::make_pair(hardware(cluster_.node_of(ring.front())), std::move(locals));
     auto it = rings_.find(key);
     if (it != rings_.end()) return it->second;
     Duration largest;
@@ -85,13 +85,20 @@ class RouteFigures {
   }
 
  private:
-  using HopKey = std::tuple<std::string, int, std::string, int, bool, bool>;
+  using HopKey = std::tuple<int, int, int, int, bool, bool>;
+  // A small number per node preset name, so that keys compare integers, not strings.
+  int hardware(int node) {
+    if (hardware_of_node_.empty()) hardware_of_node_.assign(static_cast<size_t>(cluster_.node_count()), -1);
+    int& id = hardware_of_node_[static_cast<size_t>(node)];
+    if (id < 0) id = hardware_ids_.emplace(cluster_.node_spec(node).name, static_cast<int>(hardware_ids_.size())).first->second;
+    return id;
+  }
   const std::pair<Duration, Bandwidth>& hop(GpuId a, GpuId b) {
     const int na = cluster_.node_of(a);
     const int nb = cluster_.node_of(b);
     const bool same_node = na == nb;
-    const HopKey key{cluster_.node_spec(na).name, cluster_.local_index(a), cluster_.node_spec(nb).name,
-                     cluster_.local_index(b), same_node, !same_node && cluster_.leaf_of(a) == cluster_.leaf_of(b)};
+    const HopKey key{hardware(na), cluster_.local_index(a), hardware(nb), cluster_.local_index(b), same_node,
+                     !same_node && cluster_.leaf_of(a) == cluster_.leaf_of(b)};
     auto it = hops_.find(key);
     if (it != hops_.end()) return it->second;
     const Route& route = cluster_.route(a, b);
@@ -102,7 +109,9 @@ class RouteFigures {
 
   const Cluster& cluster_;
   std::map<HopKey, std::pair<Duration, Bandwidth>> hops_;
-  std::map<std::pair<std::string, std::vector<int>>, std::pair<Bandwidth, Duration>> rings_;
+  std::map<std::pair<int, std::vector<int>>, std::pair<Bandwidth, Duration>> rings_;
+  std::map<std::string, int> hardware_ids_;
+  std::vector<int> hardware_of_node_;
 };
 
 Bandwidth nic_line_rate(const Cluster& cluster, int node) {

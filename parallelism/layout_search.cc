@@ -211,6 +211,7 @@ LayoutMetrics evaluate_candidate(const SearchProblem& problem, const LayoutCandi
   o.compute_cost = problem.compute_cost.get();
   o.power_model = problem.power_model;
   o.stragglers = problem.stragglers;
+  o.straggler_baseline = false;  // the ranking needs the step with them only
   const TrainingSpec training = candidate.training(problem.training);
   const TrainingReport r = simulate_training(*problem.cluster, problem.model, training, candidate.layout, o);
   LayoutMetrics m;

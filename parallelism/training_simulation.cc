@@ -160,13 +160,15 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     // Their common line, when they share one.
     if (sim.representative) sim.representative_line = *line;
     report.stragglers_simulated_every_rank = !sim.representative;
-    StepSimulationOptions plain = sim;
-    plain.rank_programs.clear();
-    plain.representative = options.representative;
-    plain.representative_line = RankCoord{};
-    plain.record_trace = false;
-    report.step_time_without_stragglers_s =
-        seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, plain).step_time);
+    if (options.straggler_baseline) {
+      StepSimulationOptions plain = sim;
+      plain.rank_programs.clear();
+      plain.representative = options.representative;
+      plain.representative_line = RankCoord{};
+      plain.record_trace = false;
+      report.step_time_without_stragglers_s =
+          seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, plain).step_time);
+    }
   }
   report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
   if (sim.power != nullptr) {

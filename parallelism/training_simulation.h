@@ -60,6 +60,9 @@ struct TrainingSimulationOptions {
   // position in each stage) are simulated on that line; stragglers on several lines turn it off
   // (every rank simulated), so that no symmetry they break is assumed.
   std::vector<Straggler> stragglers;
+  // With stragglers, also simulate the step without them (TrainingReport::step_time_without_stragglers_s);
+  // a search, which ranks the step with them, leaves it off.
+  bool straggler_baseline = true;
   // Sampled steps with jitter (on top of the stragglers): TrainingReport::jitter.
   std::optional<StepJitter> jitter;
 };

@@ -29,10 +29,8 @@ Exit codes: 0 ok, 1 a measurement failed (recorded in its line).
 """
 
 import argparse
-import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -404,30 +402,12 @@ def measure_optim(torch, variant):
 # ---------------------------------------------------------------------------------------------
 
 def write_meta(out_dir, torch):
-    lines = [f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat()}",
-             f"python: {sys.version.split()[0]}"]
-    try:
-        lines += [f"torch: {torch.__version__}", f"torch.version.cuda: {torch.version.cuda}",
-                  f"device: {torch.cuda.get_device_name(0)}",
-                  f"cudnn: {torch.backends.cudnn.version()}"]
+    def nccl():
         try:
-            lines.append(f"nccl (torch.cuda.nccl.version): {torch.cuda.nccl.version()}")
+            return [f"nccl (torch.cuda.nccl.version): {torch.cuda.nccl.version()}"]
         except Exception as e:
-            lines.append(f"nccl: n/a ({e})")
-    except Exception as e:
-        lines.append(f"torch info error: {e}")
-    lines.append(f"os.cpu_count: {os.cpu_count()}")
-    for title, cmd in (("nvidia-smi", "nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,"
-                                      "clocks.sm,temperature.gpu --format=csv"),
-                       ("lscpu | head -20", "lscpu | head -20"),
-                       ("date", "date -u")):
-        try:
-            r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
-            lines += [f"--- {title}", (r.stdout + r.stderr).rstrip()]
-        except Exception as e:
-            lines += [f"--- {title}", f"error: {e}"]
-    with open(os.path.join(out_dir, "meta.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+            return [f"nccl: n/a ({e})"]
+    host_timing.write_meta(out_dir, torch, extra=nccl)
 
 
 def summary(path):

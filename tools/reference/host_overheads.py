@@ -42,11 +42,9 @@ Exit codes: 0 ok, 1 a measurement failed (recorded in its line).
 
 import argparse
 import contextlib
-import datetime
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -56,7 +54,7 @@ WARMUP = 2
 N_CHAIN = 50
 SLEEP_S = 0.05
 
-from host_timing import emit, med, profile_counts  # noqa: E402  (tools/reference/host_timing.py)
+from host_timing import emit, med, profile_counts, write_meta  # noqa: E402  (tools/reference/host_timing.py)
 import host_timing  # noqa: E402
 
 
@@ -319,29 +317,6 @@ def measure_linear_chain(torch):
 
 
 # ---------------------------------------------------------------------------------------------
-
-def write_meta(out_dir, torch):
-    lines = [f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat()}",
-             f"python: {sys.version.split()[0]}"]
-    try:
-        lines += [f"torch: {torch.__version__}", f"torch.version.cuda: {torch.version.cuda}",
-                  f"device: {torch.cuda.get_device_name(0)}",
-                  f"cudnn: {torch.backends.cudnn.version()}"]
-    except Exception as e:
-        lines.append(f"torch info error: {e}")
-    lines.append(f"os.cpu_count: {os.cpu_count()}")
-    for title, cmd in (("nvidia-smi", "nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,"
-                                      "clocks.sm,temperature.gpu --format=csv"),
-                       ("lscpu | head -20", "lscpu | head -20"),
-                       ("date", "date -u")):
-        try:
-            r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
-            lines += [f"--- {title}", (r.stdout + r.stderr).rstrip()]
-        except Exception as e:
-            lines += [f"--- {title}", f"error: {e}"]
-    with open(os.path.join(out_dir, "meta.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-
 
 def summary(path):
     print("\n=== summary (host us per call; net = minus the empty loop's per-iteration time) ===")

@@ -15,11 +15,10 @@ after WARMUP; launches counted with torch.profiler in one extra run.
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 
-from host_timing import emit, med, profile_counts  # noqa: E402  (tools/reference/host_timing.py)
+from host_timing import emit, med, profile_counts, write_meta  # noqa: E402  (tools/reference/host_timing.py)
 import host_timing  # noqa: E402
 
 N_OPS = 100
@@ -113,11 +112,7 @@ def main(argv):
     path = os.path.join(args.out, "host_size_scaling.jsonl")
     open(path, "w").close()
     import torch
-    with open(os.path.join(args.out, "meta.txt"), "w") as f:
-        f.write(f"torch {torch.__version__} cuda {torch.version.cuda} device {torch.cuda.get_device_name(0)}\n")
-        r = subprocess.run("nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.sm,temperature.gpu "
-                           "--format=csv; lscpu | head -15; date -u", shell=True, capture_output=True, text=True)
-        f.write(r.stdout)
+    write_meta(args.out, torch)
     failures = 0
     for kind in ("elementwise", "linear", "layer_norm"):
         for tokens in TOKENS:

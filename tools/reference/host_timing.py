@@ -2,8 +2,12 @@
 medians, a long GPU kernel that keeps the GPU busy while the host is timed, and launch counts from
 torch.profiler. Imported from the scripts' own folder."""
 
+import datetime
 import json
+import os
 import statistics
+import subprocess
+import sys
 
 MAX_SM_HZ = 1.98e9  # for torch.cuda._sleep's cycle count; a lower clock only makes the sleep longer
 LAUNCH_SUBSTR = "Launch"          # cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel(Ex), ...
@@ -55,3 +59,30 @@ def profile_counts(torch, fn):
     top = sorted(kernel_names.items(), key=lambda kv: -kv[1])[:8]
     return {"launch_calls": launches, "copy_memset_calls": copies, "runtime_calls_by_name": by_name,
             "gpu_kernels": gpu_kernels, "gpu_copies_memsets": gpu_copies, "top_kernels": top}
+
+
+def write_meta(out_dir, torch, extra=None):
+    """DIR/meta.txt: date, Python, torch, CUDA, device, cuDNN (and `extra()`'s lines), CPU count,
+    nvidia-smi's static fields, lscpu."""
+    lines = [f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat()}",
+             f"python: {sys.version.split()[0]}"]
+    try:
+        lines += [f"torch: {torch.__version__}", f"torch.version.cuda: {torch.version.cuda}",
+                  f"device: {torch.cuda.get_device_name(0)}",
+                  f"cudnn: {torch.backends.cudnn.version()}"]
+        if extra is not None:
+            lines += extra()
+    except Exception as e:
+        lines.append(f"torch info error: {e}")
+    lines.append(f"os.cpu_count: {os.cpu_count()}")
+    for title, cmd in (("nvidia-smi", "nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,"
+                                      "clocks.sm,temperature.gpu --format=csv"),
+                       ("lscpu | head -20", "lscpu | head -20"),
+                       ("date", "date -u")):
+        try:
+            r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
+            lines += [f"--- {title}", (r.stdout + r.stderr).rstrip()]
+        except Exception as e:
+            lines += [f"--- {title}", f"error: {e}"]
+    with open(os.path.join(out_dir, "meta.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")

@@ -150,11 +150,11 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
         if (def.type == ValueType::kBandwidth) si = parse_bandwidth(text).bytes_per_second();
         if (def.type == ValueType::kFlopRate) si = parse_flop_rate(text).flop_per_second();
         if (def.type == ValueType::kPower) si = parse_power(text).in_watts();
+      } catch (const OverflowError& e) {
+        // A number beyond int64 picoseconds is a value out of range, not a bad format.
+        if (def.type == ValueType::kBytes) throw fail(e.what());
+        throw fail(fmt::format("\"{}\" is out of range: expected {}", excerpt(text), describe_physical_range(def)));
       } catch (const InputError& e) {
-        // A number beyond int64 picoseconds (or bytes) is a value out of range, not a bad format.
-        if (def.type != ValueType::kBytes && std::string_view(e.what()).find("does not fit") != std::string_view::npos) {
-          throw fail(fmt::format("\"{}\" is out of range: expected {}", excerpt(text), describe_physical_range(def)));
-        }
         throw fail(e.what());
       }
       const PhysicalRange range = physical_range(def);

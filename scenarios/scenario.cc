@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <system_error>
 #include <fmt/format.h>
@@ -843,12 +844,11 @@ CampaignSpec load_campaign(const ConfigDocument& doc) {
     double seconds = 0;
     try {
       seconds = parse_duration(interval).to_seconds();
-    } catch (const InputError& e) {
-      seconds = std::string_view(e.what()).find("does not fit") != std::string_view::npos ? 1e300 : -1;  // too long
-      if (seconds < 0) {
-        throw doc.error_at("campaign.checkpoint.interval",
-                           fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
-      }
+    } catch (const OverflowError&) {
+      seconds = std::numeric_limits<double>::infinity();  // beyond int64 picoseconds: out of range below
+    } catch (const InputError&) {
+      throw doc.error_at("campaign.checkpoint.interval",
+                         fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
     }
     if (!(seconds > 0) || seconds > 86'400.0) {
       throw doc.error_at("campaign.checkpoint.interval",

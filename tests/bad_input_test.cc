@@ -254,6 +254,11 @@ TEST(BadInput, CampaignInputIsRefusedAtItsKey) {
   expect_refused("run " + ok + " --set campaign.spare_nodes=2", {"campaign.spare_nodes: spare nodes need campaign.repair_time"});
   expect_refused("run " + ok + " --set 'campaign.repair_time=3 h'", {"campaign.repair_time: a repair time is for campaign.spare_nodes"});
   expect_refused("run " + ok + " --set campaign.spare_nodes=-1 --set 'campaign.repair_time=3 h'", {"campaign.spare_nodes"});
+  // Beyond int64 picoseconds: out of the key's range, not a message about int64.
+  expect_refused("run " + ok + " --set 'campaign.relaunch_time=1e30 s'",
+                 {"campaign.relaunch_time: \"1e30 s\" is out of range: expected in [0 s, 86400 s]"});
+  expect_refused("run " + ok + " --set 'campaign.checkpoint.interval=1e7 s'",
+                 {"campaign.checkpoint.interval: \"1e7 s\" is out of range"});
   expect_refused("run " + ok + " --set campaign.checkpoint.interval=soon",
                  {"campaign.checkpoint.interval: \"soon\" is not auto or a duration"});
   // Llama-3-8B's 8.0e9 parameters x 14 B at 1 GB/s: 112 s a write; an interval of 30 s is shorter.

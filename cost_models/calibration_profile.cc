@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -68,6 +69,60 @@ struct Reader {
   }
 };
 
+ProfilePower parse_power_section(const Reader& r, const json& section) {
+  if (!section.is_object()) r.fail("power", "expected an object of power measurements");
+  std::set<std::string> keys{"source", "power_limit", "idle_power", "held_power", "window", "memory_clock_share"};
+  for (const char* k : ProfilePower::kClassKeys) keys.emplace(k);
+  r.reject_unknown_keys(section, "power.", keys);
+  ProfilePower p;
+  if (auto s = section.find("source"); s != section.end()) p.source = r.string_of(*s, "power.source");
+  auto power = [&](const json& object, const std::string& where, const char* key) {
+    const std::string path = where + key;
+    const Power w = r.quantity(r.require(object, key, where), path, parse_power);
+    if (!std::isfinite(w.in_watts()) || !(w > Power::zero())) r.fail(path, "expected a positive, finite power");
+    return w;
+  };
+  auto fraction = [&](const json& object, const std::string& where, const char* key, bool zero_ok) {
+    const std::string path = where + key;
+    const json& v = r.require(object, key, where);
+    if (!v.is_number()) r.fail(path, fmt::format("expected a number, got {}", v.dump()));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x > 1 || (zero_ok ? x < 0 : x <= 0)) {
+      r.fail(path, fmt::format("expected a number in {}0, 1], got {}", zero_ok ? "[" : "(", v.dump()));
+    }
+    return x;
+  };
+  p.power_limit = power(section, "power.", "power_limit");
+  p.idle_power = power(section, "power.", "idle_power");
+  p.held_power = power(section, "power.", "held_power");
+  if (p.held_power > p.power_limit) r.fail("power.held_power", "must not exceed power.power_limit");
+  if (!(p.idle_power < p.held_power)) r.fail("power.idle_power", "must be below power.held_power");
+  p.window = r.quantity(r.require(section, "window", "power."), "power.window", parse_duration);
+  if (p.window.ps() <= 0) r.fail("power.window", "expected a positive duration");
+  p.memory_clock_share = fraction(section, "power.", "memory_clock_share", true);
+  for (size_t i = 0; i < std::size(ProfilePower::kClassKeys); ++i) {
+    const char* name = ProfilePower::kClassKeys[i];
+    const std::string where = fmt::format("power.{}.", name);
+    const json& c = r.require(section, name, "power.");
+    if (!c.is_object()) r.fail(where.substr(0, where.size() - 1), "expected an object (full_rate, settled_ratio, settled_power)");
+    r.reject_unknown_keys(c, where, {"full_rate", "settled_ratio", "settled_power"});
+    ProfilePowerClass& pc = *p.power_class(i);
+    const std::string rate_key = where + "full_rate";
+    const std::string rate_text = r.string_of(r.require(c, "full_rate", where), rate_key);
+    try {
+      pc.full_rate = std::string_view(name) == "copy" ? parse_bandwidth(rate_text).bytes_per_second()
+                                                      : parse_flop_rate(rate_text).flop_per_second();
+    } catch (const InputError& e) {
+      r.fail(rate_key, e.what());
+    }
+    if (!std::isfinite(pc.full_rate) || !(pc.full_rate > 0)) r.fail(rate_key, "expected a positive, finite rate");
+    pc.settled_ratio = fraction(c, where, "settled_ratio", false);
+    pc.settled_power = power(c, where, "settled_power");
+    if (!(pc.settled_power > p.idle_power)) r.fail(where + "settled_power", "must be above power.idle_power");
+  }
+  return p;
+}
+
 }  // namespace
 
 CalibrationProfile parse_calibration_profile(std::string_view json_text, std::string_view source) {
@@ -81,7 +136,7 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
   if (!doc.is_object()) r.fail("(top level)", "expected a JSON object");
   r.reject_unknown_keys(doc, "",
                         {"format", "version", "name", "machine", "gemm_samples", "memory", "launch_overhead",
-                         "host_costs", "attention_samples", "collectives"});
+                         "host_costs", "power", "attention_samples", "collectives"});
   const std::string format = r.string_of(r.require(doc, "format", ""), "format");
   if (format != kFormat) r.fail("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format));
   const json& version = r.require(doc, "version", "");
@@ -227,8 +282,20 @@ CalibrationProfile parse_calibration_profile(std::string_view json_text, std::st
     }
     profile.host_costs = host;
   }
+  if (auto it = doc.find("power"); it != doc.end()) profile.power = parse_power_section(r, *it);
   if (auto it = doc.find("collectives"); it != doc.end()) profile.collectives_json = it->dump();
   return profile;
+}
+
+ProfilePower parse_profile_power(std::string_view json_text, std::string_view source) {
+  const Reader r{source};
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, excerpt(e.what(), 300)));
+  }
+  return parse_power_section(r, doc);
 }
 
 CalibrationProfile load_calibration_profile(const std::string& path) {
@@ -289,6 +356,25 @@ std::string to_json(const CalibrationProfile& profile) {
     if (profile.launch_eager) launch["eager"] = duration_text(*profile.launch_eager);
     if (profile.launch_graph) launch["graph"] = duration_text(*profile.launch_graph);
     doc["launch_overhead"] = launch;
+  }
+  if (profile.power) {
+    const ProfilePower& p = *profile.power;
+    json section = json::object();
+    if (!p.source.empty()) section["source"] = p.source;
+    section["power_limit"] = fmt::format("{} W", p.power_limit.in_watts());
+    section["idle_power"] = fmt::format("{} W", p.idle_power.in_watts());
+    section["held_power"] = fmt::format("{} W", p.held_power.in_watts());
+    section["window"] = duration_text(p.window);
+    section["memory_clock_share"] = p.memory_clock_share;
+    for (size_t i = 0; i < std::size(ProfilePower::kClassKeys); ++i) {
+      const ProfilePowerClass& c = *p.power_class(i);
+      const bool copy = std::string_view(ProfilePower::kClassKeys[i]) == "copy";
+      section[ProfilePower::kClassKeys[i]] = {
+          {"full_rate", copy ? fmt::format("{} B/s", c.full_rate) : fmt::format("{} FLOP/s", c.full_rate)},
+          {"settled_ratio", c.settled_ratio},
+          {"settled_power", fmt::format("{} W", c.settled_power.in_watts())}};
+    }
+    doc["power"] = section;
   }
   if (profile.host_costs) {
     ProfileHostCosts host = *profile.host_costs;

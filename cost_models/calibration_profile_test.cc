@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.h"
@@ -12,6 +14,7 @@
 namespace clustersim {
 namespace calibration_profile_test {
 
+const std::string kCommittedProfile = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/profiles/h200-2026-11-29.json";
 const std::string kSweep = std::string(CLUSTERSIM_SOURCE_DIR) + "/cost_models/testdata/h200_pytorch_sweep.json";
 
 std::string message_of(const std::string& json) {
@@ -109,6 +112,41 @@ TEST(CalibrationProfile, HostCostsRoundTripAndAreChecked) {
       << message_of(head + negative.substr(0, negative.size() - 1) + "}}");
   EXPECT_NE(message_of(head + all + R"("launch":"1 us"}})").find("host_costs.launch: unknown key"),
             std::string::npos);
+}
+
+TEST(CalibrationProfile, PowerSectionRoundTripsAndIsChecked) {
+  const CalibrationProfile committed = load_calibration_profile(kCommittedProfile);
+  ASSERT_TRUE(committed.power.has_value());
+  EXPECT_EQ(committed.power->idle_power.in_watts(), 123.3);
+  EXPECT_EQ(committed.power->gemm_fp8.settled_ratio, 0.812);
+  const CalibrationProfile back = parse_calibration_profile(to_json(committed), "round-trip");
+  EXPECT_EQ(to_json(back), to_json(committed));
+
+  const std::string head = R"({"format":"clustersim-calibration-profile","version":1,"name":"x",)"
+                           R"("machine":{"gpu":"G","sm_count":132},"power":)";
+  nlohmann::json section = nlohmann::json::parse(to_json(committed))["power"];
+  auto error_with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json s = section;
+    change(s);
+    return message_of(head + s.dump() + "}");
+  };
+  EXPECT_EQ(error_with([](nlohmann::json&) {}), "");
+  EXPECT_NE(error_with([](nlohmann::json& s) { s.erase("window"); }).find("test.json: power.window: required key is missing"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["gemm_bf16"].erase("settled_power"); })
+                .find("power.gemm_bf16.settled_power: required key is missing"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["idle_power"] = "700 W"; }).find("power.idle_power: must be below"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["held_power"] = "800 W"; }).find("power.held_power: must not exceed"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["gemm_fp8"]["settled_ratio"] = 1.5; })
+                .find("power.gemm_fp8.settled_ratio: expected a number in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["copy"]["full_rate"] = "-4 TB/s"; }).find("power.copy.full_rate"),
+            std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["idle_power"] = "-5 W"; }).find("power.idle_power"), std::string::npos);
+  EXPECT_NE(error_with([](nlohmann::json& s) { s["fan"] = "1"; }).find("power.fan: unknown key"), std::string::npos);
 }
 
 TEST(CalibrationProfile, RejectsMalformedProfilesNamingTheKey) {

@@ -64,7 +64,9 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
   memory_bandwidth_ = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
   kernel_gap_ = Duration::microseconds(ComputeDefaults::kKernelGapUs);
   dispatch_interval_ = Duration::microseconds(ComputeDefaults::kEagerDispatchUs);
-  if (gpu.power_limit > Power::zero()) power_.emplace(gpu);
+  if (gpu.power_limit > Power::zero()) {
+    power_.emplace(gpu, profile != nullptr && profile->power ? &*profile->power : nullptr);
+  }
   if (profile == nullptr) return;
 
   profile_name_ = profile->name;
@@ -129,12 +131,27 @@ Duration ComputeCostModel::at_speed(Duration full) const {
   return speed_ == 1.0 ? full : Duration::picoseconds(std::llround(static_cast<double>(full.ps()) / speed_));
 }
 
+void ComputeCostModel::set_power_governed(bool governed) {
+  if (governed && !power_) {
+    throw InternalError(fmt::format("ComputeCostModel::set_power_governed: GPU {} has no power model", gpu_.name));
+  }
+  governed_ = governed;
+}
+
+Duration ComputeCostModel::gemm_at_clock(Duration sustained, const GemmShape& shape) const {
+  return governed_ ? power_->full_clock_gemm(sustained, kernel_gap_, shape.flops(), shape.dtype) : sustained;
+}
+
+Duration ComputeCostModel::attention_at_clock(Duration sustained, double kernel_flops) const {
+  return governed_ ? power_->full_clock_attention(sustained, kernel_gap_, kernel_flops) : sustained;
+}
+
 Duration ComputeCostModel::gemm_time(const GemmShape& shape) const {
   if (predictor_ && predictor_->covers(shape)) {
     const Duration measured_like = predictor_->predict(shape);  // already a back-to-back kernel duration
-    return at_speed(measured_like);
+    return at_speed(gemm_at_clock(measured_like, shape));
   }
-  return at_speed(default_gemm_kernel(shape));
+  return at_speed(gemm_at_clock(default_gemm_kernel(shape), shape));
 }
 
 Duration ComputeCostModel::gemm_time(int64_t m, int64_t n, int64_t k, DataType dtype, int64_t batch) const {
@@ -162,11 +179,12 @@ Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAtte
         shape, direction == AttentionDirection::kForward ? AttentionPredictor::Direction::kForward
                                                          : AttentionPredictor::Direction::kBackward);
     // Samples are back-to-back kernel durations (inter-kernel gaps included), like GEMM samples.
-    return at_speed(std::max(measured_like, floor));
+    return at_speed(attention_at_clock(std::max(measured_like, floor), flops));
   }
   const double efficiency = direction == AttentionDirection::kForward ? ComputeDefaults::kSdpaFlashForwardEfficiency
                                                                        : ComputeDefaults::kSdpaFlashBackwardEfficiency;
-  return at_speed(kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor)));
+  return at_speed(
+      attention_at_clock(kernel_duration(std::max(compute_time(flops, gpu_.peak(shape.dtype) * efficiency), floor)), flops));
 }
 
 bool ComputeCostModel::attention_sampled(const AttentionShape& shape, FusedAttentionKernel kernel) const {
@@ -180,7 +198,8 @@ Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, Data
                                                                 : ComputeDefaults::kAttentionBackwardEfficiency;
   if (kernel == FusedAttentionKernel::kFlashV1) efficiency /= ComputeDefaults::kFlashV1Slowdown;
   const Duration compute = compute_time(kernel_flops, gpu_.peak(dtype) * efficiency);
-  return at_speed(kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_))));
+  return at_speed(attention_at_clock(kernel_duration(std::max(compute, transfer_time(bytes, memory_bandwidth_))),
+                                     kernel_flops));
 }
 
 std::string ComputeCostModel::describe() const {

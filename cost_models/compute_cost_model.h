@@ -63,8 +63,9 @@ struct ComputeDefaults {
 // calibration profile, GEMM durations come from its samples (GemmPredictor, whose baseline is the
 // same roofline with GemmKernelModel's tile-and-wave compute time) and the profile's launch
 // numbers replace the defaults; what the profile lacks stays at the defaults, and describe() says
-// which was used. Not modelled: L2 reuse between kernels, concurrency of kernels on one GPU,
-// clock throttling, overlap of communication kernels with compute on the SMs.
+// which was used. The clock under the power limit is the step simulation's governor
+// (set_power_governed). Not modelled: L2 reuse between kernels, concurrency of kernels on one GPU,
+// overlap of communication kernels with compute on the SMs.
 class ComputeCostModel {
  public:
   // Throws InputError if the GPU lacks an SM count (and the profile gives none) or a HBM bandwidth.
@@ -115,6 +116,16 @@ class ComputeCostModel {
   // The GPU's power model, or nullptr when its preset gives no power limit.
   const PowerModel* power_model() const { return power_ ? &*power_ : nullptr; }
 
+  // Whether the step simulation runs the GPU's clock governor on these kernels
+  // (TrainingSimulationOptions::power_model). Then GEMM and fused-attention durations are returned
+  // at full clock: the profile's samples and the default efficiencies are rates of kernels run back
+  // to back, at the power limit where they reach it, and PowerModel::full_clock_gemm /
+  // full_clock_attention undo the governor's slowdown of each kernel alone, which the governor then
+  // applies again to the step's own mix. Memory-bound rates are left as measured (a 2 GiB copy runs
+  // uncapped, cost_models/power_model.h). Throws InternalError when the GPU has no power model.
+  void set_power_governed(bool governed);
+  bool power_governed() const { return governed_; }
+
   // A straggler or a jittered step: every kernel time above is divided by `speed` (the fraction of
   // this GPU's rates it runs at, in (0, 4]; 1 by default). Throws InternalError outside that range.
   void set_speed(double speed);
@@ -128,6 +139,9 @@ class ComputeCostModel {
   // The default GEMM work time plus gap, with this model's bandwidth.
   Duration default_gemm_kernel(const GemmShape& shape) const;
   Duration at_speed(Duration full) const;
+  // A sustained GEMM or attention duration at full clock when governed (set_power_governed).
+  Duration gemm_at_clock(Duration sustained, const GemmShape& shape) const;
+  Duration attention_at_clock(Duration sustained, double kernel_flops) const;
 
   GpuSpec gpu_;
   GemmEfficiencyModel gemm_model_;
@@ -141,6 +155,7 @@ class ComputeCostModel {
   std::string profile_summary_;
   std::optional<PowerModel> power_;
   double speed_ = 1.0;
+  bool governed_ = false;
 };
 
 // Leave-one-out evaluation of a profile's GEMM samples on `gpu` (see GemmPredictor): the check the

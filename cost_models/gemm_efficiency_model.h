@@ -47,8 +47,10 @@ enum class GemmAlignment { kAligned, kFourByteAligned, kMisaligned };
 // cost_models/testdata/h200_pytorch_sweep.json (bf16 and fp8, with ComputeCostModel's memory floor
 // and 1.23 µs kernel gap) together with the 18 Hopper rows of docs/validation/published/gemm.csv
 // (MAMF bf16/fp8, DeepGEMM fp8 H800 with M = 4096): median error 4.9 %, max 35 % (fp8 1024³, a
-// 5.7 µs kernel). Not modelled: clock and power throttling (sustained 8192³ runs ~10 % below a burst),
-// data-dependent power, the exact cuBLAS heuristic.
+// 5.7 µs kernel). Its rates are those of GEMMs run back to back, at the power limit where they
+// reach it (sustained 8192³ runs settle ~18 % below their first milliseconds); under the power
+// model they are undone to full clock (PowerModel::full_clock_gemm) and the governor slows the
+// step's own mix. Not modelled: data-dependent power, the exact cuBLAS heuristic.
 class GemmEfficiencyModel {
  public:
   // `sm_count`: streaming multiprocessors of the GPU (132 on H100/H200 SXM). Throws InputError if it

@@ -27,9 +27,15 @@ constexpr Measured kFp32{51.2e12, 67e12, 1.0, 694.0};       // fp32 8192³ on CU
 constexpr Measured kAttention{279.5e12, 989e12, 0.988, 689.1};  // SDPA flash bf16 fwd+bwd, kernel FLOPs
 constexpr Measured kCopy{4268e9, 4800e9, 1.0, 663.0};        // 2 GiB device copy, read + write, uncapped
 
-// Dynamic power at full clock (W) on the H200: (settled power − idle) / settled_ratio² (power of
-// clock-bound work ∝ rate², see the header).
-constexpr double dynamic_w(const Measured& m) { return (m.settled_w - kH200IdleW) / (m.settled_ratio * m.settled_ratio); }
+// Dynamic power at full clock (W) of a class measured with the board at `idle_w`: (settled power −
+// idle) / settled_ratio² (power of clock-bound work ∝ rate², see the header).
+constexpr double dynamic_w(const Measured& m, double idle_w) {
+  return (m.settled_w - idle_w) / (m.settled_ratio * m.settled_ratio);
+}
+
+Measured from_profile(const ProfilePowerClass& c, double datasheet) {
+  return Measured{c.full_rate, datasheet, c.settled_ratio, c.settled_power.in_watts()};
+}
 
 double seconds(Duration d) { return d.to_seconds(); }
 
@@ -52,20 +58,29 @@ PowerWork PowerWork::scaled(double share) const {
   return w;
 }
 
-PowerModel::PowerModel(const GpuSpec& gpu) {
+PowerModel::PowerModel(const GpuSpec& gpu, const ProfilePower* measured) : measured_(measured != nullptr) {
   if (!(gpu.power_limit > Power::zero())) {
     throw InputError(fmt::format("GPU {} has no power_limit; give one in its preset (e.g. power_limit: \"700 W\") or "
                                  "set simulation.power_model: false",
                                  gpu.name));
   }
   limit_ = gpu.power_limit;
-  idle_ = gpu.idle_power > Power::zero() ? gpu.idle_power : gpu.power_limit * kDefaultIdleFractionOfLimit;
-  held_ = limit_ * kHeldFractionOfLimit;
-  const double scale = limit_.in_watts() / kReferenceLimitW;
-  // The same fraction of this GPU's datasheet figure at the same fraction of its limit.
-  auto class_power = [scale](const Measured& m, double datasheet) {
+  const double reference_limit = measured ? measured->power_limit.in_watts() : kReferenceLimitW;
+  const double scale = limit_.in_watts() / reference_limit;
+  const double measured_idle = measured ? measured->idle_power.in_watts() : kH200IdleW;
+  idle_ = gpu.idle_power > Power::zero() ? gpu.idle_power
+          : measured                     ? Power::watts(measured_idle * scale)
+                                         : gpu.power_limit * kDefaultIdleFractionOfLimit;
+  held_ = limit_ * (measured ? measured->held_power.in_watts() / reference_limit : kHeldFractionOfLimit);
+  if (measured) {
+    window_s_ = measured->window.to_seconds();
+    memory_share_ = measured->memory_clock_share;
+  }
+  // The same fraction of this GPU's datasheet figure at the same fraction of its limit; a profile's
+  // classes are this GPU's own (their full rates are taken as measured).
+  auto class_power = [scale, measured_idle](const Measured& m, double datasheet) {
     ClassPower c;
-    c.dynamic_w = dynamic_w(m) * scale;
+    c.dynamic_w = dynamic_w(m, measured_idle) * scale;
     c.joules_per_unit = c.dynamic_w / (m.full_rate / m.datasheet * datasheet);
     return c;
   };
@@ -74,14 +89,22 @@ PowerModel::PowerModel(const GpuSpec& gpu) {
     return it != gpu.dense_peak.end() ? it->second.flop_per_second() : fallback;
   };
   const double bf16_peak = peak_or(DataType::kBf16, peak_or(DataType::kFp16, kBf16.datasheet));
-  gemm_[static_cast<size_t>(DataType::kBf16)] = class_power(kBf16, bf16_peak);
-  gemm_[static_cast<size_t>(DataType::kFp16)] = class_power(kBf16, peak_or(DataType::kFp16, bf16_peak));  // as bf16
-  gemm_[static_cast<size_t>(DataType::kFp8)] = class_power(kFp8, peak_or(DataType::kFp8, 2 * bf16_peak));
-  gemm_[static_cast<size_t>(DataType::kTf32)] = class_power(kTf32, peak_or(DataType::kTf32, bf16_peak / 2));
-  gemm_[static_cast<size_t>(DataType::kFp32)] = class_power(kFp32, peak_or(DataType::kFp32, bf16_peak / 15));
-  attention_ = class_power(kAttention, bf16_peak);
-  memory_ = class_power(kCopy, gpu.hbm_bandwidth.bytes_per_second() > 0 ? gpu.hbm_bandwidth.bytes_per_second()
-                                                                        : kCopy.datasheet);
+  const double hbm = gpu.hbm_bandwidth.bytes_per_second() > 0 ? gpu.hbm_bandwidth.bytes_per_second() : kCopy.datasheet;
+  auto pick = [&](const Measured& fallback, const ProfilePowerClass ProfilePower::*field, double datasheet) {
+    return measured ? from_profile(measured->*field, datasheet) : fallback;
+  };
+  const double fp16_peak = peak_or(DataType::kFp16, bf16_peak);
+  const double fp8_peak = peak_or(DataType::kFp8, 2 * bf16_peak);
+  const double tf32_peak = peak_or(DataType::kTf32, bf16_peak / 2);
+  const double fp32_peak = peak_or(DataType::kFp32, bf16_peak / 15);
+  gemm_[static_cast<size_t>(DataType::kBf16)] = class_power(pick(kBf16, &ProfilePower::gemm_bf16, bf16_peak), bf16_peak);
+  // fp16 as bf16 (the same tensor-core rate)
+  gemm_[static_cast<size_t>(DataType::kFp16)] = class_power(pick(kBf16, &ProfilePower::gemm_bf16, fp16_peak), fp16_peak);
+  gemm_[static_cast<size_t>(DataType::kFp8)] = class_power(pick(kFp8, &ProfilePower::gemm_fp8, fp8_peak), fp8_peak);
+  gemm_[static_cast<size_t>(DataType::kTf32)] = class_power(pick(kTf32, &ProfilePower::gemm_tf32, tf32_peak), tf32_peak);
+  gemm_[static_cast<size_t>(DataType::kFp32)] = class_power(pick(kFp32, &ProfilePower::gemm_fp32, fp32_peak), fp32_peak);
+  attention_ = class_power(pick(kAttention, &ProfilePower::attention, bf16_peak), bf16_peak);
+  memory_ = class_power(pick(kCopy, &ProfilePower::copy, hbm), hbm);
 }
 
 double PowerModel::class_joules(const ClassPower& c, Duration busy, double units) {
@@ -113,8 +136,8 @@ PowerWork PowerModel::memory_bound(Duration duration, Duration gap, Bytes bytes)
   const Duration busy = busy_time(duration, gap);
   const double joules = class_joules(memory_, busy, static_cast<double>(bytes.count()));
   PowerWork w;
-  w.clock_bound = Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * kMemoryClockShare));
-  w.clock_bound_joules = joules * kMemoryClockShare;
+  w.clock_bound = Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * memory_share_));
+  w.clock_bound_joules = joules * memory_share_;
   w.fixed_joules = joules - w.clock_bound_joules;
   return w;
 }
@@ -144,13 +167,46 @@ double PowerModel::rate_factor_for(Duration full, const PowerWork& w, double tar
   return std::clamp(f, kMinRateFactor, 1.0);
 }
 
+Duration PowerModel::full_clock(const ClassPower& c, Duration sustained, Duration gap, double units) const {
+  const Duration busy = busy_time(sustained, gap);
+  if (busy <= Duration::zero()) return sustained;
+  const double t = seconds(sustained);
+  const double held = held_.in_watts() - idle_.in_watts();
+  // Board power above idle of the busy part measured as `sustained` when it ran at rate factor f:
+  // its full-clock energy E(busy·f) times f over the measured time (duration_at gives it back).
+  auto dynamic_at = [&](double f) {
+    const Duration full_busy = Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * f));
+    return class_joules(c, full_busy, units) * f / t;
+  };
+  if (dynamic_at(1.0) <= held) return sustained;
+  double lo = kMinRateFactor;
+  double hi = 1.0;
+  if (dynamic_at(lo) >= held) {
+    hi = lo;
+  } else {
+    for (int i = 0; i < 40; ++i) {  // dynamic_at increases with f: 2^-40 of the interval
+      const double mid = 0.5 * (lo + hi);
+      (dynamic_at(mid) > held ? hi : lo) = mid;
+    }
+  }
+  return gap + Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * hi));
+}
+
+Duration PowerModel::full_clock_gemm(Duration sustained, Duration gap, double kernel_flops, DataType dtype) const {
+  return full_clock(gemm_[static_cast<size_t>(dtype)], sustained, gap, kernel_flops);
+}
+
+Duration PowerModel::full_clock_attention(Duration sustained, Duration gap, double kernel_flops) const {
+  return full_clock(attention_, sustained, gap, kernel_flops);
+}
+
 PowerGovernor::PowerGovernor(const PowerModel& model, std::optional<double> average_w)
     : model_(&model), average_w_(average_w.value_or(model.idle().in_watts())) {}
 
 void PowerGovernor::idle_for(Duration d) {
   if (d <= Duration::zero()) return;
   const double idle = model_->idle().in_watts();
-  average_w_ = idle + (average_w_ - idle) * std::exp(-seconds(d) / PowerModel::kWindowSeconds);
+  average_w_ = idle + (average_w_ - idle) * std::exp(-seconds(d) / model_->window_seconds());
   energy_j_ += idle * seconds(d);
 }
 
@@ -159,7 +215,7 @@ Duration PowerGovernor::run_part(Duration full, const PowerWork& w, double share
   const Duration d = share == 1.0 ? whole
                                   : Duration::picoseconds(std::llround(static_cast<double>(whole.ps()) * share));
   const double p = model_->power_at(full, w, f);
-  average_w_ = p + (average_w_ - p) * std::exp(-seconds(d) / PowerModel::kWindowSeconds);
+  average_w_ = p + (average_w_ - p) * std::exp(-seconds(d) / model_->window_seconds());
   energy_j_ += p * seconds(d);
   const Duration bound = std::min(w.clock_bound, full);
   const Duration bound_full = share == 1.0 ? bound : Duration::picoseconds(std::llround(static_cast<double>(bound.ps()) * share));
@@ -177,7 +233,7 @@ Duration PowerGovernor::run(Duration full, const PowerWork& w) {
   // rate factor that draws exactly the held power, which keeps the average there.
   double share_at_full = 0;
   if (average_w_ < held) {
-    const double t_cross = PowerModel::kWindowSeconds * std::log((full_clock_w - average_w_) / (full_clock_w - held));
+    const double t_cross = model_->window_seconds() * std::log((full_clock_w - average_w_) / (full_clock_w - held));
     share_at_full = std::min(1.0, t_cross / seconds(full));
   }
   Duration d;

@@ -35,7 +35,13 @@
 // Other GPUs: every power above scales with power_limit / 700 W (idle from the preset, else
 // kDefaultIdleFractionOfLimit of the limit), and each class's full-clock rate with the GPU's
 // datasheet peak (or HBM bandwidth): the same fraction of peak at the same fraction of the limit.
-// This is a default, not a measurement: the A100 and Blackwell figures are untested.
+// This is a default, not a measurement: the A100 and Blackwell figures are untested, and
+// simulation.power_model: auto runs the governor only where a calibration profile carries the GPU's
+// own power section (CalibrationProfile::power; the H200 profile's holds the figures above).
+// Sustained rates. The GEMM and attention rates of a profile, and of the default efficiency model,
+// were measured back to back, long enough for the governor to settle on each kernel alone; under
+// the governor they are first undone to full clock (full_clock_gemm, full_clock_attention), so that
+// a step that mixes GEMMs with cooler kernels runs its GEMMs faster than their microbenchmark did.
 // Not modelled: the 1 s slow loop (held at the same power here), the firmware's reaction delay,
 // temperature, the power of NCCL kernels (communication and waits count as idle), and power
 // differences between GEMM shapes beyond their rate.
@@ -47,6 +53,7 @@
 #include "core/data_type.h"
 #include "core/gpu_spec.h"
 #include "core/units.h"
+#include "cost_models/calibration_profile.h"
 
 namespace clustersim {
 
@@ -64,7 +71,8 @@ struct PowerWork {
 
 class PowerModel {
  public:
-  // Measured on the H200 (see the header comment).
+  // Measured on the H200 (see the header comment): the defaults of a GPU whose calibration profile
+  // carries no power section (CalibrationProfile::power).
   static constexpr double kReferenceLimitW = 700.0;
   static constexpr double kHeldFractionOfLimit = 691.0 / 700.0;
   static constexpr double kWindowSeconds = 0.030;
@@ -77,13 +85,21 @@ class PowerModel {
   // (tests/power_reference_steps_test.cc).
   static constexpr double kRateShare = 0.5;
 
+  // `measured`: the power section of the GPU's calibration profile; its idle, held power, window,
+  // memory clock share and class figures replace the H200 defaults above (each class at the rate
+  // it measured; powers scaled by gpu.power_limit / measured->power_limit, 1 when the preset's
+  // limit is the one measured). Without it, the defaults are scaled to the GPU's limit and datasheet.
   // Throws InputError if the GPU has no power limit (GpuSpec::power_limit zero).
-  explicit PowerModel(const GpuSpec& gpu);
+  explicit PowerModel(const GpuSpec& gpu, const ProfilePower* measured = nullptr);
 
   Power limit() const { return limit_; }
   Power idle() const { return idle_; }
   Power held_power() const { return held_; }
-  Duration window() const { return Duration::seconds(kWindowSeconds); }
+  Duration window() const { return Duration::seconds(window_s_); }
+  double window_seconds() const { return window_s_; }
+  double memory_clock_share() const { return memory_share_; }
+  // Whether the parameters come from a profile's measurements (else the scaled H200 defaults).
+  bool measured() const { return measured_; }
 
   // Full-clock power work of one kernel of `duration` (launch gap included: `gap` of it is idle).
   PowerWork gemm(Duration duration, Duration gap, double flops, DataType dtype) const;
@@ -103,6 +119,17 @@ class PowerModel {
   // kMinRateFactor when even that exceeds it).
   double rate_factor_for(Duration full, const PowerWork& w, double target_w) const;
 
+  // Full-clock duration of a GEMM (or fused attention call) whose duration `sustained` (launch gap
+  // `gap` included) was measured back to back, long enough for the governor to settle on that
+  // kernel alone: the calibrator's points run 0.25 s of batches each (tools/calibrate/event_timer.h,
+  // TimingPolicy), and the default GEMM efficiency was fitted to such runs
+  // (cost_models/gemm_efficiency_model.h). Its busy part ran at the rate factor f at which the
+  // kernel draws held_power() (f = 1 when it stays below it at full clock), so
+  //   full = gap + (sustained − gap) · f,   power_at(full, work(full), f) = held_power().
+  // Solved by bisection on f in [kMinRateFactor, 1]. `kernel_flops`: FLOPs the kernel executes.
+  Duration full_clock_gemm(Duration sustained, Duration gap, double kernel_flops, DataType dtype) const;
+  Duration full_clock_attention(Duration sustained, Duration gap, double kernel_flops) const;
+
  private:
   struct ClassPower {
     double dynamic_w = 0;      // at full clock, sustained
@@ -110,10 +137,15 @@ class PowerModel {
   };
   // Dynamic energy of `units` (FLOPs, bytes) of class `c` run in `busy` at full clock.
   static double class_joules(const ClassPower& c, Duration busy, double units);
+  // full_clock_gemm / full_clock_attention for a clock-bound kernel of class `c`.
+  Duration full_clock(const ClassPower& c, Duration sustained, Duration gap, double units) const;
 
   Power limit_;
   Power idle_;
   Power held_;
+  double window_s_ = kWindowSeconds;
+  double memory_share_ = kMemoryClockShare;
+  bool measured_ = false;
   std::array<ClassPower, 5> gemm_{};  // by DataType
   ClassPower attention_;
   ClassPower memory_;

@@ -152,5 +152,57 @@ TEST(PowerModel, ScalesOtherGpusByTheirLimit) {
               (1 - 0.5 * PowerModel::kRateShare) * b.gemm_dynamic_w(DataType::kBf16) * 1e-3, 1e-9);
 }
 
+// A GEMM measured back to back at its settled rate runs, at full clock, at the rate of its first
+// milliseconds: the settled 8192³ run (658.2 TFLOP/s) undone gives 800.9 within the rate curve's
+// error; and run again back to back under the governor, it settles at the measured duration.
+TEST(PowerModel, FullClockOfASustainedGemmIsItsBurstRateAndTheGovernorGivesItBack) {
+  const PowerModel m(h200());
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const Duration sustained = Duration::seconds(flops / (kBf16SettledTflops * 1e12));
+  const Duration full = m.full_clock_gemm(sustained, Duration::zero(), flops, DataType::kBf16);
+  EXPECT_NEAR(flops / full.to_seconds() * 1e-12 / kBf16PeakTflops, 1.0, 0.05);
+  PowerGovernor g(m);
+  const PowerWork w = m.gemm(full, Duration::zero(), flops, DataType::kBf16);
+  Duration last;
+  for (int i = 0; i < 200; ++i) last = g.run(full, w);  // 0.3 s: settled
+  EXPECT_NEAR(last.to_seconds() / sustained.to_seconds(), 1.0, 1e-6);
+  // A GEMM whose demand stays under the limit was measured at full clock: unchanged.
+  const double small = 2.0 * 1024 * 1024 * 1024;
+  const Duration slow = Duration::seconds(small / 200e12);  // 200 TFLOP/s: well under the limit
+  const Duration gap = Duration::microseconds(1);
+  EXPECT_EQ(m.full_clock_gemm(slow + gap, gap, small, DataType::kBf16), slow + gap);
+}
+
+// A profile's power section replaces the H200 defaults; the same figures give the same model.
+TEST(PowerModel, TakesItsParametersFromAProfile) {
+  ProfilePower p;
+  p.power_limit = Power::watts(700);
+  p.idle_power = Power::watts(100);
+  p.held_power = Power::watts(680);
+  p.window = Duration::milliseconds(50);
+  p.memory_clock_share = 0.5;
+  for (size_t i = 0; i < std::size(ProfilePower::kClassKeys); ++i) {
+    *p.power_class(i) = ProfilePowerClass{500e12, 0.8, Power::watts(680)};
+  }
+  p.copy = ProfilePowerClass{4000e9, 1.0, Power::watts(600)};
+  GpuSpec g = h200();
+  g.idle_power = Power::zero();
+  const PowerModel m(g, &p);
+  EXPECT_TRUE(m.measured());
+  EXPECT_EQ(m.idle().in_watts(), 100);
+  EXPECT_NEAR(m.held_power().in_watts(), 680, 1e-9);
+  EXPECT_EQ(m.window(), Duration::milliseconds(50));
+  EXPECT_EQ(m.memory_clock_share(), 0.5);
+  EXPECT_NEAR(m.gemm_dynamic_w(DataType::kBf16), (680.0 - 100) / 0.64, 1e-9);
+  EXPECT_NEAR(m.memory_dynamic_w(), 500.0, 1e-9);
+  // At twice the limit, every power doubles; the idle power of the preset wins over the profile's.
+  g.power_limit = Power::watts(1400);
+  g.idle_power = Power::watts(150);
+  const PowerModel twice(g, &p);
+  EXPECT_NEAR(twice.gemm_dynamic_w(DataType::kBf16), 2 * m.gemm_dynamic_w(DataType::kBf16), 1e-9);
+  EXPECT_EQ(twice.idle().in_watts(), 150);
+  EXPECT_NEAR(twice.held_power().in_watts(), 1360, 1e-9);
+}
+
 }  // namespace power_model_test
 }  // namespace clustersim

@@ -344,7 +344,10 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
   check_uniform_gpus(cluster);
   SearchProblem problem = given;
   if (!problem.compute_cost) {
-    problem.compute_cost = std::make_shared<const ComputeCostModel>(cluster.node_spec(0).gpu, problem.compute_profile);
+    auto cost = std::make_shared<ComputeCostModel>(cluster.node_spec(0).gpu, problem.compute_profile);
+    // As simulate_training runs it: full-clock kernel times under the governor (no copy per candidate).
+    if (problem.power_model && cost->power_model() != nullptr) cost->set_power_governed(true);
+    problem.compute_cost = std::move(cost);
   }
   problem.model.validate();
   const SearchSpace& space = problem.space;

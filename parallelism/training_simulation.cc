@@ -108,8 +108,17 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
                                                             : 0;
   const Transformer transformer(model, training, shard);
   std::optional<ComputeCostModel> own_cost;
-  const ComputeCostModel& cost =
-      options.compute_cost != nullptr ? *options.compute_cost : own_cost.emplace(gpu, options.compute_profile);
+  const ComputeCostModel* shared_cost = options.compute_cost;
+  if (shared_cost == nullptr) own_cost.emplace(gpu, options.compute_profile);
+  // Kernel times at full clock exactly when the governor runs them (ComputeCostModel::set_power_governed).
+  const ComputeCostModel& given_cost = shared_cost != nullptr ? *shared_cost : *own_cost;
+  const bool governed = options.power_model && given_cost.power_model() != nullptr;
+  if (given_cost.power_governed() != governed) {
+    if (!own_cost) own_cost.emplace(*shared_cost);
+    own_cost->set_power_governed(governed);
+    shared_cost = nullptr;
+  }
+  const ComputeCostModel& cost = shared_cost != nullptr ? *shared_cost : *own_cost;
 
   TrainingReport report;
   ProgramOptions program_options;
@@ -127,7 +136,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   sim.representative = options.representative;
   sim.record_trace = options.record_trace;
   sim.collective_profile = options.collective_profile;
-  if (options.power_model) sim.power = cost.power_model();
+  if (governed) sim.power = cost.power_model();
   // Stragglers: one program set per distinct speed, each from a cost model at that speed.
   std::vector<std::pair<double, TrainingPrograms>> slow_programs;
   if (!options.stragglers.empty()) {
@@ -194,6 +203,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     report.energy.power_limit_w = sim.power->limit().in_watts();
     report.energy.joules_per_step = joules / static_cast<double>(report.step.ranks.size());
     report.energy.avg_power_w = report.energy.joules_per_step / report.step.step_time.to_seconds();
+    report.energy.clock_stretch_s = (actual - full).to_seconds() / static_cast<double>(report.step.ranks.size());
     if (actual > Duration::zero()) {
       report.energy.rate_factor = static_cast<double>(full.ps()) / static_cast<double>(actual.ps());
     }
@@ -226,6 +236,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
         auto it = by_speed.find(key);
         if (it == by_speed.end()) {
           ComputeCostModel at = cost;
+          at.set_power_governed(false);  // no governor here: kernels at their measured (sustained) rates
           at.set_speed(static_cast<double>(key) / 1000);
           it = by_speed.emplace(key, build_training_programs(transformer, at, layout, program_options)).first;
         }

@@ -84,6 +84,9 @@ struct GpuEnergy {
   double power_limit_w = 0;
   // Full-clock time of the clock-bound work / its time under the governor (1: never power-limited).
   double rate_factor = 1;
+  // Time the governor added to the clock-bound work, averaged over the simulated GPUs (s): on one
+  // GPU, the step less its work at full clock.
+  double clock_stretch_s = 0;
   // The largest difference between a GPU's averaged power at the start and at the end of the
   // simulated step (W): how far the one-iteration steady state is from periodic.
   double start_end_power_w = 0;

@@ -88,4 +88,14 @@ PreparedScenario prepare_scenario(const std::string& path, const std::vector<Ove
   return prepare_scenario(load_scenario(path, overrides, "", layout_check));
 }
 
+SearchProblem search_problem(const PreparedScenario& prepared) {
+  SearchProblem problem = search_problem(prepared.scenario, prepared.cluster);
+  problem.compute_profile = prepared.compute_profile();
+  problem.collective_profile = prepared.collective_profile();
+  const SimulationSettings& settings = prepared.scenario.simulation;
+  problem.power_model = power_model_applies(settings, problem.compute_profile) ||
+                        (!settings.power_model && problem.space.objective == SearchObjective::kEnergy);
+  return problem;
+}
+
 }  // namespace clustersim

@@ -50,6 +50,10 @@ struct PreparedScenario {
   const CollectiveProfile* collective_profile() const { return profiles.collectives ? &*profiles.collectives : nullptr; }
 };
 
+// search_problem(scenario, cluster) of a prepared scenario, with its profiles, and the power model
+// resolved for them (power_model_applies; an energy objective under `auto` turns it on).
+SearchProblem search_problem(const PreparedScenario& prepared);
+
 // Builds the cluster of a loaded `scenario` and loads its profiles. Throws InputError as
 // load_scenario_profiles() does.
 PreparedScenario prepare_scenario(Scenario scenario);

@@ -411,10 +411,11 @@ Schema build_scenario_schema() {
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key_def("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
             "false"));
-  s.key(key_def("simulation.power_model", ValueType::kBool,
-            "run each GPU under its power limit (clock governor, cost_models/power_model.h) and report energy; "
-            "false: full clock throughout, no energy figures",
-            kDefaultPowerModel ? "true" : "false"));
+  s.key(choice("simulation.power_model",
+               "run each GPU under its power limit (clock governor, cost_models/power_model.h) and report energy; "
+               "false: full clock throughout, no energy figures; auto: true when the calibration profile carries "
+               "power measurements of the GPU (a profile's power section), else false",
+               "auto", {"auto", "true", "false"}));
 
   s.section_list("stragglers", "GPUs or nodes whose kernels run slower than their peers' (a throttled or degraded "
                                "GPU); the step simulates what the synchronous step loses to them");
@@ -898,6 +899,11 @@ ModelSpec load_model_preset(const std::string& name_or_path, const std::string& 
   return m;
 }
 
+bool power_model_applies(const SimulationSettings& settings, const CalibrationProfile* compute_profile) {
+  if (settings.power_model) return *settings.power_model;
+  return compute_profile != nullptr && compute_profile->power.has_value();
+}
+
 SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   if (!scenario.search) {
     throw InputError(fmt::format("scenario \"{}\" has no search: section (see `clustersim help-config`)", scenario.name));
@@ -910,7 +916,8 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
   problem.space = *scenario.search;
   problem.fidelity_for = [settings = scenario.simulation](const Layout& l) { return resolve_fidelity(settings, l); };
   problem.representative = scenario.simulation.representative;
-  problem.power_model = scenario.simulation.power_model;
+  // Resolved again once the caller sets problem.compute_profile (power_model_applies).
+  problem.power_model = scenario.simulation.power_model.value_or(false);
   // What only `clustersim search` reads is checked here, not at load (run ignores search:).
   const SearchObjective o = problem.space.objective;
   const bool campaign_objective =
@@ -921,9 +928,9 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
                                  "and cluster.storage.bandwidth)",
                                  name_of(o)));
   }
-  if (o == SearchObjective::kEnergy && !scenario.simulation.power_model) {
+  if (o == SearchObjective::kEnergy && scenario.simulation.power_model == false) {
     throw InputError(scenario.search_objective_where +
-                     "energy needs the power model: set simulation.power_model: true");
+                     "energy needs the power model: set simulation.power_model: true or auto");
   }
   if (scenario.jitter) {
     throw InputError(scenario.jitter_where + "a search ranks steady steps (each sampled step with jitter simulates "
@@ -1115,7 +1122,9 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   s.simulation.flow_max_all_to_all_ranks = static_cast<int>(doc.get_int("simulation.flow_max_all_to_all_ranks"));
   s.simulation.representative = doc.get_bool("simulation.representative");
   s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
-  s.simulation.power_model = doc.get_bool("simulation.power_model");
+  if (const std::string power = doc.get_string("simulation.power_model"); power != "auto") {
+    s.simulation.power_model = power == "true";
+  }
   s.pue = doc.get_real("cluster.pue");
   if (doc.has("cluster.storage.bandwidth")) {
     s.storage_bandwidth = doc.get_bandwidth("cluster.storage.bandwidth").bytes_per_second();

@@ -56,8 +56,6 @@ inline constexpr double kMaxOversubscription = 64.0;
 
 enum class FidelityChoice { kAuto, kFlow, kAnalytical };
 
-// simulation.power_model's default (see its schema description and cost_models/power_model.h).
-inline constexpr bool kDefaultPowerModel = false;
 // cluster.pue: facility energy / IT energy, in [1, 5].
 inline constexpr double kDefaultPue = 1.2;
 inline constexpr double kMaxPue = 5.0;
@@ -76,8 +74,16 @@ struct SimulationSettings {
   int flow_max_all_to_all_ranks = 64;
   bool representative = true;
   bool allow_idle_gpus = false;
-  bool power_model = kDefaultPowerModel;
+  // simulation.power_model: true, false, or nullopt for `auto` (the default): on exactly when the
+  // calibration profile carries power measurements of the GPU (power_model_applies).
+  std::optional<bool> power_model;
 };
+
+// Whether a run of these settings simulates the GPUs under their power limit: simulation.power_model
+// when given; under `auto`, when `compute_profile` (the scenario's calibration profile, or nullptr)
+// has a power section (CalibrationProfile::power), so that the governor runs on parameters
+// measured on that GPU and not on the H200's scaled to another GPU's limit (cost_models/power_model.h).
+bool power_model_applies(const SimulationSettings& settings, const CalibrationProfile* compute_profile);
 
 struct Scenario {
   std::string name;

@@ -97,9 +97,20 @@ TEST(CampaignCli, SearchRanksByTheCampaign) {
   EXPECT_NE(none.output.find("search.objective: time_to_train ranks by the whole run: add a campaign: section"),
             std::string::npos)
       << none.output;
-  const Result energy = run("search " + file + sets + " --set search.objective=energy");
+  // The energy objective needs the power model: refused where it is off, turned on under auto.
+  const Result energy =
+      run("search " + file + sets + " --set search.objective=energy --set simulation.power_model=false");
   EXPECT_EQ(energy.exit_code, 2);
   EXPECT_NE(energy.output.find("energy needs the power model"), std::string::npos) << energy.output;
+  const Result energy_auto = run("search " + file + sets + " --set search.objective=energy");
+  ASSERT_EQ(energy_auto.exit_code, 0) << energy_auto.output;
+  const std::string& out = energy_auto.output;
+  const nlohmann::json e = nlohmann::json::parse(out.substr(out.find('{'), out.rfind('}') - out.find('{') + 1));
+  ASSERT_GE(e["top"].size(), 2u);
+  for (size_t k = 1; k < e["top"].size(); ++k) {
+    EXPECT_LE(e["top"][k - 1]["campaign"]["energy_mwh"].get<double>(), e["top"][k]["campaign"]["energy_mwh"].get<double>())
+        << k;
+  }
   // `run` ignores the search: section, its objective included.
   EXPECT_EQ(run("run " + file + " --set training.tokens=3e11 --set 'cluster.storage.bandwidth=20 GB/s' --set "
                 "search.objective=energy")

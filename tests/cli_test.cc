@@ -214,6 +214,25 @@ TEST(Cli, ThePowerModelReportsEnergy) {
   EXPECT_EQ(off.output.find("\"energy\""), std::string::npos);
 }
 
+// simulation.power_model: auto runs the governor where the calibration profile measured the GPU's
+// power (the H200 reference steps), and says why not elsewhere (an H100 without a profile).
+TEST(Cli, ThePowerModelIsOnWhereTheProfileMeasuredThePower) {
+  const std::string reference = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/reference/h200-gpt-350m.yaml";
+  const Result measured = run("run " + reference);
+  EXPECT_EQ(measured.exit_code, 0) << measured.output;
+  EXPECT_NE(measured.output.find("  GPU power           "), std::string::npos) << measured.output;
+  EXPECT_EQ(measured.output.find("not modelled"), std::string::npos) << measured.output;
+  const Result off = run("run " + reference + " --set simulation.power_model=false");
+  EXPECT_NE(off.output.find("  GPU power           not modelled (simulation.power_model: false)"), std::string::npos)
+      << off.output;
+  const Result unmeasured = run("run " + scenario("llama3-8b-dgx-h100.yaml"));
+  EXPECT_NE(unmeasured.output.find("  GPU power           not modelled (simulation.power_model: auto, and no "
+                                   "calibration profile with power measurements of this GPU"),
+            std::string::npos)
+      << unmeasured.output;
+  expect_refused("run " + reference + " --set simulation.power_model=sometimes", "simulation.power_model");
+}
+
 TEST(Cli, MixtureOfExpertsRunsSayHowFarPublishedRunsAre) {
   const Result r = run("run " + scenario("mixtral-8x7b-64-h100.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.output;

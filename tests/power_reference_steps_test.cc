@@ -32,20 +32,21 @@ constexpr MeasuredStep kSteps[] = {
     {"h200-llama-7b-2k.yaml", 258.6, 688.7, 178.1},
 };
 
-// The tolerances this model achieves (the targets: 5 % power, 10 % energy). Energy misses
-// its target for gpt-350m and gpt-1.3b (+11.6 %, +11.1 % on 2026-12-01): their predicted step times
-// are 8–10 % longer than measured (7.9 % and 5.9 % already at full clock), and energy is power ×
-// step time. PowerModel::kRateShare was chosen between 0 (all steps at the held 691 W, 20 % too slow)
+// The targets: average power within 5 %, energy per step within 10 %. On 2026-12-02, with
+// the profile's GEMM and attention rates taken as sustained rates and undone to full clock
+// (ComputeCostModel::set_power_governed): gpt-350m +3.4 % / +6.8 %, gpt-1.3b +1.3 % / +3.3 %,
+// llama-7b-2k -1.8 % / -3.7 % (before that, energy +11.7 % and +11.1 %: the step times were 6–8 %
+// long). PowerModel::kRateShare was chosen between 0 (all steps at the held 691 W, 20 % too slow)
 // and 1 (520–650 W, no slowdown) after seeing these three steps: this test is not independent of it.
 constexpr double kPowerTolerance = 0.05;
-constexpr double kEnergyTolerance = 0.12;
+constexpr double kEnergyTolerance = 0.10;
 
 class ReferenceStepPower : public ::testing::TestWithParam<MeasuredStep> {};
 
 TEST_P(ReferenceStepPower, AveragePowerAndEnergyMatchTheMeasurement) {
   const MeasuredStep& m = GetParam();
   const Scenario s = load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/reference/" + m.scenario,
-                                   {Override{"simulation.power_model", "true"}});
+                                   {Override{"simulation.power_model", "true"}});  // auto would, too
   const Cluster cluster(s.cluster);
   const ScenarioProfiles profiles = load_scenario_profiles(s.calibration, cluster.node_spec(0).gpu.name, "");
   TrainingSimulationOptions o;

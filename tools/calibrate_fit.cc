@@ -532,6 +532,10 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
       profile.machine.method += (profile.machine.method.empty() ? "" : "; ") + m;
     }
   }
+  if (!options.power.empty()) {
+    profile.power = parse_profile_power(read_input_file(options.power, "power measurements"), options.power);
+    if (profile.power->source.empty()) profile.power->source = options.power;
+  }
   if (profile.name.empty()) throw InputError("calibrate fit: give --name");
   return profile;
 }

@@ -54,6 +54,9 @@ struct CalibrateFitOptions {
   std::vector<NcclTestsLogInput> nccl_logs;
   std::string out;                  // profile path
   std::string name;                 // profile name ("" = the first input's base name)
+  // --power: a JSON file holding the profile's `power` section (cost_models/calibration_profile.h,
+  // ProfilePower), derived from a power and clock run ("" = none)
+  std::string power;
 };
 
 // One measured collective time.

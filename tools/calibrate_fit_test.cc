@@ -182,6 +182,7 @@ TEST(CalibrateFit, LogRankAndNodeCountsAreBounded) {
 TEST(CalibrateFit, CommittedH200DataGiveTheProfileRoundTrip) {
   CalibrateFitOptions options;
   options.inputs = {kData};
+  options.power = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/data/h200-2026-12-01-power/power.json";
   std::vector<std::string> notes;
   const CalibrationProfile p = fit_calibration_profile(options, &notes);
   EXPECT_EQ(p.name, "h200-2026-11-29");
@@ -237,6 +238,10 @@ TEST(CalibrateFit, CommittedH200DataGiveTheProfileRoundTrip) {
   }
   EXPECT_EQ(back.kernel_bandwidths, p.kernel_bandwidths);
   EXPECT_EQ(back.copy_bandwidth->bytes_per_second(), p.copy_bandwidth->bytes_per_second());
+  ASSERT_TRUE(back.power.has_value());
+  EXPECT_EQ(back.power->held_power.in_watts(), 691.0);
+  EXPECT_EQ(back.power->gemm_bf16.full_rate, 800.9e12);
+  EXPECT_EQ(back.power->copy.settled_power.in_watts(), 663.0);
   EXPECT_EQ(to_json(parse_collective_profile(back.collectives_json)), to_json(parse_collective_profile(p.collectives_json)));
   // The committed profile is this fit.
   const CalibrationProfile committed =

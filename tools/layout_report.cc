@@ -59,9 +59,7 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
     throw InputError(fmt::format("{}: no search: section; the report ranks the layouts of a search", options.scenario));
   }
   const Cluster& cluster = prepared.cluster;
-  SearchProblem problem = search_problem(scenario, cluster);
-  problem.compute_profile = prepared.compute_profile();
-  problem.collective_profile = prepared.collective_profile();
+  SearchProblem problem = search_problem(prepared);
   SearchOptions search_options;
   search_options.threads = options.threads;
   const SearchResult result = search_layouts(problem, search_options);

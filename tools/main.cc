@@ -126,10 +126,13 @@ int main(int argc, char** argv) {
                            "with --runs: also write the per-configuration summary (docs/validation/training.md)");
   validate_cmd
       ->add_option_function<std::string>(
-          "--power-model", [&](const std::string& v) { validate_runs_options.power_model = v == "on"; },
-          "with --runs: simulate every GPU under its power limit (on) or at full clock (off); default: "
-          "simulation.power_model's default")
-      ->check(CLI::IsMember({"on", "off"}));
+          "--power-model",
+          [&](const std::string& v) {
+            if (v != "auto") validate_runs_options.power_model = v == "on";
+          },
+          "with --runs: simulate every GPU under its power limit (on) or at full clock (off); auto (default): "
+          "as simulation.power_model: auto, full clock here (the rows have no calibration profile)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   CLI::Option* validate_json_option =
       validate_cmd->add_flag("--json", validate_runs_options.json, "with --runs only: print JSON on standard output");
   CalibrationValidationOptions calibration_validation;
@@ -181,6 +184,10 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingPath);
   fit_cmd->add_option("--out", fit.out, "profile JSON to write")->required();
   fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
+  fit_cmd->add_option("--power", fit.power,
+                      "JSON file of the GPU's power measurements, the profile's power section "
+                      "(tools/calibrate/data/h200-2026-12-01-power/power.json)")
+      ->check(CLI::ExistingFile);
   add_nccl_log_options(fit_cmd);
 
   // CLI11 reports an unknown subcommand as an unexpected argument; name the valid ones instead.

@@ -55,12 +55,12 @@ int run_command(const RunOptions& options, std::ostream& out) {
   sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout);
   sim.representative = scenario.simulation.representative;
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
-  sim.power_model = scenario.simulation.power_model;
   sim.stragglers = scenario.stragglers;
   sim.jitter = scenario.jitter;
   sim.record_trace = !options.trace.empty();
   sim.compute_profile = compute_profile ? &*compute_profile : nullptr;
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
+  sim.power_model = power_model_applies(scenario.simulation, sim.compute_profile);
 
   const auto start = std::chrono::steady_clock::now();
   const TrainingReport report = [&] {

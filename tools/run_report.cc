@@ -40,6 +40,15 @@ std::string span(double seconds) {
   return fmt::format("{:.1f} min", seconds / 60);
 }
 
+// Why a run has no power figures: simulation.power_model false, or auto without measurements.
+std::string power_model_reason(const Scenario& s) {
+  if (s.simulation.power_model) {
+    return *s.simulation.power_model ? "the GPU preset gives no power_limit" : "simulation.power_model: false";
+  }
+  return "simulation.power_model: auto, and no calibration profile with power measurements of this GPU; true "
+         "applies the H200's, scaled to its power limit (cost_models/power_model.h)";
+}
+
 void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ostream& out) {
   const CampaignSpec& spec = *s.campaign;
   out << fmt::format("\n  campaign            {} step{}{}: {} of training at this step time\n", k.steps, k.steps == 1 ? "" : "s",
@@ -77,7 +86,7 @@ void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ost
                                              : std::string(" (no campaign.gpu_hour_price)"));
   out << fmt::format("    energy            {}\n",
                      k.energy_mwh ? fmt::format("{:.4g} MWh with PUE {:.2f}", *k.energy_mwh, s.pue)
-                                  : std::string("not modelled (simulation.power_model: false)"));
+                                  : "not modelled (" + power_model_reason(s) + ")");
   out << fmt::format("    closed forms      first-order (Young/Daly) {}, exact expectation {}\n",
                      span(k.first_order_wall_s), span(k.exact_wall_s));
 }
@@ -157,6 +166,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     out << fmt::format("  energy per 1M tok   {:.3g} MJ ({:.3g} kWh), cluster with PUE\n", e.joules_per_token,
                        e.joules_per_token / 3.6);
   }
+  if (!r.energy.modelled) out << fmt::format("  GPU power           not modelled ({})\n", power_model_reason(s));
   if (!s.stragglers.empty()) {
     // "GPU 3 at 0.8, node 1 (8 GPUs) at 0.95": a whole node's GPUs at one speed are named as the node.
     std::vector<std::string> parts;

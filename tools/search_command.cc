@@ -548,11 +548,9 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
   const Cluster& cluster = prepared.cluster;
 
-  SearchProblem problem = search_problem(scenario, cluster);
+  SearchProblem problem = search_problem(prepared);
   const int top = options.top.value_or(problem.space.top);
   problem.space.top = top;
-  problem.compute_profile = prepared.compute_profile();
-  problem.collective_profile = prepared.collective_profile();
 
   const bool root = partition.rank() == 0;
   // The CSV file is checked on every process (a process that failed alone would leave the others

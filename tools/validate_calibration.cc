@@ -262,6 +262,7 @@ TrainingValidationRow predict_reference(const ReferenceMeasurement& measured, co
   sim.fidelity = resolve_fidelity(s.simulation, s.layout);
   sim.compute_profile = &profile;
   sim.collective_profile = collectives ? &*collectives : nullptr;
+  sim.power_model = power_model_applies(s.simulation, &profile);  // as `clustersim run` simulates it
   const TrainingReport report = simulate_training(cluster, s.model, s.training, s.layout, sim);
   row.predicted_step_ms = report.step_time_s * 1e3;
   row.predicted_optimizer_ms = report.breakdown.optimizer * 1e3;

@@ -349,7 +349,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 
 }  // namespace
 
-RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir, bool power_model) {
+RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir, std::optional<bool> power_model) {
   const std::vector<PublishedConfig> configs = read_published_runs(csv_path);
   const HardwareCatalog catalog(data_dir);
   RunValidation v;
@@ -372,7 +372,7 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
           TrainingSimulationOptions options;
           options.fidelity = Fidelity::kAnalytical;
           options.representative = true;
-          options.power_model = power_model;
+          options.power_model = power_model_applies(SimulationSettings{.power_model = power_model}, nullptr);
           report = simulate_training(cluster, ps.scenario.model, ps.scenario.training, ps.scenario.layout, options);
           sim.report = &*report;
           if (!report->fits) {

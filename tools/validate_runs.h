@@ -86,9 +86,11 @@ struct RunValidation {
 
 // Reads `csv_path` and predicts every row with the presets under `data_dir`. Throws InputError for
 // an unreadable or malformed CSV (file:line: column = value: why).
-// `power_model`: simulate every GPU under its power limit (simulation.power_model).
+// `power_model`: simulate every GPU under its power limit (true) or at full clock (false); nullopt
+// is simulation.power_model's `auto`, which is full clock here: the rows are simulated without a
+// calibration profile, so no GPU has measured power parameters (power_model_applies).
 RunValidation validate_runs(const std::string& csv_path, const std::string& data_dir,
-                            bool power_model = kDefaultPowerModel);
+                            std::optional<bool> power_model = std::nullopt);
 
 // docs/validation/published.md: summary, error budget table of the largest errors, every row.
 // `command` is the command line that generated it (printed in the header).
@@ -102,7 +104,7 @@ struct ValidateRunsOptions {
   std::string training_out;  // --training-out: training.md ("" = not written)
   bool json = false;         // --json: JSON on standard output
   std::string data_dir;      // hardware and model presets (default_data_dir())
-  bool power_model = kDefaultPowerModel;  // --power-model on|off
+  std::optional<bool> power_model;  // --power-model on|off (nullopt: auto)
 };
 
 // `clustersim validate --runs CSV [--out FILE] [--training-out FILE] [--json]`: runs the validation,

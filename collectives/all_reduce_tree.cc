@@ -38,11 +38,14 @@ TreeShape build_tree(const GroupLayout& layout, int pair, int tree) {
   TreeShape shape;
   const int nodes = layout.node_count();
   std::vector<int> heads(static_cast<size_t>(nodes));
+  shape.edges.reserve(layout.ranks.size());
+  std::vector<int> nics_seen;  // per node, kept across nodes to allocate once
+  std::vector<size_t> entries;
   for (int node = 0; node < nodes; ++node) {
     const auto& ranks_of_node = layout.node_ranks[static_cast<size_t>(node)];
     // Head: the first rank (by local index) on the pair's NIC slot, as ring entries are chosen.
-    std::vector<int> nics_seen;
-    std::vector<size_t> entries;
+    nics_seen.clear();
+    entries.clear();
     for (size_t index = 0; index < ranks_of_node.size(); ++index) {
       const int nic = layout.ranks[static_cast<size_t>(ranks_of_node[index])].nic;
       if (std::find(nics_seen.begin(), nics_seen.end(), nic) != nics_seen.end()) continue;

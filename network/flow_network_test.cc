@@ -227,7 +227,7 @@ TEST(FlowNetwork, IntraNodeFlowsNeverTouchNics) {
     if (link.kind == LinkKind::kNvLink) {
       nvlink_bytes += network.bytes_carried(l).count();
     } else {
-      EXPECT_EQ(network.bytes_carried(l), Bytes::zero()) << link.name;
+      EXPECT_EQ(network.bytes_carried(l), Bytes::zero()) << cluster.link_name(l);
     }
   }
   EXPECT_EQ(nvlink_bytes, size.count() * 56 * 2);  // every flow crosses two NVLink hops

@@ -113,9 +113,26 @@ class Cluster::Impl {
     check_vertex(v);
     return vertex_kinds_[v];
   }
-  const std::string& vertex_name(VertexId v) const {
+  std::string vertex_name(VertexId v) const {
     check_vertex(v);
-    return vertex_names_[v];
+    const auto node = std::upper_bound(nodes_.begin(), nodes_.end(), v,
+                                       [](VertexId x, const NodeInfo& n) { return x < n.vertex_base; });
+    if (v >= fabric_base_ || node == nodes_.begin()) return fabric_names_[static_cast<size_t>(v - fabric_base_)];
+    const NodeInfo& info = *std::prev(node);
+    return fmt::format("node{}/{}", std::prev(node) - nodes_.begin(),
+                       layouts_[info.layout].layout().names[static_cast<size_t>(v - info.vertex_base)]);
+  }
+  std::string link_name(LinkId link) const {
+    if (link < 0 || static_cast<size_t>(link) >= links_.size()) {
+      throw InternalError(fmt::format("Cluster::link_name: no link {}", link));
+    }
+    const std::string from = vertex_name(links_[link].from);
+    const std::string to = vertex_name(links_[link].to);
+    const size_t slash = from.find('/');
+    if (slash != std::string::npos && to.compare(0, slash + 1, from, 0, slash + 1) == 0) {
+      return fmt::format("{}->{}", from, std::string_view(to).substr(slash + 1));
+    }
+    return fmt::format("{}->{}", from, to);
   }
   VertexId gpu_vertex(GpuId gpu) const {
     check_gpu(gpu);
@@ -236,12 +253,31 @@ class Cluster::Impl {
 
   void build_nodes() {
     nodes_.reserve(spec_.nodes.size());
+    // The layouts first, so that the vectors of vertices and links are allocated once.
+    std::vector<int> layout_of(spec_.nodes.size());
+    size_t vertices = 0;
+    size_t links = 0;
     for (size_t i = 0; i < spec_.nodes.size(); ++i) {
       const NodeSpec& node_spec = spec_.nodes[i];
       const int used = spec_.gpus_per_node > 0 ? spec_.gpus_per_node : node_spec.gpus;
-      NodeLayout layout = build_node_layout(node_spec, used);
+      layout_of[i] = find_or_add_layout(build_node_layout(node_spec, used));
+      vertices += layouts_[layout_of[i]].layout().kinds.size();
+      links += layouts_[layout_of[i]].layout().links.size();
+    }
+    if (spec_.nodes.size() >= 2) {
+      std::vector<int> nics(spec_.nodes.size());
+      for (size_t i = 0; i < nics.size(); ++i) nics[i] = static_cast<int>(layouts_[layout_of[i]].layout().nic_vertices.size());
+      fabric_plan_ = plan_fabric(nics);
+      vertices += fabric_plan_->layout.kinds.size();
+      links += 2 * fabric_plan_->ports.size() + 2 * fabric_plan_->layout.trunks.size();
+    }
+    vertex_kinds_.reserve(vertices);
+    links_.reserve(links);
+    for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+      const NodeSpec& node_spec = spec_.nodes[i];
+      const int used = spec_.gpus_per_node > 0 ? spec_.gpus_per_node : node_spec.gpus;
       NodeInfo info;
-      info.layout = find_or_add_layout(std::move(layout));
+      info.layout = layout_of[i];
       info.first_gpu = checked_id(gpu_vertices_.size(), "GPUs");
       info.gpus = used;
       info.vertex_base = checked_id(vertex_kinds_.size(), "vertices");
@@ -264,12 +300,10 @@ class Cluster::Impl {
     const NodeLayout& layout = layouts_[info.layout].layout();
     for (size_t v = 0; v < layout.kinds.size(); ++v) {
       vertex_kinds_.push_back(layout.kinds[v]);
-      vertex_names_.push_back(fmt::format("node{}/{}", index, layout.names[v]));
     }
     for (const LocalLink& local : layout.links) {
-      links_.push_back(Link{info.vertex_base + local.from, info.vertex_base + local.to, local.bandwidth, local.latency,
-                            local.kind,
-                            fmt::format("node{}/{}->{}", index, layout.names[local.from], layout.names[local.to])});
+      links_.push_back(
+          Link{info.vertex_base + local.from, info.vertex_base + local.to, local.bandwidth, local.latency, local.kind});
     }
     for (int g = 0; g < info.gpus; ++g) {
       gpu_vertices_.push_back(info.vertex_base + layout.gpu_vertices[g]);
@@ -278,34 +312,49 @@ class Cluster::Impl {
     nics_total_ += static_cast<int>(layout.nic_vertices.size());
   }
 
-  void build_fabric() {
-    if (nodes_.size() < 2) return;
-    const FabricSpec& fabric = spec_.fabric;
+  // The fabric's ports and switches, from each node's NIC count (`nics[n]`).
+  struct FabricPlan {
     std::vector<NicPort> ports;
-    std::vector<NicSpec> nic_specs;
-    for (size_t n = 0; n < nodes_.size(); ++n) {
+    std::vector<Duration> nic_latency;  // of each port's NIC
+    FabricLayout layout;
+  };
+  FabricPlan plan_fabric(const std::vector<int>& nics) const {
+    const FabricSpec& fabric = spec_.fabric;
+    FabricPlan plan;
+    for (size_t n = 0; n < nics.size(); ++n) {
       const NicSpec& nic = fabric.nic ? *fabric.nic : spec_.nodes[n].nic;
-      for (int i = 0; i < nic_count(static_cast<int>(n)); ++i) {
-        ports.push_back(NicPort{static_cast<int>(n), i, nic.bandwidth});
-        nic_specs.push_back(nic);
+      for (int i = 0; i < nics[n]; ++i) {
+        plan.ports.push_back(NicPort{static_cast<int>(n), i, nic.bandwidth});
+        plan.nic_latency.push_back(nic.latency);
       }
     }
-    FabricLayout layout;
     switch (fabric.type) {
       case FabricType::kSingleSwitch:
-        layout = build_single_switch_fabric(ports);
+        plan.layout = build_single_switch_fabric(plan.ports);
         break;
       case FabricType::kFatTree:
-        layout = build_fat_tree_fabric(ports, fabric);
+        plan.layout = build_fat_tree_fabric(plan.ports, fabric);
         break;
       case FabricType::kRailOptimized:
-        layout = build_rail_optimized_fabric(ports, fabric);
+        plan.layout = build_rail_optimized_fabric(plan.ports, fabric);
         break;
     }
+    return plan;
+  }
+
+  void build_fabric() {
+    if (!fabric_plan_) return;
+    const FabricPlan plan = std::move(*fabric_plan_);
+    fabric_plan_.reset();
+    const FabricSpec& fabric = spec_.fabric;
+    const std::vector<NicPort>& ports = plan.ports;
+    const std::vector<Duration>& nic_latency = plan.nic_latency;
+    const FabricLayout& layout = plan.layout;
     const VertexId base = checked_id(vertex_kinds_.size(), "vertices");
+    fabric_base_ = base;
     for (size_t s = 0; s < layout.kinds.size(); ++s) {
       vertex_kinds_.push_back(layout.kinds[s]);
-      vertex_names_.push_back(layout.names[s]);
+      fabric_names_.push_back(layout.names[s]);
     }
     leaf_of_nic_ = layout.leaf_of_port;
     nic_up_.reserve(ports.size());
@@ -314,22 +363,18 @@ class Cluster::Impl {
       const NicPort& port = ports[p];
       const VertexId nic = nic_vertex(port.node, port.nic);
       const VertexId leaf = base + layout.leaf_of_port[p];
-      const std::string& nic_name = vertex_names_[nic];
-      const std::string& leaf_name = layout.names[layout.leaf_of_port[p]];
       nic_up_.push_back(checked_id(links_.size(), "links"));
-      links_.push_back(Link{nic, leaf, port.bandwidth, nic_specs[p].latency, LinkKind::kNicToSwitch,
-                            fmt::format("{}->{}", nic_name, leaf_name)});
+      links_.push_back(Link{nic, leaf, port.bandwidth, nic_latency[p], LinkKind::kNicToSwitch});
       nic_down_.push_back(checked_id(links_.size(), "links"));
-      links_.push_back(Link{leaf, nic, port.bandwidth, fabric.switch_latency + nic_specs[p].latency,
-                            LinkKind::kNicToSwitch, fmt::format("{}->{}", leaf_name, nic_name)});
+      links_.push_back(
+          Link{leaf, nic, port.bandwidth, fabric.switch_latency + nic_latency[p], LinkKind::kNicToSwitch});
     }
     std::vector<FabricEdge> edges;
     edges.reserve(layout.trunks.size() * 2);
     for (const TrunkLink& trunk : layout.trunks) {
       for (auto [from, to] : {std::pair{trunk.a, trunk.b}, std::pair{trunk.b, trunk.a}}) {
         edges.push_back(FabricEdge{from, to, checked_id(links_.size(), "links")});
-        links_.push_back(Link{base + from, base + to, trunk.bandwidth, fabric.switch_latency,
-                              LinkKind::kSwitchToSwitch, fmt::format("{}->{}", layout.names[from], layout.names[to])});
+        links_.push_back(Link{base + from, base + to, trunk.bandwidth, fabric.switch_latency, LinkKind::kSwitchToSwitch});
       }
     }
     fabric_.emplace(static_cast<int>(layout.kinds.size()), edges);
@@ -341,7 +386,11 @@ class Cluster::Impl {
   std::vector<VertexId> gpu_vertices_;
   std::vector<Link> links_;
   std::vector<VertexKind> vertex_kinds_;
-  std::vector<std::string> vertex_names_;
+  // Vertex names are built on demand from the node layouts' (a million strings at 131,072 GPUs);
+  // the fabric's switches, from fabric_base_ on, keep theirs.
+  std::vector<std::string> fabric_names_;
+  std::optional<FabricPlan> fabric_plan_;  // from build_nodes to build_fabric
+  VertexId fabric_base_ = std::numeric_limits<VertexId>::max();
   int nics_total_ = 0;
   std::vector<int> leaf_of_nic_;  // per NIC of the cluster: its switch in the fabric layout
   std::vector<LinkId> nic_up_;    // per NIC: NIC → leaf
@@ -373,7 +422,8 @@ const ClusterSpec& Cluster::spec() const { return impl_->spec(); }
 const std::vector<Link>& Cluster::links() const { return impl_->links(); }
 int Cluster::vertex_count() const { return impl_->vertex_count(); }
 VertexKind Cluster::vertex_kind(VertexId v) const { return impl_->vertex_kind(v); }
-const std::string& Cluster::vertex_name(VertexId v) const { return impl_->vertex_name(v); }
+std::string Cluster::vertex_name(VertexId v) const { return impl_->vertex_name(v); }
+std::string Cluster::link_name(LinkId link) const { return impl_->link_name(link); }
 VertexId Cluster::gpu_vertex(GpuId gpu) const { return impl_->gpu_vertex(gpu); }
 int Cluster::nic_of(GpuId gpu) const { return impl_->nic_of(gpu); }
 int Cluster::nic_count(int node) const { return impl_->nic_count(node); }

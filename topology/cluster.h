@@ -40,7 +40,7 @@ struct Link {
   Bandwidth bandwidth;  // this direction
   Duration latency;     // propagation + the traversed device's latency
   LinkKind kind = LinkKind::kNvLink;
-  std::string name;     // for traces and errors: "node3/gpu5->nvswitch", "leaf2->spine0"
+  // Its name is Cluster::link_name (built on demand: a 131,072-GPU cluster has a million links).
 };
 
 // A routed path between two GPUs: the directed links in order, and the sum of their latencies.
@@ -70,7 +70,11 @@ class Cluster {
   const std::vector<Link>& links() const;
   int vertex_count() const;
   VertexKind vertex_kind(VertexId v) const;
-  const std::string& vertex_name(VertexId v) const;  // "node3/gpu5", "node0/nvswitch", "rail2/leaf0", "spine7"
+  std::string vertex_name(VertexId v) const;  // "node3/gpu5", "node0/nvswitch", "rail2/leaf0", "spine7"
+  // For traces and errors: its ends' vertex names, the node prefix once when both ends share it
+  // ("node3/gpu5->nvswitch", "node3/nic0->leaf2", "leaf2->spine0"). Throws InternalError for an
+  // unknown link.
+  std::string link_name(LinkId link) const;
   VertexId gpu_vertex(GpuId gpu) const;
   int nic_of(GpuId gpu) const;          // the node-local NIC index the GPU uses (affinity)
   int nic_count(int node) const;        // NICs of that node

@@ -25,13 +25,38 @@ TEST(Cluster, GpuIdsAreNodeMajor) {
 }
 
 // Every physical link is two directed links of equal bandwidth.
+// Link names are built from their ends' vertex names, the node prefix once: the names traces and
+// messages print ("node3/gpu5->nvswitch", "node0/nic0->leaf0", "leaf0->spine1").
+TEST(Cluster, NamesLinksByTheirEnds) {
+  const Cluster cluster(test_specs::cluster(test_specs::pcie_node(true), 3, test_specs::fabric(FabricType::kFatTree, 4)));
+  int intra = 0, fabric = 0;
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
+    const std::string& from = cluster.vertex_name(cluster.links()[l].from);
+    const std::string& to = cluster.vertex_name(cluster.links()[l].to);
+    const std::string prefix = from.substr(0, from.find('/') + 1);
+    if (!prefix.empty() && to.starts_with(prefix)) {
+      ++intra;
+      EXPECT_EQ(cluster.link_name(l), from + "->" + to.substr(prefix.size()));
+    } else {
+      ++fabric;
+      EXPECT_EQ(cluster.link_name(l), from + "->" + to);
+    }
+  }
+  EXPECT_GT(intra, 0);
+  EXPECT_GT(fabric, 0);
+  EXPECT_EQ(cluster.link_name(0).rfind("node0/", 0), 0u) << cluster.link_name(0);
+  EXPECT_EQ(cluster.link_name(0).find("node0/", 1), std::string::npos) << cluster.link_name(0);
+  EXPECT_THROW(cluster.link_name(static_cast<LinkId>(cluster.links().size())), InternalError);
+}
+
 TEST(Cluster, LinksComeInBothDirections) {
   const Cluster cluster(test_specs::cluster(test_specs::pcie_node(true), 3, test_specs::fabric(FabricType::kFatTree, 4)));
   std::multiset<std::pair<VertexId, VertexId>> forward;
   for (const Link& link : cluster.links()) forward.insert({link.from, link.to});
-  for (const Link& link : cluster.links()) {
-    EXPECT_EQ(forward.count({link.to, link.from}), 1U) << link.name;
-    EXPECT_TRUE(link.bandwidth.is_positive()) << link.name;
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
+    const Link& link = cluster.links()[l];
+    EXPECT_EQ(forward.count({link.to, link.from}), 1U) << cluster.link_name(l);
+    EXPECT_TRUE(link.bandwidth.is_positive()) << cluster.link_name(l);
   }
 }
 

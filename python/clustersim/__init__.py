@@ -97,8 +97,10 @@ def _sets(overrides):
             raise InputTypeError(f"overrides: expected a str key, the dotted name of a scenario key (e.g. "
                                  f"\"training.global_batch\"), got {type(key).__name__} {key!r:.80}", key="overrides")
         if "=" in key:
-            raise InputTypeError(f"overrides: key {key!r:.80} holds '='; give the key alone and its value as the "
-                                 f"dict's value", key=key)
+            error = InputError(f"overrides: key {key!r:.80} holds '='; give the key alone and its value as the "
+                               f"dict's value")
+            error.key = key
+            raise error
         sets.append(f"{key}={_override_text(key, value)}")
     return sets
 

@@ -6,7 +6,12 @@ import clustersim
 from conftest import SOURCE_DIR
 
 SMALL_SEARCH = SOURCE_DIR / "scenarios" / "search" / "gpt3-1.3b-2-dgx-h100.yaml"  # about 0.3 s
-CAMPAIGN_SEARCH = SOURCE_DIR / "scenarios" / "search" / "sc21-gpt-1.7b.yaml"
+SC21_SEARCH = SOURCE_DIR / "scenarios" / "search" / "sc21-gpt-1.7b.yaml"
+# The small search with a campaign (campaign.* columns) and 26 layers over 4 uneven stages
+# (layout.stage_layers, a list in search --json).
+CAMPAIGN_UNEVEN = {"training.tokens": "1e10", "cluster.storage.bandwidth": "100 GB/s",
+                   "campaign.relaunch_time": "10 min", "search.uneven_stages": True, "search.pp": [4],
+                   "model.layers": 26}
 
 
 def leaves(entry, prefix=""):
@@ -18,10 +23,17 @@ def leaves(entry, prefix=""):
             yield prefix + key, value
 
 
-@pytest.mark.parametrize("scenario", [SMALL_SEARCH, CAMPAIGN_SEARCH], ids=lambda p: p.stem)
-def test_records_are_the_top_of_search_json(cli, scenario):
-    records = clustersim.search(scenario, top=4, threads=2)
-    expected = cli.json("search", scenario, "--json", "--top", 4, "--threads", 2, "--no-progress")["top"]
+@pytest.mark.parametrize("scenario, overrides, sets", [
+    (SMALL_SEARCH, {}, []),
+    (SC21_SEARCH, {}, []),
+    (SMALL_SEARCH, CAMPAIGN_UNEVEN,
+     ["training.tokens=1e10", "cluster.storage.bandwidth=100 GB/s", "campaign.relaunch_time=10 min",
+      "search.uneven_stages=true", "search.pp=[4]", "model.layers=26"]),
+], ids=["gpt3-1.3b", "sc21-gpt-1.7b", "campaign-uneven-stages"])
+def test_records_are_the_top_of_search_json(cli, scenario, overrides, sets):
+    records = clustersim.search(scenario, overrides=overrides, top=4, threads=2)
+    expected = cli.json("search", scenario, "--json", "--top", 4, "--threads", 2, "--no-progress",
+                        *[a for s in sets for a in ("--set", s)])["top"]
     assert len(records) == len(expected) > 0
     for record, entry in zip(records, expected):
         flat = dict(leaves(entry))
@@ -29,6 +41,9 @@ def test_records_are_the_top_of_search_json(cli, scenario):
         for key, value in flat.items():
             # A list (layout.stage_layers) as search --csv writes it: numbers joined by spaces.
             assert record[key] == (" ".join(map(str, value)) if isinstance(value, list) else value), key
+    if overrides:
+        assert "campaign.wall_days" in records[0] and records[0]["campaign.wall_days"] > 0
+        assert any(len(r["layout.stage_layers"].split()) == 4 for r in records)
 
 
 def test_records_are_uniform_scalars():

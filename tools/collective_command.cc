@@ -149,7 +149,7 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
 
 // One size, alone on an idle cluster.
 CollectiveRow simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fidelity fidelity,
-             const std::vector<GpuId>& group, int64_t size) {
+                       const std::vector<GpuId>& group, int64_t size) {
   Simulator sim;
   FlowNetwork network(sim, cluster);
   CollectiveRunner runner(sim, cluster, &network, fidelity);

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace clustersim {
 
@@ -20,18 +22,39 @@ inline std::string bounded_message(const std::string& message, std::size_t max_b
 // (tests/fuzz/) treat a cut message as a finding: a loader quoted a value it should have cut.
 inline constexpr std::size_t kMaxInputErrorBytes = 2000;
 
+// Where a bad value came from, as fields, for programs (the Python module's InputError.file, .line,
+// .column, .key); the message says the same in words. `file` is the file that holds the value, or
+// empty when the value came from a --set override; `line` and `column` are 1-based, 0 when unknown
+// (an error about a whole file, or about a --set value); `key` is the dotted path of the key
+// ("training.seq_len", "stragglers[2].gpu"), empty when the error is about the file itself (a YAML
+// syntax error, an unreadable file).
+struct InputLocation {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string key;
+};
+
 // Bad input from the user: a malformed value, an unknown preset, an invalid layout.
 // The CLI maps it to exit code 2. The message names the offending value and what would be valid;
-// where the value came from a file, the loader prefixes "file:line:column: key: ".
+// where the value came from a file, the loader prefixes "file:line:column: key: ". An error raised
+// by the scenario loader about one key or file also carries that place as fields (location());
+// errors about a combination of values, or rewritten by a caller, carry none.
 class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& message)
       : std::runtime_error(bounded_message(message, kMaxInputErrorBytes)), cut_(message.size() > kMaxInputErrorBytes) {}
+  InputError(const std::string& message, InputLocation location) : InputError(message) {
+    location_ = std::move(location);
+  }
   // Whether the message was longer than kMaxInputErrorBytes and was cut.
   bool cut() const { return cut_; }
+  // The file, line, column and key of the bad value, where the code that found it knew them.
+  const std::optional<InputLocation>& location() const { return location_; }
 
  private:
   bool cut_;
+  std::optional<InputLocation> location_;
 };
 
 // An arithmetic result that does not fit the type holding it (int64 picoseconds or bytes).

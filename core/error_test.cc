@@ -32,6 +32,19 @@ TEST(InputError, AMessageOfExactlyTheBoundIsNotCut) {
   EXPECT_EQ(std::string(e.what()).size(), kMaxInputErrorBytes);
 }
 
+TEST(InputError, CarriesALocationOnlyWhenGivenOne) {
+  EXPECT_FALSE(InputError("scenario.yaml: no model").location().has_value());
+  const InputError e("scenario.yaml:3:5: training.seq_len: \"abc\" is not an integer",
+                     InputLocation{.file = "scenario.yaml", .line = 3, .column = 5, .key = "training.seq_len"});
+  ASSERT_TRUE(e.location().has_value());
+  EXPECT_EQ(e.location()->file, "scenario.yaml");
+  EXPECT_EQ(e.location()->line, 3);
+  EXPECT_EQ(e.location()->column, 5);
+  EXPECT_EQ(e.location()->key, "training.seq_len");
+  const InputError copy = e;  // thrown errors are copied
+  EXPECT_EQ(copy.location()->key, "training.seq_len");
+}
+
 TEST(InputError, AnOverflowErrorIsCutAlike) {
   const OverflowError e(std::string(kMaxInputErrorBytes + 1, 'b'));
   EXPECT_TRUE(e.cut());

@@ -42,30 +42,34 @@ class FileDescriptor {
 }  // namespace
 
 std::string read_input_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
+  const InputLocation at{.file = path};
   struct stat before {};
   if (::stat(path.c_str(), &before) != 0) {
-    throw InputError(fmt::format("{}: cannot open the {} ({})", excerpt(path, 200), what, std::strerror(errno)));
+    throw InputError(fmt::format("{}: cannot open the {} ({})", excerpt(path, 200), what, std::strerror(errno)), at);
   }
   if (!S_ISREG(before.st_mode)) {
     throw InputError(fmt::format("{}: is {}, not a regular file; give the path of a {}", excerpt(path, 200),
-                                 kind_of_file(before.st_mode), what));
+                                 kind_of_file(before.st_mode), what),
+                     at);
   }
   const auto too_large = [&](std::size_t size) {
     return InputError(
         fmt::format("{}: the {} is {} bytes, above the limit of {} bytes ({} MiB); a {} is a few KB to MB",
-                    excerpt(path, 200), what, size, max_bytes, max_bytes >> 20, what));
+                    excerpt(path, 200), what, size, max_bytes, max_bytes >> 20, what),
+        at);
   };
   if (static_cast<std::size_t>(before.st_size) > max_bytes) throw too_large(static_cast<std::size_t>(before.st_size));
   // O_NONBLOCK: should the path have been swapped for a named pipe since the stat, opening it
   // returns at once instead of waiting for a writer; fstat below then refuses it.
   const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
-    throw InputError(fmt::format("{}: cannot open the {} ({})", excerpt(path, 200), what, std::strerror(errno)));
+    throw InputError(fmt::format("{}: cannot open the {} ({})", excerpt(path, 200), what, std::strerror(errno)), at);
   }
   struct stat opened {};
   if (::fstat(fd.get(), &opened) != 0 || !S_ISREG(opened.st_mode)) {
     throw InputError(fmt::format("{}: is {}, not a regular file; give the path of a {}", excerpt(path, 200),
-                                 kind_of_file(opened.st_mode), what));
+                                 kind_of_file(opened.st_mode), what),
+                     at);
   }
   std::string text;
   text.reserve(static_cast<std::size_t>(opened.st_size));
@@ -74,7 +78,8 @@ std::string read_input_file(const std::string& path, const std::string& what, st
     const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw InputError(fmt::format("{}: reading the {} failed ({})", excerpt(path, 200), what, std::strerror(errno)));
+      throw InputError(fmt::format("{}: reading the {} failed ({})", excerpt(path, 200), what, std::strerror(errno)),
+                       at);
     }
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));

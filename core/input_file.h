@@ -13,7 +13,8 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{16} << 20;
 
 // Reads the regular file `path` whole, as bytes, and returns it.
 // `what` names the kind of file in messages ("scenario", "calibration profile", "CSV").
-// Refused with InputError before anything is read, each message naming `path`:
+// Refused with InputError before anything is read, each message naming `path` (and its location()
+// the file):
 //  - a path that does not exist or cannot be opened;
 //  - anything that is not a regular file: a directory, a device (/dev/zero), a named pipe (which
 //    would block until a writer appears), a socket;

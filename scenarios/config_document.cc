@@ -22,8 +22,24 @@ namespace clustersim {
 
 namespace {
 
+// Where a value or section was written: as messages name it ("file:line:column", or "--set a.b" for
+// a --set override) and as the fields of an InputError's location (its key left empty).
+struct Place {
+  std::string text;
+  InputLocation at;
+};
+
+// `at` with its key.
+InputLocation keyed(InputLocation at, const std::string& key) {
+  at.key = key;
+  return at;
+}
+
+// A --set override's place: no file, no line.
+Place override_place(const std::string& key) { return Place{"--set " + key, InputLocation{}}; }
+
 struct Entry {
-  std::string location;             // "file:line:column" or "--set a.b=v"
+  Place location;                   // "file:line:column" or "--set a.b"
   std::string text;                 // scalar text
   std::vector<std::string> items;   // list elements
   bool is_list = false;
@@ -182,6 +198,13 @@ std::string mark_text(const std::string& source, const YAML::Mark& mark) {
   return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
 }
 
+// The place of `mark` in `source`; the file alone for a null mark.
+Place mark_place(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return Place{source, InputLocation{.file = source}};
+  return Place{mark_text(source, mark),
+               InputLocation{.file = source, .line = mark.line + 1, .column = mark.column + 1}};
+}
+
 // "file:line" of the "---" that starts the second document of `text`, whose first node is at
 // `mark` (0-based; null for an empty document, then the last "---" line of the text counts): the
 // last line beginning with "---" at or before that node.
@@ -246,7 +269,7 @@ void check_single_document(const std::string& text, const std::string& source) {
       throw InputError(fmt::format(
           "{}: YAML syntax error: unexpected '{}'{}; a scenario is a map of `key: value` lines",
           mark_text(source, marks.start), c == ',' || (c >= 0x21 && c < 0x7f) ? std::string(1, c) : "?",
-          c == ',' ? " (a list separator outside [ ] or { })" : ""));
+          c == ',' ? " (a list separator outside [ ] or { })" : ""), mark_place(source, marks.start).at);
     }
     documents.push_back(marks);
   }
@@ -263,7 +286,7 @@ struct ConfigDocument::Data {
   std::string source;
   const Schema* schema = nullptr;  // schemas are static objects owned by their loaders
   std::map<std::string, Entry> values;          // concrete path -> value
-  std::map<std::string, std::string> sections;  // concrete section path -> location
+  std::map<std::string, Place> sections;        // concrete section path -> location
   std::map<std::string, size_t> list_sizes;     // concrete section-list path -> elements
 };
 
@@ -277,28 +300,31 @@ class Walker {
   void walk_section(const YAML::Node& node, const std::string& concrete, const std::string& schema_prefix) {
     const Schema& schema = *data_.schema;
     if (!node.IsMap()) {
-      std::string at = mark_text(data_.source, node.Mark());
+      Place at = mark_place(data_.source, node.Mark());
       bool named = false;  // "--set training" names the section already
       for (const auto& o : overridden_) {
         if (concrete == o || concrete.starts_with(o + ".")) {  // a --set gave the section a value
-          at = "--set " + o;
+          at = override_place(o);
           named = concrete == o;
         }
       }
-      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", at,
-                                   concrete.empty() || named ? "" : concrete + ": ", kind_of(node)));
+      throw InputError(fmt::format("{}: {}expected a map of keys, got {}", at.text,
+                                   concrete.empty() || named ? "" : concrete + ": ", kind_of(node)),
+                       keyed(at.at, concrete));
     }
     std::set<std::string> seen;
     for (const auto& kv : node) {
       if (!kv.first.IsScalar()) {
         throw InputError(fmt::format("{}: {}a key must be a plain name, got {} (a `? ` complex key)",
                                      mark_text(data_.source, kv.first.Mark()), concrete.empty() ? "" : concrete + ": ",
-                                     kind_of(kv.first)));
+                                     kind_of(kv.first)),
+                         keyed(mark_place(data_.source, kv.first.Mark()).at, concrete));
       }
       const std::string key = kv.first.Scalar();
-      const std::string where = location(concrete, key, kv.first.Mark());
+      const Place where = location(concrete, key, kv.first.Mark());
       if (!seen.insert(key).second) {
-        throw InputError(fmt::format("{}: duplicate key \"{}\"", where, join_path(concrete, key)));
+        throw InputError(fmt::format("{}: duplicate key \"{}\"", where.text, join_path(concrete, key)),
+                         keyed(where.at, join_path(concrete, key)));
       }
       const std::string spath = join_path(schema_prefix, key);
       const KeyDef* def = schema.find(spath);
@@ -311,7 +337,8 @@ class Walker {
       if (def->required && seen.count(child) == 0) {
         throw InputError(fmt::format("{}: missing required key \"{}\" ({}): {}",
                                      mark_text(data_.source, node.Mark()), join_path(concrete, child),
-                                     describe_type(*def), def->description));
+                                     describe_type(*def), def->description),
+                         keyed(mark_place(data_.source, node.Mark()).at, join_path(concrete, child)));
       }
     }
   }
@@ -324,20 +351,20 @@ class Walker {
     return "nothing";
   }
 
-  std::string location(const std::string& concrete, const std::string& key, const YAML::Mark& mark) const {
+  Place location(const std::string& concrete, const std::string& key, const YAML::Mark& mark) const {
     const std::string cpath = join_path(concrete, key);
     for (const auto& o : overridden_) {
-      if (cpath == o || cpath.starts_with(o + ".")) return "--set " + o;  // the --set that wrote this value
+      if (cpath == o || cpath.starts_with(o + ".")) return override_place(o);  // the --set that wrote this value
     }
     if (mark.is_null()) {  // not in the file: a --set created this section on its way to a key
       for (const auto& o : overridden_) {
-        if (o.starts_with(cpath + ".")) return "--set " + o;
+        if (o.starts_with(cpath + ".")) return override_place(o);
       }
     }
-    return mark_text(data_.source, mark);
+    return mark_place(data_.source, mark);
   }
 
-  InputError unknown_key(const std::string& where, const std::string& concrete, const std::string& schema_prefix,
+  InputError unknown_key(const Place& where, const std::string& concrete, const std::string& schema_prefix,
                          const std::string& key) const {
     const auto valid = data_.schema->children(schema_prefix);
     std::string suggestion;
@@ -351,18 +378,22 @@ class Walker {
     }
     std::string list;
     for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
-    return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where, excerpt(join_path(concrete, key), 120),
+    return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where.text,
+                                  excerpt(join_path(concrete, key), 120),
                                   concrete.empty() ? "" : " in section " + concrete,
                                   suggestion.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", suggestion),
-                                  concrete.empty() ? " at the top level" : " here", list));
+                                  concrete.empty() ? " at the top level" : " here", list),
+                      keyed(where.at, join_path(concrete, key)));
   }
 
   void dispatch(const KeyDef& def, const YAML::Node& value, const std::string& cpath, const std::string& spath,
-                const std::string& where) {
+                const Place& where) {
     auto fail = [&](const std::string& why) {
       // A --set value's location already names its key ("--set training.seq_len").
-      const bool named = where.size() >= cpath.size() && where.compare(where.size() - cpath.size(), cpath.size(), cpath) == 0;
-      return InputError(named ? fmt::format("{}: {}", where, why) : fmt::format("{}: {}: {}", where, cpath, why));
+      const std::string& at = where.text;
+      const bool named = at.size() >= cpath.size() && at.compare(at.size() - cpath.size(), cpath.size(), cpath) == 0;
+      return InputError(named ? fmt::format("{}: {}", at, why) : fmt::format("{}: {}: {}", at, cpath, why),
+                        keyed(where.at, cpath));
     };
     switch (def.type) {
       case ValueType::kSection:
@@ -376,7 +407,7 @@ class Walker {
         data_.list_sizes[cpath] = value.size();
         for (size_t i = 0; i < value.size(); ++i) {
           const std::string element = fmt::format("{}[{}]", cpath, i);
-          data_.sections[element] = mark_text(data_.source, value[i].Mark());
+          data_.sections[element] = mark_place(data_.source, value[i].Mark());
           walk_section(value[i], element, spath + "[]");
         }
         return;
@@ -415,12 +446,15 @@ void apply_override(YAML::Node& root, const Override& o) {
   try {
     value = YAML::Load(o.value);
   } catch (const YAML::Exception& e) {
-    throw InputError(fmt::format("--set {}={}: the value is not valid YAML: {}", o.path, o.value, e.msg));
+    throw InputError(fmt::format("--set {}={}: the value is not valid YAML: {}", o.path, o.value, e.msg),
+                     InputLocation{.key = o.path});
   }
   std::vector<std::string> parts;
   std::stringstream ss(o.path);
   for (std::string part; std::getline(ss, part, '.');) {
-    if (part.empty()) throw InputError(fmt::format("--set {}: empty key in the path", o.path));
+    if (part.empty()) {
+      throw InputError(fmt::format("--set {}: empty key in the path", o.path), InputLocation{.key = o.path});
+    }
     parts.push_back(part);
   }
   std::vector<YAML::Node> chain{root};
@@ -431,7 +465,8 @@ void apply_override(YAML::Node& root, const Override& o) {
       next = chain.back()[parts[i]];
     }
     if (!next.IsMap()) {
-      throw InputError(fmt::format("--set {}: \"{}\" is not a section", o.path, parts[i]));
+      throw InputError(fmt::format("--set {}: \"{}\" is not a section", o.path, parts[i]),
+                       InputLocation{.key = o.path});
     }
     chain.push_back(next);
   }
@@ -457,7 +492,8 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
     throw InputError(fmt::format("{}:{}: binary data (a NUL byte) at line {}; expected a YAML text file (UTF-8)",
-                                 source_name, line, line));
+                                 source_name, line, line),
+                     InputLocation{.file = source_name, .line = static_cast<int>(line)});
   }
   if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
     const auto before = text.begin() + static_cast<std::ptrdiff_t>(bad);
@@ -466,7 +502,9 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
     const size_t column = newline == std::string::npos ? bad + 1 : bad - newline;
     throw InputError(fmt::format("{}:{}:{}: byte 0x{:02X} is not UTF-8; a YAML file is UTF-8 text (YAML 1.2 "
                                  "section 5.2): save it as UTF-8",
-                                 source_name, line, column, static_cast<unsigned char>(text[bad])));
+                                 source_name, line, column, static_cast<unsigned char>(text[bad])),
+                     InputLocation{
+                         .file = source_name, .line = static_cast<int>(line), .column = static_cast<int>(column)});
   }
   for (const auto& o : overrides) {
     if (first_invalid_utf8(o.path) != std::string::npos || first_invalid_utf8(o.value) != std::string::npos) {
@@ -483,14 +521,17 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
     // yaml-cpp stops at 2,000 nested levels with the message "bad file".
     throw InputError(fmt::format("{}: YAML nesting deeper than yaml-cpp's limit of 2,000 levels; a scenario needs a "
                                  "few",
-                                 mark_text(source_name, e.mark)));
+                                 mark_text(source_name, e.mark)),
+                     mark_place(source_name, e.mark).at);
   } catch (const YAML::ParserException& e) {
-    throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg));
+    throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg),
+                     mark_place(source_name, e.mark).at);
   }
   if (root.IsNull()) {
     if (overrides.empty()) {
       throw InputError(fmt::format("{}: the file is empty (no YAML keys); `clustersim help-config` lists the keys",
-                                   source_name));
+                                   source_name),
+                       InputLocation{.file = source_name});
     }
     root = YAML::Node(YAML::NodeType::Map);  // every key comes from --set
   }
@@ -533,17 +574,17 @@ const KeyDef& ConfigDocument::declared(const std::string& path, ValueType type) 
 }
 
 namespace {
-// "location: " of the innermost section around `concrete` that the file (or a --set) wrote, else
-// "file: ": where a missing key belongs.
-std::string section_where(const ConfigDocument::Data& data, const std::string& concrete) {
+// The innermost section around `concrete` that the file (or a --set) wrote, else the file: where a
+// missing key belongs.
+Place section_place(const ConfigDocument::Data& data, const std::string& concrete) {
   std::string section = concrete;
   while (true) {
     const size_t dot = section.rfind('.');
     if (dot == std::string::npos) break;
     section.resize(dot);
-    if (auto it = data.sections.find(section); it != data.sections.end()) return it->second + ": ";
+    if (auto it = data.sections.find(section); it != data.sections.end()) return it->second;
   }
-  return data.source + ": ";
+  return Place{data.source, InputLocation{.file = data.source}};
 }
 
 // The text of a scalar value or its default; throws when neither exists.
@@ -552,8 +593,10 @@ const std::string& scalar_or_default(const ConfigDocument::Data& data, const std
   auto it = data.values.find(concrete);
   if (it != data.values.end()) return it->second.text;
   if (def.default_text.empty()) {
-    throw InputError(fmt::format("{}missing key \"{}\" ({}): {}", section_where(data, concrete), concrete,
-                                 describe_type(def), def.description));
+    const Place at = section_place(data, concrete);
+    throw InputError(
+        fmt::format("{}: missing key \"{}\" ({}): {}", at.text, concrete, describe_type(def), def.description),
+        keyed(at.at, concrete));
   }
   return def.default_text;
 }
@@ -655,26 +698,45 @@ std::vector<std::string> ConfigDocument::present_children(const std::string& pat
   return {names.begin(), names.end()};
 }
 
-std::string ConfigDocument::where(const std::string& path) const {
-  const std::string c = prefix_ + path;
-  if (auto it = data_->values.find(c); it != data_->values.end()) {
-    // A --set value's location already names its key ("--set training.seq_len").
-    const std::string& at = it->second.location;
-    if (at.size() >= c.size() && at.compare(at.size() - c.size(), c.size(), c) == 0) return at + ": ";
-    return at + ": " + c + ": ";
+namespace {
+// Where the value or section at `path` of a document rooted at `prefix` was written, and the key a
+// message about it names ("" for the file itself); `key_in_place`: the place names the key already
+// (a --set value's "--set training.seq_len").
+struct KeyPlace {
+  Place place;
+  std::string key;
+  bool key_in_place = false;
+};
+KeyPlace place_of(const ConfigDocument::Data& data, const std::string& prefix, const std::string& path) {
+  const std::string c = prefix + path;
+  if (auto it = data.values.find(c); it != data.values.end()) {
+    const std::string& at = it->second.location.text;
+    return {it->second.location, c, at.size() >= c.size() && at.compare(at.size() - c.size(), c.size(), c) == 0};
   }
-  if (auto it = data_->sections.find(c); it != data_->sections.end()) return it->second + ": " + c + ": ";
-  if (!prefix_.empty()) {
-    const std::string section = prefix_.substr(0, prefix_.size() - 1);
-    if (auto it = data_->sections.find(section); it != data_->sections.end()) {
-      return it->second + ": " + (path.empty() ? section : c) + ": ";
+  if (auto it = data.sections.find(c); it != data.sections.end()) return {it->second, c};
+  if (!prefix.empty()) {
+    const std::string section = prefix.substr(0, prefix.size() - 1);
+    if (auto it = data.sections.find(section); it != data.sections.end()) {
+      return {it->second, path.empty() ? section : c};
     }
   }
-  return data_->source + ": " + (path.empty() ? "" : c + ": ");
+  return {Place{data.source, InputLocation{.file = data.source}}, path.empty() ? "" : c};
+}
+}  // namespace
+
+std::string ConfigDocument::where(const std::string& path) const {
+  const KeyPlace at = place_of(*data_, prefix_, path);
+  if (at.key.empty() || at.key_in_place) return at.place.text + ": ";
+  return at.place.text + ": " + at.key + ": ";
+}
+
+InputLocation ConfigDocument::location_of(const std::string& path) const {
+  const KeyPlace at = place_of(*data_, prefix_, path);
+  return keyed(at.place.at, at.key);
 }
 
 InputError ConfigDocument::error_at(const std::string& path, const std::string& message) const {
-  return InputError(where(path) + message);
+  return InputError(where(path) + message, location_of(path));
 }
 
 }  // namespace clustersim

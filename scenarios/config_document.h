@@ -69,7 +69,10 @@ class ConfigDocument {
 
   // "file:line:column: key: " for messages about the value at `path` (or the file when absent).
   std::string where(const std::string& path) const;
-  // An InputError located at `path`: "<where(path)><message>".
+  // The same place as fields: the file, line and column that wrote `path` (or its section, or the
+  // file; no file for a --set value) and the key where() names.
+  InputLocation location_of(const std::string& path) const;
+  // An InputError located at `path`: "<where(path)><message>", with location_of(path).
   InputError error_at(const std::string& path, const std::string& message) const;
 
  // Parsed values shared by a document and the section-list elements taken from it.

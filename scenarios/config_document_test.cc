@@ -39,6 +39,57 @@ std::string error_of(const std::string& text, std::vector<Override> overrides = 
   return "";
 }
 
+// The location an error carries as fields (InputError::location()); a default one when it carries none.
+InputLocation location_of_error(const std::string& text, std::vector<Override> overrides = {}) {
+  try {
+    ConfigDocument::load_string(text, "s.yaml", test_schema(), overrides);
+  } catch (const InputError& e) {
+    return e.location().value_or(InputLocation{.file = "(none)"});
+  }
+  return InputLocation{.file = "(no error)"};
+}
+
+void expect_location(const InputLocation& at, const std::string& file, int line, int column, const std::string& key) {
+  EXPECT_EQ(at.file, file);
+  EXPECT_EQ(at.line, line);
+  EXPECT_EQ(at.column, column);
+  EXPECT_EQ(at.key, key);
+}
+
+TEST(ConfigDocument, ErrorsCarryTheFileLineColumnAndKeyTheirMessageNames) {
+  const std::string link = "link: {bandwidth: 1 GB/s}\n";
+  // An unknown key, a malformed value, a duplicate key: where the key is written.
+  expect_location(location_of_error(link + "training:\n  seq_lne: 4\n"), "s.yaml", 3, 3, "training.seq_lne");
+  expect_location(location_of_error(link + "training:\n  seq_len: 4k\n"), "s.yaml", 3, 3, "training.seq_len");
+  expect_location(location_of_error(link + "training: {seq_len: 1, seq_len: 2}\n"), "s.yaml", 2, 24,
+                  "training.seq_len");
+  // A list element of a section list: its concrete key.
+  expect_location(location_of_error(link + "groups: [{count: 0}]\n"), "s.yaml", 2, 11, "groups[0].count");
+  // A YAML syntax error: the file and the place, no key.
+  const InputLocation syntax = location_of_error(link + "training: [1\n");
+  EXPECT_EQ(syntax.file, "s.yaml");
+  EXPECT_GE(syntax.line, 2);
+  EXPECT_EQ(syntax.key, "");
+  // A --set value: its key, no file or line.
+  expect_location(location_of_error(link, {{"training.seq_len", "abc"}}), "", 0, 0, "training.seq_len");
+  expect_location(location_of_error(link, {{"training.seq_lne", "4"}}), "", 0, 0, "training.seq_lne");
+  // A missing required key: the section that lacks it.
+  expect_location(location_of_error("link: {latency: 1 us}\n"), "s.yaml", 1, 7, "link.bandwidth");
+}
+
+TEST(ConfigDocument, AnErrorAtAKeyCarriesWhereItWasWritten) {
+  const auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4096\n", "s.yaml",
+                                               test_schema(), {{"training.lr", "0.1"}});
+  const InputError written = doc.error_at("training.seq_len", "too long");
+  EXPECT_EQ(std::string(written.what()), doc.where("training.seq_len") + "too long");
+  ASSERT_TRUE(written.location().has_value());
+  expect_location(*written.location(), "s.yaml", 3, 3, "training.seq_len");
+  expect_location(doc.location_of("training.lr"), "", 0, 0, "training.lr");
+  // A key the file does not set: the file, with the key.
+  expect_location(doc.location_of("training.packed"), "s.yaml", 0, 0, "training.packed");
+  expect_location(doc.location_of(""), "s.yaml", 0, 0, "");
+}
+
 TEST(ConfigDocument, ReadsTypedValuesAndDefaults) {
   auto doc = ConfigDocument::load_string(
       "training: {seq_len: 4096}\nlink: {bandwidth: 400 Gb/s}\nlayers: [1, 2, 3]\ngroups: [{count: 2}, {count: 5}]\n",

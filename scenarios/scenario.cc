@@ -546,8 +546,10 @@ void located_by_message(const ConfigDocument& doc, const std::string& path, F&& 
     for (const std::string& key : keys_named_in(message)) {
       if (!doc.has(key)) continue;
       const std::string at = doc.where(key);
-      if (message.rfind(key, 0) == 0) throw InputError(at.substr(0, at.size() - key.size() - 2) + message);
-      throw InputError(at + message);
+      if (message.rfind(key, 0) == 0) {
+        throw InputError(at.substr(0, at.size() - key.size() - 2) + message, doc.location_of(key));
+      }
+      throw doc.error_at(key, message);
     }
     std::string rest = message;
     for (const std::string& lead : {path + ".", path + ": ", path + " "}) {

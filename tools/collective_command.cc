@@ -67,14 +67,6 @@ calibrate::CollectiveCounts counts_of(int64_t requested, CollectiveOp op, int ra
   return calibrate::collective_counts(collective, requested, element, ranks);
 }
 
-struct Row {
-  int64_t size = 0;   // total bytes, nccl-tests' `size` column
-  int64_t count = 0;  // nccl-tests' `count` column: per rank for all_gather and reduce_scatter,
-                      // per peer for all_to_all, the whole buffer otherwise
-  Duration time;
-  CollectiveChoice choice;
-};
-
 Cluster build_cluster(const CollectiveCommandOptions& options) {
   if (options.nodes < 1 || options.nodes > kMaxClusterNodes) {
     throw InputError(fmt::format("--nodes {} is out of range; valid: 1..{} (as cluster.nodes of a scenario)",
@@ -157,8 +149,8 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
 }
 
 // One size, alone on an idle cluster.
-Row simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fidelity fidelity,
-             const std::vector<GpuId>& group, int64_t size) {
+CollectiveRow simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fidelity fidelity,
+                       const std::vector<GpuId>& group, int64_t size) {
   Simulator sim;
   std::optional<FlowNetwork> network;  // per-link state: 59 MB at 131,072 GPUs, needed by flow fidelity only
   if (fidelity == Fidelity::kFlow) network.emplace(sim, cluster);
@@ -172,7 +164,7 @@ Row simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fi
   request.protocol = options.protocol;
   Time finished;
   const auto done = [&] { finished = std::max(finished, sim.now()); };
-  Row row;
+  CollectiveRow row;
   row.size = size;
   if (options.op == CollectiveOp::kSendRecv) {
     // sendrecv_perf: every rank sends to the next one at once.
@@ -276,7 +268,45 @@ Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks) {
                                                                                              : Fidelity::kFlow;
 }
 
-int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
+void apply_collective_flags(const CollectiveFlags& flags, CollectiveCommandOptions& options) {
+  // Each value is parsed under its flag, so that every message names the flag it is about.
+  const auto under_flag = [](const char* flag, auto parse) {
+    try {
+      return parse();
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      if (message.rfind("--", 0) == 0 || message.rfind("-b", 0) == 0) throw;  // names its flag already
+      throw InputError(std::string(flag) + ": " + message);
+    }
+  };
+  options.op = under_flag("--op", [&] { return parse_collective_op(flags.op); });
+  options.algorithm = under_flag("--algo", [&] { return parse_collective_algorithm(flags.algo); });
+  options.protocol = under_flag("--proto", [&] { return parse_protocol(flags.proto); });
+  options.dtype = under_flag("-d/--datatype", [&] { return parse_data_type(flags.datatype); });
+  options.fabric = under_flag("--fabric", [&] { return parse_fabric_type(flags.fabric); });
+  options.min_bytes = under_flag("-b/--minbytes", [&] { return parse_nccl_tests_size(flags.min_bytes); });
+  options.max_bytes = under_flag("-e/--maxbytes", [&] { return parse_nccl_tests_size(flags.max_bytes); });
+  options.step_bytes = under_flag("-i/--stepbytes", [&] { return parse_nccl_tests_size(flags.step_bytes); });
+  // nccl-tests steps by -i when it is given and -f is not: so does this, and a factor of 2 or
+  // more given with an increment is refused rather than one of the two ignored.
+  if (flags.step_bytes_given && options.step_bytes.count() > 0) {
+    if (flags.step_factor_given && options.step_factor != 0) {
+      throw InputError(fmt::format("-f {} and -i {}: give one (-f 0 -i {} steps by the increment)",
+                                   options.step_factor, flags.step_bytes, flags.step_bytes));
+    }
+    options.step_factor = 0;
+  }
+  if (flags.fidelity != "auto" && flags.fidelity != "flow" && flags.fidelity != "analytical") {
+    throw InputError("--fidelity " + flags.fidelity + ": valid values are auto, flow, analytical");
+  }
+  if (flags.fidelity != "auto") options.fidelity = flags.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
+}
+
+double CollectiveRow::algbw_gbps() const {
+  return time > Duration::zero() ? static_cast<double>(size) / time.to_seconds() * 1e-9 : 0.0;
+}
+
+CollectiveSweep simulate_collective_sweep(const CollectiveCommandOptions& options) {
   const Cluster cluster = build_cluster(options);
   std::vector<GpuId> group(static_cast<size_t>(cluster.gpu_count()));
   for (GpuId gpu = 0; gpu < cluster.gpu_count(); ++gpu) group[static_cast<size_t>(gpu)] = gpu;
@@ -285,56 +315,66 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
     throw InputError("send_recv needs at least 2 GPUs; use more nodes or GPUs per node");
   }
   const int64_t element = bytes_per_element(options.dtype);
-  const Fidelity fidelity = resolve_fidelity(options, ranks);
+  CollectiveSweep sweep;
+  sweep.op = options.op;
+  sweep.ranks = ranks;
+  sweep.fidelity = resolve_fidelity(options, ranks);
+  sweep.bus_factor = bus_bandwidth_factor(options.op, ranks);
+  sweep.type = std::string(nccl_type_name(options.dtype));
+  sweep.redop = reduces(options.op) ? "sum" : "none";
+  sweep.root = rooted(options.op) ? 0 : -1;
   check_choice(cluster, options, group, element);
-  std::vector<Row> rows;
-  std::vector<int64_t> skipped;  // requested sizes below one element per rank (per element for
-                                 // whole-buffer ops): nccl-tests would run them with count 0
   for (int64_t requested : sweep_sizes(options)) {
     const calibrate::CollectiveCounts counts = counts_of(requested, options.op, ranks, element);
     if (counts.total_bytes == 0) {
-      skipped.push_back(requested);
+      sweep.skipped.push_back(requested);
       continue;
     }
-    Row row = simulate(cluster, options, fidelity, group, counts.total_bytes);
+    CollectiveRow row = simulate(cluster, options, sweep.fidelity, group, counts.total_bytes);
     row.count = counts.param_count;
-    rows.push_back(row);
+    sweep.rows.push_back(row);
   }
   // Why sizes were skipped: all_gather, reduce_scatter and all_to_all need a whole element per rank
   // (per peer), the other ops a whole element.
   const bool splits_buffer = options.op == CollectiveOp::kAllGather || options.op == CollectiveOp::kReduceScatter ||
                              options.op == CollectiveOp::kAllToAll;
-  const std::string skip_reason =
+  sweep.skip_reason =
       splits_buffer ? fmt::format("below {} ranks x {} B ({} B): less than one {} element per rank", ranks, element,
                                   ranks * element, nccl_type_name(options.dtype))
                     : fmt::format("below one {} element ({} B)", nccl_type_name(options.dtype), element);
+  return sweep;
+}
 
-  const double factor = bus_bandwidth_factor(options.op, ranks);
-  const auto algbw = [](const Row& row) {
-    return row.time > Duration::zero() ? static_cast<double>(row.size) / row.time.to_seconds() * 1e-9 : 0.0;
-  };
+nlohmann::json collective_row_json(const CollectiveSweep& sweep, const CollectiveRow& row) {
+  return {{"size_bytes", row.size},
+          {"count", row.count},
+          {"time_us", row.time.to_microseconds()},
+          {"algbw_GBps", row.algbw_gbps()},
+          {"busbw_GBps", row.algbw_gbps() * sweep.bus_factor},
+          {"algorithm", name_of(row.choice.algorithm)},
+          {"protocol", name_of(row.choice.protocol)}};
+}
+
+nlohmann::json collective_json(const CollectiveSweep& sweep) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const CollectiveRow& row : sweep.rows) results.push_back(collective_row_json(sweep, row));
+  nlohmann::json skipped_json = nlohmann::json::array();
+  for (int64_t size : sweep.skipped) skipped_json.push_back({{"size_bytes", size}, {"reason", sweep.skip_reason}});
+  return nlohmann::json{{"results", results},
+                        {"skipped", skipped_json},
+                        {"op", name_of(sweep.op)},
+                        {"gpus", sweep.ranks},
+                        {"fidelity", name_of(sweep.fidelity)}};
+}
+
+int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
+  const CollectiveSweep sweep = simulate_collective_sweep(options);
   if (options.json) {
-    nlohmann::json results = nlohmann::json::array();
-    for (const Row& row : rows) {
-      results.push_back({{"size_bytes", row.size},
-                         {"count", row.count},
-                         {"time_us", row.time.to_microseconds()},
-                         {"algbw_GBps", algbw(row)},
-                         {"busbw_GBps", algbw(row) * factor},
-                         {"algorithm", name_of(row.choice.algorithm)},
-                         {"protocol", name_of(row.choice.protocol)}});
-    }
-    nlohmann::json skipped_json = nlohmann::json::array();
-    for (int64_t size : skipped) skipped_json.push_back({{"size_bytes", size}, {"reason", skip_reason}});
-    out << nlohmann::json{{"results", results},
-                          {"skipped", skipped_json},
-                          {"op", name_of(options.op)},
-                          {"gpus", ranks},
-                          {"fidelity", name_of(fidelity)}}
-               .dump(2)
-        << "\n";
+    out << collective_json(sweep).dump(2) << "\n";
     return 0;
   }
+  const int ranks = sweep.ranks;
+  const Fidelity fidelity = sweep.fidelity;
   out << fmt::format("# clustersim collective: {} on {} x {} ({} GPUs), {} fabric, {} fidelity\n", name_of(options.op),
                      options.nodes, options.node, ranks,
                      options.fabric == FabricType::kRailOptimized ? "rail-optimized"
@@ -351,18 +391,18 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
                        "slower at 1-64 MiB); --fidelity flow simulates its {} flows, about a minute per size\n",
                        kAutoFlowAllToAllRanks, static_cast<int64_t>(ranks) * (ranks - 1));
   }
-  if (!skipped.empty()) {
-    out << fmt::format("# skipped {} B: {}\n", fmt::join(skipped, ", "), skip_reason);
+  if (!sweep.skipped.empty()) {
+    out << fmt::format("# skipped {} B: {}\n", fmt::join(sweep.skipped, ", "), sweep.skip_reason);
   }
   out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>12}  {:>8}\n", "size", "count",
                      "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "protocol");
   out << fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}\n", "(B)", "(elements)", "", "", "",
                      "(us)", "(GB/s)", "(GB/s)");
-  for (const Row& row : rows) {
+  for (const CollectiveRow& row : sweep.rows) {
     out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:>12}  {:>8}\n", row.size,
-                       row.count, nccl_type_name(options.dtype), reduces(options.op) ? "sum" : "none",
-                       rooted(options.op) ? 0 : -1, row.time.to_microseconds(), algbw(row), algbw(row) * factor,
-                       name_of(row.choice.algorithm), name_of(row.choice.protocol));
+                       row.count, sweep.type, sweep.redop, sweep.root, row.time.to_microseconds(), row.algbw_gbps(),
+                       row.algbw_gbps() * sweep.bus_factor, name_of(row.choice.algorithm),
+                       name_of(row.choice.protocol));
   }
   return 0;
 }

@@ -19,10 +19,12 @@
 // comment line of the text output and in "skipped" of the JSON.
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectives/collective.h"
 #include "collectives/collective_runner.h"
@@ -101,12 +103,68 @@ Bytes parse_nccl_tests_size(std::string_view text);
 // "switch" are accepted as older aliases. Throws InputError naming the text and the valid names.
 FabricType parse_fabric_type(std::string_view text);
 
-// Runs the sweep and prints it to `out`. Returns the exit code (0). Throws InputError naming the
-// flag and the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes,
-// gpus_per_node beyond the node, leaf_ports outside 1..kMaxLeafPorts, oversubscription outside
+// The flags of `clustersim collective` that are parsed from text, as given (CLI11 binds them; the
+// Python module's collective() passes its arguments as the same text).
+struct CollectiveFlags {
+  std::string op = "all_reduce";      // --op
+  std::string algo = "auto";          // --algo
+  std::string proto = "auto";         // --proto
+  std::string datatype = "fp32";      // -d/--datatype
+  std::string fabric = "rail-optimized";  // --fabric
+  std::string min_bytes = "8";        // -b/--minbytes, nccl-tests' size syntax
+  std::string max_bytes = "8";        // -e/--maxbytes
+  std::string step_bytes = "0";       // -i/--stepbytes
+  std::string fidelity = "auto";      // --fidelity: auto, flow or analytical
+  bool step_factor_given = false;     // -f was given (options.step_factor holds it)
+  bool step_bytes_given = false;      // -i was given
+};
+
+// Parses `flags` into `options`: op, algorithm, protocol, dtype, fabric, min/max/step bytes and
+// fidelity. nccl-tests steps by -i when it is given and -f is not, so does this (step_factor 0).
+// Throws InputError naming the flag ("--op ...", "-b/--minbytes: invalid size ..."), and for -f of 2
+// or more given with an -i increment.
+void apply_collective_flags(const CollectiveFlags& flags, CollectiveCommandOptions& options);
+
+// One size of a sweep: nccl-tests' columns that change from size to size.
+struct CollectiveRow {
+  int64_t size = 0;   // total bytes, nccl-tests' `size` column
+  int64_t count = 0;  // nccl-tests' `count` column: per rank for all_gather and reduce_scatter,
+                      // per peer for all_to_all, the whole buffer otherwise
+  Duration time;      // nccl-tests' time: the collective alone on an idle cluster
+  CollectiveChoice choice;  // the algorithm and protocol the selector chose
+  // nccl-tests' algbw in GB/s (1e9 bytes/s): size / time; 0 for a zero time.
+  double algbw_gbps() const;
+};
+
+// A simulated sweep: its rows and the columns shared by every row.
+struct CollectiveSweep {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int ranks = 0;  // GPUs in the collective: every GPU of the cluster
+  Fidelity fidelity = Fidelity::kFlow;
+  double bus_factor = 1;  // busbw / algbw, nccl-tests' factor for op over ranks
+  std::string type;       // nccl-tests' type column: float, bfloat16, half, f8e4m3
+  std::string redop;      // nccl-tests' redop column: sum for reducing ops, none otherwise
+  int root = -1;          // nccl-tests' root column: 0 for broadcast and reduce, -1 otherwise
+  std::vector<CollectiveRow> rows;
+  std::vector<int64_t> skipped;  // requested sizes below one element per rank (bytes)
+  std::string skip_reason;       // why they were skipped
+};
+
+// Builds the cluster and simulates every size of the sweep. Throws InputError naming the flag and
+// the valid range for bad options (unknown preset, nodes outside 1..kMaxClusterNodes, gpus_per_node
+// beyond the node, leaf_ports outside 1..kMaxLeafPorts, oversubscription outside
 // 1..kMaxOversubscription, min_bytes 0, min > max, max above kMaxCollectiveBytes, a step that does
-// not grow, more than kMaxCollectiveSizes sizes) and for an algorithm or protocol the op cannot use;
-// the CLI maps it to exit code 2.
+// not grow, more than kMaxCollectiveSizes sizes) and for an algorithm or protocol the op cannot use.
+CollectiveSweep simulate_collective_sweep(const CollectiveCommandOptions& options);
+
+// A row of `clustersim collective --json`'s "results": {"size_bytes", "count", "time_us",
+// "algbw_GBps", "busbw_GBps", "algorithm", "protocol"}.
+nlohmann::json collective_row_json(const CollectiveSweep& sweep, const CollectiveRow& row);
+// The document of `clustersim collective --json` (the header comment above).
+nlohmann::json collective_json(const CollectiveSweep& sweep);
+
+// Runs the sweep and prints it to `out` (collective_json() with options.json). Returns the exit
+// code (0). Throws as simulate_collective_sweep(); the CLI maps InputError to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

@@ -16,6 +16,7 @@
 #include "tools/calibrate_shapes.h"
 #include "tools/collective_command.h"
 #include "tools/collective_validation.h"
+#include "tools/input_error_message.h"
 #include "tools/run_command.h"
 #include "tools/output_file.h"
 #include "tools/validate_runs.h"
@@ -70,15 +71,14 @@ int main(int argc, char** argv) {
   help_cmd->footer("Each kind ends with the names of its shipped presets (scenarios/models/, scenarios/hardware/).");
 
   CollectiveCommandOptions coll;
-  std::string coll_op = "all_reduce", coll_algo = "auto", coll_proto = "auto", coll_dtype = "fp32";
-  std::string coll_fabric = "rail-optimized", coll_min = "8", coll_max = "8", coll_step = "0", coll_fidelity = "auto";
+  CollectiveFlags coll_flags;
   CLI::App* coll_cmd = app.add_subcommand("collective", "simulated nccl-tests: one collective over all GPUs per size");
   coll_cmd->add_option("--node", coll.node, "node preset or node YAML path")->capture_default_str();
   coll_cmd->add_option("--nodes", coll.nodes, fmt::format("number of nodes, 1..{}", kMaxClusterNodes))
       ->capture_default_str();
   coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node, up to the node's GPUs (0 = all)");
   coll_cmd->add_option("--nic", coll.nic, "NIC preset replacing the node's");
-  coll_cmd->add_option("--fabric", coll_fabric,
+  coll_cmd->add_option("--fabric", coll_flags.fabric,
                        "rail-optimized | fat-tree | single-switch (as cluster.fabric.type; rail and switch also work)")
       ->capture_default_str();
   coll_cmd->add_option("--oversubscription", coll.oversubscription,
@@ -87,21 +87,23 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--leaf-ports", coll.leaf_ports,
                        fmt::format("downlink ports (NICs) of one leaf switch, 1..{}", kMaxLeafPorts))
       ->capture_default_str();
-  coll_cmd->add_option("--op", coll_op, "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
+  coll_cmd->add_option("--op", coll_flags.op,
+                       "all_reduce | all_gather | reduce_scatter | broadcast | reduce | all_to_all | send_recv")
       ->capture_default_str();
-  coll_cmd->add_option("-b,--minbytes", coll_min, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
+  coll_cmd->add_option("-b,--minbytes", coll_flags.min_bytes, "smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)")
       ->capture_default_str();
-  coll_cmd->add_option("-e,--maxbytes", coll_max, fmt::format("largest size, at most {}G", kMaxCollectiveBytes >> 30))
+  coll_cmd->add_option("-e,--maxbytes", coll_flags.max_bytes,
+                       fmt::format("largest size, at most {}G", kMaxCollectiveBytes >> 30))
       ->capture_default_str();
   coll_cmd->add_option("-f,--stepfactor", coll.step_factor, "multiply the size by this each step")
       ->capture_default_str();
-  coll_cmd->add_option("-i,--stepbytes", coll_step, "add this many bytes each step (instead of -f)");
-  coll_cmd->add_option("--algo", coll_algo, "auto | ring | tree | nvls | hierarchical | pairwise")
+  coll_cmd->add_option("-i,--stepbytes", coll_flags.step_bytes, "add this many bytes each step (instead of -f)");
+  coll_cmd->add_option("--algo", coll_flags.algo, "auto | ring | tree | nvls | hierarchical | pairwise")
       ->capture_default_str();
-  coll_cmd->add_option("--proto", coll_proto, "auto | LL | LL128 | Simple")->capture_default_str();
-  coll_cmd->add_option("-d,--datatype", coll_dtype, "fp32 | tf32 | bf16 | fp16 | fp8 (tf32 moves as float)")
+  coll_cmd->add_option("--proto", coll_flags.proto, "auto | LL | LL128 | Simple")->capture_default_str();
+  coll_cmd->add_option("-d,--datatype", coll_flags.datatype, "fp32 | tf32 | bf16 | fp16 | fp8 (tf32 moves as float)")
       ->capture_default_str();
-  coll_cmd->add_option("--fidelity", coll_fidelity,
+  coll_cmd->add_option("--fidelity", coll_flags.fidelity,
                        "auto | flow | analytical (auto: flow, but analytical for an all_to_all over more than 256 GPUs)")
       ->capture_default_str();
   coll_cmd->add_flag("--json", coll.json, "print JSON");
@@ -242,37 +244,9 @@ int main(int argc, char** argv) {
         return search_command(search, *partition, std::cout);
       }
       if (coll_cmd->parsed()) {
-        // Each value is parsed under its flag, so that every message names the flag it is about.
-        const auto under_flag = [](const char* flag, auto parse) {
-          try {
-            return parse();
-          } catch (const InputError& e) {
-            const std::string message = e.what();
-            if (message.rfind("--", 0) == 0 || message.rfind("-b", 0) == 0) throw;  // names its flag already
-            throw InputError(std::string(flag) + ": " + message);
-          }
-        };
-        coll.op = under_flag("--op", [&] { return parse_collective_op(coll_op); });
-        coll.algorithm = under_flag("--algo", [&] { return parse_collective_algorithm(coll_algo); });
-        coll.protocol = under_flag("--proto", [&] { return parse_protocol(coll_proto); });
-        coll.dtype = under_flag("-d/--datatype", [&] { return parse_data_type(coll_dtype); });
-        coll.fabric = under_flag("--fabric", [&] { return parse_fabric_type(coll_fabric); });
-        coll.min_bytes = under_flag("-b/--minbytes", [&] { return parse_nccl_tests_size(coll_min); });
-        coll.max_bytes = under_flag("-e/--maxbytes", [&] { return parse_nccl_tests_size(coll_max); });
-        coll.step_bytes = under_flag("-i/--stepbytes", [&] { return parse_nccl_tests_size(coll_step); });
-        // nccl-tests steps by -i when it is given and -f is not: so does this, and a factor of 2 or
-        // more given with an increment is refused rather than one of the two ignored.
-        if (coll_cmd->count("-i") > 0 && coll.step_bytes.count() > 0) {
-          if (coll_cmd->count("-f") > 0 && coll.step_factor != 0) {
-            throw InputError(fmt::format("-f {} and -i {}: give one (-f 0 -i {} steps by the increment)",
-                                         coll.step_factor, coll_step, coll_step));
-          }
-          coll.step_factor = 0;
-        }
-        if (coll_fidelity != "auto" && coll_fidelity != "flow" && coll_fidelity != "analytical") {
-          throw InputError("--fidelity " + coll_fidelity + ": valid values are auto, flow, analytical");
-        }
-        if (coll_fidelity != "auto") coll.fidelity = coll_fidelity == "flow" ? Fidelity::kFlow : Fidelity::kAnalytical;
+        coll_flags.step_factor_given = coll_cmd->count("-f") > 0;
+        coll_flags.step_bytes_given = coll_cmd->count("-i") > 0;
+        apply_collective_flags(coll_flags, coll);
         return run_collective_command(coll, std::cout);
       }
       if (validate_cmd->parsed()) {
@@ -370,14 +344,8 @@ int main(int argc, char** argv) {
     const int rc = dispatch();
     check_written(std::cout, "standard output");
     return rc;
-  } catch (const OverflowError& e) {
-    // Values each in range can still multiply beyond int64 (a 2^24-token sequence runs for years).
-    std::cerr << "error: " << bounded_message(e.what()) << ": a size or time this input leads to is beyond what clustersim represents "
-              << "(int64 bytes, or int64 picoseconds: about 106 days); use smaller sizes (sequence length, batch, "
-              << "model dimensions, message size)\n";
-    return 2;
   } catch (const InputError& e) {
-    std::cerr << "error: " << bounded_message(e.what()) << "\n";
+    std::cerr << "error: " << input_error_message(e) << "\n";
     return 2;
   } catch (const InternalError& e) {
     std::cerr << "internal error: " << e.what() << "\n";

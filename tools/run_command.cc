@@ -21,10 +21,15 @@
 
 namespace clustersim {
 
-int run_command(const RunOptions& options, std::ostream& out) {
+RunContext RunOutcome::context() const {
+  return RunContext{&prepared.scenario, &prepared.cluster, fidelity, prepared.profiles.path, wall_s,
+                    campaign ? &*campaign : nullptr};
+}
+
+RunOutcome simulate_run(const RunOptions& options) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
-  const PreparedScenario prepared = prepare_scenario([&] {
+  RunOutcome outcome{prepare_scenario([&] {
     try {
       return load_scenario(options.scenario, overrides);
     } catch (const InputError& e) {
@@ -34,7 +39,8 @@ int run_command(const RunOptions& options, std::ostream& out) {
                                    e.what(), options.layout_from_file, options.layout_from_rank - 1,
                                    options.layout_from_rank, options.layout_from_scenario));
     }
-  }());
+  }())};
+  const PreparedScenario& prepared = outcome.prepared;
   const Scenario& scenario = prepared.scenario;
   if (options.warnings != nullptr && !options.layout_from_scenario.empty() &&
       options.layout_from_scenario != scenario.name) {
@@ -46,7 +52,6 @@ int run_command(const RunOptions& options, std::ostream& out) {
   const ScenarioProfiles& profiles = prepared.profiles;
   const std::optional<CalibrationProfile>& compute_profile = profiles.compute;
   const std::optional<CollectiveProfile>& collective_profile = profiles.collectives;
-  const std::string& calibration = profiles.path;
 
   // The trace file is checked before the simulation, not after it (a minute at scale).
   if (!options.trace.empty()) check_writable_output(options.trace, "--trace", "trace.json");
@@ -62,8 +67,9 @@ int run_command(const RunOptions& options, std::ostream& out) {
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
   sim.power_model = power_model_applies(scenario.simulation, sim.compute_profile);
 
+  outcome.fidelity = sim.fidelity;
   const auto start = std::chrono::steady_clock::now();
-  const TrainingReport report = [&] {
+  outcome.report = [&] {
     try {
       return simulate_training(cluster, scenario.model, scenario.training, scenario.layout, sim);
     } catch (const OverflowError& e) {
@@ -76,14 +82,15 @@ int run_command(const RunOptions& options, std::ostream& out) {
           scenario.model.hidden));
     }
   }();
-  std::optional<CampaignResult> campaign;
-  if (scenario.campaign) campaign = simulate_campaign(*scenario.campaign, campaign_inputs(scenario, cluster, scenario.layout, report,
-                                                               report.jitter.modelled ? report.jitter.mean_step_s
-                                                                                      : report.step_time_s));
+  const TrainingReport& report = outcome.report;
+  if (scenario.campaign) {
+    outcome.campaign = simulate_campaign(
+        *scenario.campaign,
+        campaign_inputs(scenario, cluster, scenario.layout, report,
+                        report.jitter.modelled ? report.jitter.mean_step_s : report.step_time_s));
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  RunContext context{&scenario, &cluster, sim.fidelity, calibration, options.reproducible ? 0.0 : wall,
-                     campaign ? &*campaign : nullptr};
+  outcome.wall_s = options.reproducible ? 0.0 : wall;
   if (!options.trace.empty()) {
     std::error_code same_error;
     if (std::filesystem::equivalent(options.trace, options.scenario, same_error)) {
@@ -94,10 +101,15 @@ int run_command(const RunOptions& options, std::ostream& out) {
     write_chrome_trace(report.step.trace, cluster, trace);
     check_written(trace, "--trace " + options.trace);
   }
+  return outcome;
+}
+
+int run_command(const RunOptions& options, std::ostream& out) {
+  const RunOutcome outcome = simulate_run(options);
   if (options.json) {
-    write_run_json(report, context, out);
+    write_run_json(outcome.report, outcome.context(), out);
   } else {
-    write_run_summary(report, context, out);
+    write_run_summary(outcome.report, outcome.context(), out);
   }
   return 0;
 }

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "campaign/campaign.h"
+#include "parallelism/training_simulation.h"
 #include "scenarios/prepared_scenario.h"  // resolve_profile_path, load_scenario_profiles (used by the commands)
+#include "tools/run_report.h"
 
 namespace clustersim {
 
@@ -25,8 +28,24 @@ struct RunOptions {
   std::ostream* warnings = nullptr;
 };
 
-// Loads, simulates and reports. Returns the process exit code (0). Throws InputError for bad input
-// (exit 2 in main) and InternalError for bugs (exit 1).
+// One simulated step of a scenario (and its campaign, if it has one), with what the reports need.
+struct RunOutcome {
+  PreparedScenario prepared;
+  Fidelity fidelity = Fidelity::kAnalytical;  // what the step was simulated at
+  TrainingReport report;
+  std::optional<CampaignResult> campaign;
+  double wall_s = 0;  // seconds the simulation took (0 under options.reproducible)
+  // The context of the reports (write_run_summary, run_json); it points into this object.
+  RunContext context() const;
+};
+
+// Loads options.scenario with options.sets, simulates its step (and campaign), and writes
+// options.trace when given; options.json is not read. Throws InputError for bad input (exit 2 in
+// main) and InternalError for bugs (exit 1).
+RunOutcome simulate_run(const RunOptions& options);
+
+// simulate_run(), then the summary or, with options.json, run_json() to `out`. Returns the process
+// exit code (0). Throws as simulate_run().
 int run_command(const RunOptions& options, std::ostream& out);
 
 }  // namespace clustersim

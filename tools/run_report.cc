@@ -284,7 +284,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   }
 }
 
-void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& out) {
+nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   const Scenario& s = *c.scenario;
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
@@ -410,7 +410,12 @@ void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& 
               {"fidelity", std::string(name_of(c.fidelity))},
               {"simulated_ranks", r.step.ranks.size()},
               {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
-  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a path from argv may not be UTF-8
+  return j;
+}
+
+void write_run_json(const TrainingReport& r, const RunContext& c, std::ostream& out) {
+  // A path from argv may not be UTF-8.
+  out << run_json(r, c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace clustersim

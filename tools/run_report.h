@@ -2,6 +2,7 @@
 
 // The output of `clustersim run`: a summary table for people and JSON for programs.
 
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 
@@ -39,10 +40,14 @@ extern const char* const kFlopConvention;
 // Human-readable summary: layout, step time, tokens/s, MFU/HFU, breakdown, memory per stage.
 void write_run_summary(const TrainingReport& report, const RunContext& context, std::ostream& out);
 
-// JSON with step_time_s, tokens_per_s, mfu, hfu, model_flops_per_step, tflops_per_gpu,
-// breakdown_s{compute, exposed_comm, bubble, optimizer, host_bound, other}, memory{peak_bytes, capacity_bytes,
-// fits, per_stage[{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
-// other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}. Keys in a fixed order.
+// The document of `clustersim run --json`: step_time_s, tokens_per_s, mfu, hfu, model_flops_per_step,
+// tflops_per_gpu, breakdown_s{compute, exposed_comm, bubble, optimizer, host_bound, other} (seconds),
+// memory{peak_bytes, capacity_bytes, fits, per_stage[{stage, params_bytes, grads_bytes, optimizer_bytes,
+// activations_bytes, other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}. Keys in a
+// fixed order.
+nlohmann::ordered_json run_json(const TrainingReport& report, const RunContext& context);
+// run_json() as `clustersim run --json` prints it: indented by 2, a path that is not UTF-8 with
+// U+FFFD in place of its bad bytes.
 void write_run_json(const TrainingReport& report, const RunContext& context, std::ostream& out);
 
 // "tp 8 · pp 4 · dp 2 · vpp 5 · sp · zero 1 · interleaved-1f1b"

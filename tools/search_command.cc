@@ -458,8 +458,8 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   return o;
 }
 
-void write_search_json(const Scenario& s, const SearchResult& r, int top, const std::vector<std::string>& user_sets,
-                       std::ostream& out) {
+nlohmann::ordered_json search_json(const Scenario& s, const SearchResult& r, int top,
+                                   const std::vector<std::string>& user_sets) {
   const SearchSpace& space = *s.search;
   nlohmann::ordered_json j;
   j["scenario"] = s.name;
@@ -509,7 +509,13 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
   }
   j["rejected"] = std::move(rejected);
   j["rejected_examples"] = std::move(examples);
-  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a path from argv may not be UTF-8
+  return j;
+}
+
+void write_search_json(const Scenario& s, const SearchResult& r, int top, const std::vector<std::string>& user_sets,
+                       std::ostream& out) {
+  // A path from argv may not be UTF-8.
+  out << search_json(s, r, top, user_sets).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 void write_search_csv(const SearchResult& r, std::ostream& out) {
@@ -531,10 +537,11 @@ void write_search_csv(const SearchResult& r, std::ostream& out) {
   }
 }
 
-int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out) {
+SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& partition) {
   std::vector<Override> overrides;
   for (const auto& s : options.sets) overrides.push_back(parse_override(s));
-  const PreparedScenario prepared = prepare_scenario(options.scenario, overrides, LayoutCheck::kDeferToSearch);
+  SearchOutcome outcome{prepare_scenario(options.scenario, overrides, LayoutCheck::kDeferToSearch)};
+  const PreparedScenario& prepared = outcome.prepared;
   const Scenario& scenario = prepared.scenario;
   if (!scenario.search) {
     throw InputError(fmt::format("{}: no search: section; add one (e.g. search: {{tp: [4, 8], pp: [1, 2, 4]}}, see "
@@ -550,6 +557,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
 
   SearchProblem problem = search_problem(prepared);
   const int top = options.top.value_or(problem.space.top);
+  outcome.top = top;
   problem.space.top = top;
 
   const bool root = partition.rank() == 0;
@@ -571,23 +579,29 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
     bar.update(phase, done, total);
   };
   const auto start = std::chrono::steady_clock::now();
-  const SearchResult result = search_layouts(problem, search_options);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.result = search_layouts(problem, search_options);
+  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.finish();
-  if (!root) return 0;
-
-  std::cerr << fmt::format("searched {} candidates ({} simulated) in {:.2f} s on {} process(es): {:.1f} simulated "
-                           "layouts/s\n",
-                           result.candidates.size(), result.evaluated, wall, partition.size(),
-                           static_cast<double>(result.evaluated) / std::max(wall, 1e-9));
   if (!options.csv.empty() && root) {
-    write_search_csv(result, csv);
+    write_search_csv(outcome.result, csv);
     check_written(csv, "--csv " + options.csv);
   }
+  return outcome;
+}
+
+int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out) {
+  const SearchOutcome outcome = run_search(options, partition);
+  if (partition.rank() != 0) return 0;
+  const SearchResult& result = outcome.result;
+  const Scenario& scenario = outcome.prepared.scenario;
+  std::cerr << fmt::format("searched {} candidates ({} simulated) in {:.2f} s on {} process(es): {:.1f} simulated "
+                           "layouts/s\n",
+                           result.candidates.size(), result.evaluated, outcome.wall_s, partition.size(),
+                           static_cast<double>(result.evaluated) / std::max(outcome.wall_s, 1e-9));
   if (options.json) {
-    write_search_json(scenario, result, top, options.sets, out);
+    write_search_json(scenario, result, outcome.top, options.sets, out);
   } else {
-    write_summary(scenario, cluster, result, top, options.sets, out);
+    write_summary(scenario, outcome.prepared.cluster, result, outcome.top, options.sets, out);
   }
   return 0;
 }

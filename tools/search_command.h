@@ -10,12 +10,14 @@
 // A progress bar with ETA is drawn on standard error when it is a terminal.
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 #include <optional>
 #include <vector>
 
 #include "parallelism/layout_search.h"
+#include "scenarios/prepared_scenario.h"
 #include "scenarios/scenario.h"
 
 namespace clustersim {
@@ -34,20 +36,38 @@ struct SearchCommandOptions {
   bool progress = true;           // progress bar on standard error when it is a terminal
 };
 
-// Loads the scenario (its parallelism section is only the base of the search), searches, writes
-// the report to `out` on rank 0 of `partition`. Returns the exit code: 0, also when no layout is
-// feasible (the output says why). Throws InputError for malformed input (no search: section, an
-// empty or malformed space, impossible constraints) and InternalError for bugs.
+// A finished search of a scenario.
+struct SearchOutcome {
+  PreparedScenario prepared;  // the scenario with options.sets, its cluster and profiles
+  SearchResult result;
+  int top = 0;        // layouts shown: options.top, else the scenario's search.top
+  double wall_s = 0;  // seconds the search took
+};
+
+// Loads the scenario (its parallelism section is only the base of the search) and searches it on
+// every process of `partition`; rank 0 writes options.csv when given and draws the progress bar
+// (options.progress) on a terminal's standard error. options.json is not read. Throws InputError
+// for malformed input (no search: section, an empty or malformed space, impossible constraints,
+// threads or top out of range) and InternalError for bugs.
+SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& partition);
+
+// run_search(), then on rank 0 of `partition` the search's speed to standard error and the report
+// (the table, or with options.json search_json()) to `out`. Returns the exit code: 0, also when no
+// layout is feasible (the output says why). Throws as run_search().
 int search_command(const SearchCommandOptions& options, SearchPartition& partition, std::ostream& out);
 
-// The JSON of a finished search: {"scenario", "objective", "candidates", "evaluated",
+// The document of `clustersim search --json`: {"scenario", "objective", "candidates", "evaluated",
 // "top": [{"rank", "layout": {"tp", "pp", "dp", "cp", "vpp", "micro_batch", "global_batch",
 // "recompute", "zero", "sequence_parallel", "schedule", "order", "stage_layers",
 // "allow_idle_gpus"}, "step_time_s", "tokens_per_s", "mfu", "peak_bytes", "headroom_bytes", "gpus",
 // "gpu_seconds_per_token", "breakdown_s": {...}, "fidelity", "screening_rank", "set"}, ...],
 // "rejected": {reason: count}, "rejected_examples": {reason: message}}. Keys in a fixed order. "set" is
 // the `--set` line that makes `clustersim run` simulate the layout: `user_sets` (the search's own
-// overrides, less those of search:), then the layout's.
+// overrides, less those of search:), then the layout's. Times in seconds, memory in bytes.
+nlohmann::ordered_json search_json(const Scenario& scenario, const SearchResult& result, int top,
+                                   const std::vector<std::string>& user_sets);
+// search_json() as `clustersim search --json` prints it: indented by 2, bytes that are not UTF-8
+// replaced by U+FFFD.
 void write_search_json(const Scenario& scenario, const SearchResult& result, int top,
                        const std::vector<std::string>& user_sets, std::ostream& out);
 

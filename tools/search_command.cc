@@ -553,7 +553,6 @@ SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& p
                                  kMaxSearchThreads));
   }
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
-  const Cluster& cluster = prepared.cluster;
 
   SearchProblem problem = search_problem(prepared);
   const int top = options.top.value_or(problem.space.top);

@@ -46,7 +46,7 @@ std::string power_model_reason(const Scenario& s) {
     return *s.simulation.power_model ? "the GPU preset gives no power_limit" : "simulation.power_model: false";
   }
   return "simulation.power_model: auto, and no calibration profile with power measurements of this GPU; true "
-         "applies the H200's, scaled to its power limit (cost_models/power_model.h)";
+         "applies the H200's, scaled to its power limit";
 }
 
 void write_campaign_summary(const CampaignResult& k, const Scenario& s, std::ostream& out) {

@@ -21,16 +21,21 @@ std::string resolve_profile_path(const std::string& name_or_path) {
                                  name_or_path));
   }
   if (std::filesystem::exists(name_or_path, error)) return name_or_path;
-  const auto shipped = std::filesystem::path(default_data_dir()) / "profiles" / (name_or_path + ".json");
-  if (std::filesystem::exists(shipped, error)) return shipped.string();
+  const auto shipped_dir = std::filesystem::path(default_data_dir()) / "profiles";
+  // A name is a shipped profile's (no folder in it: "/x/foo" must not become "/x/foo.json").
+  const bool is_name = name_or_path.find('/') == std::string::npos && !name_or_path.empty();
+  if (is_name) {
+    const auto shipped = shipped_dir / (name_or_path + ".json");
+    if (std::filesystem::exists(shipped, error)) return shipped.string();
+  }
   std::string available;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(shipped.parent_path(), ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(shipped_dir, ec)) {
     if (e.path().extension() == ".json") available += (available.empty() ? "" : ", ") + e.path().stem().string();
   }
-  throw InputError(fmt::format("calibration profile \"{}\" not found; shipped profiles: {} (or give a path to a "
+  throw InputError(fmt::format("calibration profile {} \"{}\" not found; shipped profiles: {} (or give a path to a "
                                "profile .json written by `clustersim calibrate fit`)",
-                               excerpt(name_or_path), available.empty() ? "none" : available));
+                               is_name ? "name" : "file", excerpt(name_or_path), available.empty() ? "none" : available));
 }
 
 namespace {

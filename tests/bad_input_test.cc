@@ -103,7 +103,7 @@ TEST(BadInput, NamesTooLongForAPathAreUnknownPresets) {
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set cluster.node=" + name,
                  {"unknown node preset \"xxxx", "available: "});
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set calibration=" + name,
-                 {"calibration profile \"xxxx", "not found"});
+                 {"calibration profile name \"xxxx", "not found"});
   expect_refused("run " + corpus("scenario", "preset-name-too-long-for-a-path"), {"unknown model preset"});
 }
 

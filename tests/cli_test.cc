@@ -657,7 +657,7 @@ TEST(Cli, UnknownCalibrationProfileNamesTheScenarioLine) {
   Result r = run("run " + path);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   const std::string where = path + ":" + std::to_string(line) + ":1: calibration: ";
-  EXPECT_NE(r.output.find(where + "calibration profile \"nope\" not found"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(where + "calibration profile name \"nope\" not found"), std::string::npos) << r.output;
   r = run("run " + scenario(name) + " --set calibration=/tmp");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--set calibration: calibration profile path \"/tmp\" is a directory"),

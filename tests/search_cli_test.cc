@@ -29,6 +29,20 @@ std::string temp(const std::string& name) {
       .string();
 }
 
+// Removes this process's temp() files when its tests end.
+class RemoveTempFiles : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const std::string prefix = "clustersim_search_cli_" + std::to_string(getpid()) + "_";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+      if (e.path().filename().string().starts_with(prefix)) std::filesystem::remove_all(e.path(), ec);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempFiles =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempFiles);
+
 std::string read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

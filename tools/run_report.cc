@@ -157,7 +157,8 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   if (r.energy.modelled) {
     const ClusterEnergy e = cluster_energy(r, *c.cluster, s.pue);
     out << fmt::format("  GPU power           {:.0f} W average per GPU (limit {:.0f} W; clock-bound work at {:.3f} of "
-                       "its full-clock rate)\n",
+                       "full clock; the measured kernel rates, taken at the power limit, are undone to full clock "
+                       "first)\n",
                        r.energy.avg_power_w, r.energy.power_limit_w, r.energy.rate_factor);
     out << fmt::format("  energy per step     {:.1f} J per GPU, {:.1f} kJ cluster (GPUs + {:.1f} kW node overhead{}, "
                        "x PUE {:.2f})\n",

@@ -27,13 +27,21 @@ namespace clustersim::fuzz {
 
 // A file holding the current input, for loaders that read paths. One per process, rewritten per
 // input, under the system's temporary directory; `name` keeps the extension the loader expects.
+// The folder is removed when the process exits normally (a run's fixed number of executions).
+struct FuzzTempDir {
+  std::filesystem::path path;
+  ~FuzzTempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 inline std::string write_input(const std::uint8_t* data, std::size_t size, const std::string& name) {
-  static const std::filesystem::path dir = [] {
+  static const FuzzTempDir dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("clustersim-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
-    return d;
+    return FuzzTempDir{d};
   }();
-  const auto path = (dir / name).string();
+  const auto path = (dir.path / name).string();
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;

@@ -171,25 +171,20 @@ Duration PowerModel::full_clock(const ClassPower& c, Duration sustained, Duratio
   const Duration busy = busy_time(sustained, gap);
   if (busy <= Duration::zero()) return sustained;
   const double t = seconds(sustained);
-  const double held = held_.in_watts() - idle_.in_watts();
-  // Board power above idle of the busy part measured as `sustained` when it ran at rate factor f:
-  // its full-clock energy E(busy·f) times f over the measured time (duration_at gives it back).
-  auto dynamic_at = [&](double f) {
-    const Duration full_busy = Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * f));
-    return class_joules(c, full_busy, units) * f / t;
-  };
-  if (dynamic_at(1.0) <= held) return sustained;
-  double lo = kMinRateFactor;
-  double hi = 1.0;
-  if (dynamic_at(lo) >= held) {
-    hi = lo;
-  } else {
-    for (int i = 0; i < 40; ++i) {  // dynamic_at increases with f: 2^-40 of the interval
-      const double mid = 0.5 * (lo + hi);
-      (dynamic_at(mid) > held ? hi : lo) = mid;
-    }
-  }
-  return gap + Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * hi));
+  const double b = seconds(busy);
+  const double h = held_.in_watts() - idle_.in_watts();
+  // Board power above idle of the busy part measured as `sustained` at rate factor f: its full-clock
+  // energy class_joules(busy·f) times f over the measured time, the smaller of
+  //   D·b·f² / t   and   ((1 − s)·D·b·f² + s·j·units·f) / t       (class_joules, s = kRateShare).
+  // Both grow with f, so their minimum meets h at the larger of their roots.
+  const double d = c.dynamic_w;
+  const double a = (1 - kRateShare) * d * b;
+  const double lin = kRateShare * c.joules_per_unit * std::max(0.0, units);
+  if (std::min(d * b, a + lin) <= h * t) return sustained;  // under the held power at full clock
+  const double capped_root = std::sqrt(h * t / (d * b));
+  const double rate_root = a > 0 ? (-lin + std::sqrt(lin * lin + 4 * a * h * t)) / (2 * a) : h * t / lin;
+  const double f = std::clamp(std::max(capped_root, rate_root), kMinRateFactor, 1.0);
+  return gap + Duration::picoseconds(std::llround(static_cast<double>(busy.ps()) * f));
 }
 
 Duration PowerModel::full_clock_gemm(Duration sustained, Duration gap, double kernel_flops, DataType dtype) const {

@@ -24,13 +24,15 @@ Exit codes: 0 ok, 1 a measurement failed (recorded in its line), 2 bad input.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import host_timing  # noqa: E402  (tools/reference/host_timing.py)
+from host_timing import emit  # noqa: E402
 
 # Launch-bound configurations: 100–400 M parameters at short sequences and micro-batches of 1–2.
 # Shapes: GPT-3 Small / Medium (Brown et al. 2020, Table 2.1) with the GPT-2 vocabulary, and a
@@ -50,18 +52,9 @@ STEP_CONFIGS = {
 }
 N_OPS = 400
 REPS = 7
-MAX_SM_HZ = 1.98e9  # for torch.cuda._sleep's cycle count; a lower clock only makes the sleep longer
-
-
-def emit(path, rec):
-    line = json.dumps(rec)
-    print(line if len(line) < 600 else line[:600] + " …", flush=True)
-    with open(path, "a") as f:
-        f.write(line + "\n")
-
-
 def sleep_cycles(seconds):
-    return int(seconds * MAX_SM_HZ)
+    """torch.cuda._sleep's cycle count for `seconds` at the maximum SM clock (host_timing.MAX_SM_HZ)."""
+    return int(seconds * host_timing.MAX_SM_HZ)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -391,6 +392,29 @@ void validate_layout(const Layout& l, const LayoutContext& c) {
     throw InputError(fmt::format("parallelism.zero3_bucket_elements = {}: bucketed ZeRO-3 gathers are not modelled for "
                                  "mixture-of-experts models ({} experts); use 0 (one gather per layer)",
                                  l.zero3_bucket_elements, c.experts));
+  }
+  if (l.dp_shard < 0 || (l.dp_shard > 0 && l.dp % l.dp_shard != 0)) {
+    throw InputError(fmt::format("parallelism.dp_shard = {}: must be 0 (shard over all {} data-parallel ranks) or a "
+                                 "divisor of dp = {}: {}",
+                                 l.dp_shard, l.dp, l.dp, fmt::join(divisors(l.dp), ", ")));
+  }
+  if (l.dp_shard > 0 && l.dp_shard < l.dp) {
+    if (l.zero_stage == 0) {
+      throw InputError(fmt::format("parallelism.dp_shard = {} shards the model state over groups of {} of the {} "
+                                   "data-parallel ranks, but nothing is sharded without ZeRO: set zero: 1, 2 or 3 "
+                                   "(or distributed_optimizer: true), or dp_shard: 0",
+                                   l.dp_shard, l.dp_shard, l.dp));
+    }
+    if (c.experts > 0) {
+      throw InputError(fmt::format("parallelism.dp_shard = {}: hybrid sharding is not modelled for mixture-of-experts "
+                                   "models ({} experts); use dp_shard: 0 (full sharding)",
+                                   l.dp_shard, c.experts));
+    }
+    if (l.grad_reduce_op == GradReduceOp::kAllReduce) {
+      throw InputError(fmt::format("parallelism.dp_shard = {} reduce-scatters gradients inside each shard group: "
+                                   "grad_reduce_op all_reduce does not apply; use auto or reduce_scatter",
+                                   l.dp_shard));
+    }
   }
   if (l.grad_reduce_op == GradReduceOp::kAllReduce && l.zero_stage > 1) {
     throw InputError(fmt::format("parallelism.grad_reduce_op = all_reduce keeps whole gradients on every rank, which "

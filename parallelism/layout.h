@@ -74,10 +74,23 @@ struct Layout {
   // per-module FULL_SHARD); > 0 = DeepSpeed ZeRO-3: all-gathers of at most this many parameters, with
   // prefetching bounded to one such bucket ahead of use (stage3_prefetch_bucket_size).
   int64_t zero3_bucket_elements = 0;
+  // Hybrid sharding: the data-parallel ranks that shard the model state under ZeRO >= 1 (each group
+  // with its cp ranks); 0 = all dp ranks (full sharding). With 0 < dp_shard < dp the state is sharded
+  // inside groups of dp_shard consecutive data-parallel ranks and replicated across the dp / dp_shard
+  // groups: gradients are reduce-scattered inside a group, then each shard is all-reduced across the
+  // groups, and parameters are all-gathered inside a group. PyTorch FSDP's HYBRID_SHARD (FSDP2's
+  // 2-D mesh, torchtitan's data_parallel_shard_degree × data_parallel_replicate_degree) and Megatron-
+  // Core's --num-distributed-optimizer-instances = dp / dp_shard (distributed_data_parallel.py: the
+  // reduce-scatter in the intra-instance group, then an all-reduce in the inter-instance group).
+  int dp_shard = 0;
 
   int world_size() const { return tp * cp * pp * dp; }
   // Expert data-parallel size: (tp · cp · dp) / (ep · etp). Requires validate() to have passed.
   int expert_dp() const { return tp * cp * dp / (ep * etp); }
+  // Data-parallel ranks one copy of the sharded state spans: dp_shard, or dp when it is 0.
+  int shard_dp() const { return dp_shard > 0 ? dp_shard : dp; }
+  // Hybrid sharding applies: ZeRO >= 1 with 0 < dp_shard < dp.
+  bool hybrid_shard() const { return zero_stage >= 1 && shard_dp() < dp; }
 };
 
 // The divisors of n >= 1 in increasing order (the valid tp, pp or vpp values an error suggests, and
@@ -114,7 +127,8 @@ struct LayoutContext {
 //   permutation of tp, cp, ep, dp, pp (ep optional, and next to dp when given); tp_comm_overlap needs
 //   tp > 1 and sequence parallelism; zero3_bucket_elements is not negative and needs zero_stage 3 and a
 //   dense model; grad_reduce_op all_reduce needs zero_stage <= 1, reduce_scatter zero_stage >= 1;
-//   overlap_param_gather needs zero_stage >= 1 (Megatron-LM arguments.py).
+//   overlap_param_gather needs zero_stage >= 1 (Megatron-LM arguments.py); dp_shard is 0 or divides dp,
+//   below dp it needs zero_stage >= 1, a dense model and grad_reduce_op auto or reduce_scatter.
 void validate_layout(const Layout& layout, const LayoutContext& context);
 
 // Per-stage layer counts of a validated layout: stage_layers if given, else layers / pp each.

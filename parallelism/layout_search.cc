@@ -260,6 +260,13 @@ CandidateOutcome screen_candidate(const SearchProblem& problem, const LayoutCand
     }
     training.validate(problem.model);
     validate_layout(candidate.layout, context);
+    const std::vector<int>& shards = problem.space.dp_shard;
+    if (candidate.layout.dp_shard >= candidate.layout.dp && candidate.layout.dp_shard > 0 &&
+        std::find(shards.begin(), shards.end(), 0) != shards.end()) {
+      // dp_shard = dp is full sharding: the dp_shard 0 candidate searched beside it is the same layout.
+      throw InputError(fmt::format("dp_shard = {} with dp = {} is full sharding, the layout of dp_shard 0",
+                                   candidate.layout.dp_shard, candidate.layout.dp));
+    }
   } catch (const InputError& e) {
     out.rejected = classify_rule(candidate, context);
     out.message = e.what();

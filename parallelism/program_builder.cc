@@ -455,7 +455,9 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
   if (m > INT32_MAX) throw InputError("too many microbatches per step");
   const PrecisionPolicy& precision = training.precision;
-  const GroupKind data_group = layout.cp > 1 ? GroupKind::kDataContext : GroupKind::kData;
+  const GroupKind data_group = layout.hybrid_shard() ? GroupKind::kDataShard
+                               : layout.cp > 1        ? GroupKind::kDataContext
+                                                      : GroupKind::kData;
   // The deepep dispatcher's traffic needs the expert-parallel group's node layout
   // (simulate_training sets it); without it the programs would price a plain all-to-all.
   check_invariant(transformer.dims().dispatcher != MoeDispatcher::kDeepEp || transformer.dims().ep <= 1 ||
@@ -517,7 +519,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   TrainingPrograms out;
   out.microbatches = static_cast<int>(m);
   out.memory = stage_memory(transformer, layout);
-  const int64_t dense_shards = static_cast<int64_t>(layout.dp) * layout.cp;
+  const int64_t dense_shards = static_cast<int64_t>(layout.shard_dp()) * layout.cp;
   const int64_t expert_shards = layout.expert_dp();
   for (int s = 0; s < p; ++s) {
     // Each bucket is an event of the simulation (ZeRO-3 gathers: one per bucket and micro-batch): a
@@ -582,6 +584,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     stage.gradients.bytes_per_element = precision.grad_bytes();
     stage.gradients.bucket_elements = layout.grad_bucket_elements;
     stage.gradients.overlap = layout.overlap_grad_reduce;
+    if (layout.hybrid_shard()) stage.gradients.replicate_shards = dense_shards;
     // ZeRO >= 1: the optimizer updates this rank's shard, dense parameters over dp·cp ranks and expert
     // parameters over the expert data-parallel ranks.
     const int64_t optimizer_shard =
@@ -747,7 +750,7 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     if (fsdp) {
       // Gathered 16-bit weights: two layers' with FULL_SHARD (the one in use and the one prefetched;
       // limit_all_gathers), the whole model's with SHARD_GRAD_OP (kept from forward to backward).
-      sharding.shards = layout.dp;
+      sharding.shards = layout.shard_dp();
       const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
       sharding.gathered_bytes = checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes");
     }
@@ -764,8 +767,9 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     }
     return {mem};
   }
+  // Sharded state spans the shard group: dp·cp ranks, or dp_shard·cp under hybrid sharding.
   const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,
-                                 static_cast<int64_t>(layout.dp) * layout.cp, layout.expert_dp());
+                                 static_cast<int64_t>(layout.shard_dp()) * layout.cp, layout.expert_dp());
 
   // Full recompute keeps one layer's complete activations alive while it is recomputed.
   Bytes recompute_dense;

@@ -129,6 +129,29 @@ std::vector<int> RankGrid::group_of(GroupKind kind, int rank) const {
       }
       std::sort(out.begin(), out.end());
       return out;
+    case GroupKind::kDataShard: {
+      const int shard = layout_.shard_dp();
+      const int first = me.dp / shard * shard;
+      for (int d = first; d < first + shard; ++d) {
+        for (int c = 0; c < layout_.cp; ++c) {
+          RankCoord x = me;
+          x.cp = c;
+          x.dp = d;
+          out.push_back(rank_of(x));
+        }
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+    case GroupKind::kDataReplicate: {
+      const int shard = layout_.shard_dp();
+      for (int d = me.dp % shard; d < layout_.dp; d += shard) {
+        RankCoord x = me;
+        x.dp = d;
+        out.push_back(rank_of(x));
+      }
+      return out;
+    }
     case GroupKind::kExpert:
     case GroupKind::kExpertTensor:
     case GroupKind::kExpertData: break;

@@ -30,9 +30,15 @@ enum class GroupKind {
   kExpertTensor,
   kExpertData,
   kDataContext,
-  kEmbedding
+  kEmbedding,
+  // Hybrid sharding (Layout::dp_shard): the shard group holds dp_shard consecutive data-parallel
+  // indices with every cp index (Megatron-Core's intra-distributed-optimizer-instance group, FSDP's
+  // shard mesh dimension); the replica group the data-parallel indices at the same place in each
+  // shard group, with the same cp index (the inter-instance group, FSDP's replicate dimension).
+  kDataShard,
+  kDataReplicate
 };
-inline constexpr int kGroupKindCount = 9;
+inline constexpr int kGroupKindCount = 11;
 
 struct RankCoord {
   int tp = 0;

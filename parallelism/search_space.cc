@@ -105,6 +105,9 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
   for (int z : space.zero) {
     if (z < 0 || z > 3) throw InputError(fmt::format("search.zero contains {}: valid ZeRO stages are 0, 1, 2, 3", z));
   }
+  for (int k : space.dp_shard) {
+    if (k < 0) throw InputError(fmt::format("search.dp_shard contains {}: values must be >= 0 (0 = full sharding)", k));
+  }
   for (const std::string& order : space.order) {
     // The order rule of validate_layout(), on a layout that passes every other rule.
     LayoutContext trivial;
@@ -144,7 +147,7 @@ namespace {
 // leave a combination out as "not a layout" or "the same layout twice". Expansion and counting
 // both read them, so the count is exactly the number of candidates expanded.
 struct SpaceLists {
-  std::vector<int> tps, pps, cps, eps, etps, zeros, dps;
+  std::vector<int> tps, pps, cps, eps, etps, zeros, dp_shards, dps;
   std::vector<PipelineSchedule> schedules;
   std::vector<int64_t> micro_batches;
   std::vector<Recompute> recomputes;
@@ -190,6 +193,7 @@ SpaceLists lists_of(const SearchSpace& space, const Layout& base, const Training
   l.micro_batches = space.micro_batch.empty() ? std::vector<int64_t>{base_training.micro_batch} : space.micro_batch;
   l.recomputes = space.recompute.empty() ? std::vector<Recompute>{base_training.recompute} : space.recompute;
   l.zeros = space.zero.empty() ? std::vector<int>{base.zero_stage} : space.zero;
+  l.dp_shards = space.dp_shard.empty() ? std::vector<int>{base.dp_shard} : space.dp_shard;
   l.sps = space.sequence_parallel.empty() ? std::vector<bool>{base.sequence_parallel} : space.sequence_parallel;
   l.orders = space.order.empty() ? std::vector<std::string>{base.order} : space.order;
   l.cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
@@ -251,7 +255,7 @@ uint64_t count_of(const SearchSpace& space, const SpaceLists& l, int layers) {
       std::count_if(l.recomputes.begin(), l.recomputes.end(), [&](Recompute r) { return l.recompute_kept(r); }));
   uint64_t n = saturating_product(tp_sp, stages);
   for (size_t size : {l.cps.size(), l.eps.size(), l.etps.size(), l.micro_batches.size(), l.zeros.size(),
-                      l.orders.size(), l.dps.empty() ? size_t{1} : l.dps.size()}) {
+                      l.dp_shards.size(), l.orders.size(), l.dps.empty() ? size_t{1} : l.dps.size()}) {
     n = saturating_product(n, size);
   }
   return saturating_product(n, kept_recomputes);
@@ -347,6 +351,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                       const bool sp = searched_sp && tp > 1;
                       for (const std::string& order : l.orders) {
                         for (int dp : dps_for(tp, cp, pp, mb, interleaved)) {
+                         for (int dp_shard : l.dp_shards) {
                           LayoutCandidate c;
                           c.layout = base;
                           c.layout.tp = tp;
@@ -360,6 +365,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                           c.layout.stage_layers = uneven ? uneven_stage_layers(layers, pp, v) : std::vector<int>{};
                           c.layout.schedule = schedule;
                           c.layout.zero_stage = zero;
+                          c.layout.dp_shard = dp_shard;
                           c.layout.sequence_parallel = sp;
                           // The base layout's overlap and ZeRO-3 gather choices apply where they can.
                           c.layout.tp_comm_overlap = base.tp_comm_overlap && tp > 1 && sp;
@@ -375,6 +381,7 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
                           c.recompute = recompute;
                           c.global_batch = dp > 0 ? batch_for(mb * dp * (interleaved ? pp : 1)) : batch;
                           out.push_back(std::move(c));
+                         }
                         }
                       }
                     }

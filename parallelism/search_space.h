@@ -79,6 +79,9 @@ struct SearchSpace {
   std::vector<int64_t> micro_batch;  // empty: the scenario's
   std::vector<Recompute> recompute;
   std::vector<int> zero;
+  // Hybrid-sharding group sizes (Layout::dp_shard; 0 = full sharding); empty: the scenario's. A
+  // candidate whose size does not apply (ZeRO 0, or not a divisor of its dp below dp) is rejected.
+  std::vector<int> dp_shard;
   std::vector<bool> sequence_parallel;
   std::vector<PipelineSchedule> schedule;  // empty: 1f1b and interleaved-1f1b
   std::vector<std::string> order;

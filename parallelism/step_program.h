@@ -157,6 +157,10 @@ struct GradientReduction {
   int64_t bytes_per_element = 4;               // gradient dtype size as reduced
   int64_t bucket_elements = 40'000'000;        // Megatron DDP bucket size
   bool overlap = true;                         // launch buckets during the last backward
+  // Hybrid sharding (Layout::dp_shard): each bucket's reduce-scatter in the shard group is followed
+  // by an all-reduce of its shard, ceil(bucket / replicate_shards) elements, across the replica
+  // group (GroupKind::kDataReplicate); 0 = no replica all-reduce.
+  int64_t replicate_shards = 0;
 };
 
 // One kernel launch of the optimizer step.
@@ -195,7 +199,8 @@ struct StageProgram {
   // ReduceTiedGrads); bytes per rank, zero = none.
   Bytes embedding_grad_reduce;
   // The group of the dense parameters' gradient reduction and parameter gather: kData, or
-  // kDataContext (dp·cp ranks) with context parallelism. Expert parameters use kExpertData.
+  // kDataContext (dp·cp ranks) with context parallelism, kDataShard under hybrid sharding. Expert
+  // parameters use kExpertData.
   GroupKind data_group = GroupKind::kData;
   bool overlap_param_gather = false;  // hidden behind the next step's forward when true
 };

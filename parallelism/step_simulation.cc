@@ -34,6 +34,8 @@ const char* stream_of(GroupKind kind) {
     case GroupKind::kExpertData: return "edp";
     case GroupKind::kDataContext: return "dp";
     case GroupKind::kEmbedding: return "emb";
+    case GroupKind::kDataShard: return "dp";
+    case GroupKind::kDataReplicate: return "dp_replicate";
   }
   return "?";
 }
@@ -488,14 +490,26 @@ class StepSimulation {
     ++r.outstanding_reductions;
     Rank* rank = &r;
     const DataType dtype = g.bytes_per_element == 4 ? DataType::kFp32 : DataType::kBf16;
-    issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce", [this, rank] {
+    auto reduced = [this, rank] {
       --rank->outstanding_reductions;
       if (rank->outstanding_reductions == 0 && rank->wait == WaitKind::kReductions) resume(*rank);
-    });
+    };
+    if (kind == GroupKind::kDataShard && g.replicate_shards > 0) {
+      // Hybrid sharding: the bucket's shard is all-reduced across the replicas once its
+      // reduce-scatter in the shard group is done (its own stream, as FSDP2's all-reduce stream).
+      const int64_t shard = (elements + g.replicate_shards - 1) / g.replicate_shards;
+      issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce",
+                       [this, rank, shard, dtype, reduced, bytes = g.bytes_per_element] {
+                         issue_collective(*rank, GroupKind::kDataReplicate, CollectiveOp::kAllReduce,
+                                          Bytes::of(shard) * bytes, dtype, "grad_all_reduce_replicas", reduced);
+                       });
+      return;
+    }
+    issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce", reduced);
   }
 
   void flush_gradients(Rank& r) {
-    for (GroupKind kind : {GroupKind::kData, GroupKind::kDataContext, GroupKind::kExpertData}) {
+    for (GroupKind kind : {GroupKind::kData, GroupKind::kDataContext, GroupKind::kDataShard, GroupKind::kExpertData}) {
       int64_t& pending = r.pending_gradients[index_of(kind)];
       if (pending > 0) launch_reduction(r, kind, pending);
       pending = 0;

@@ -259,6 +259,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.tokens_per_s = static_cast<double>(training.global_batch * training.seq_len) / report.step_time_s;
   report.mfu = report.flops.model / (gpu_seconds * peak);
   report.hfu = report.flops.hardware / (gpu_seconds * peak);
+  report.executed_fraction = report.flops.executed / (gpu_seconds * peak);
   report.model_tflops_per_gpu = report.flops.model / gpu_seconds * 1e-12;
   report.hardware_tflops_per_gpu = report.flops.hardware / gpu_seconds * 1e-12;
 

@@ -112,6 +112,9 @@ struct TrainingReport {
   double tokens_per_s = 0;
   double mfu = 0;
   double hfu = 0;
+  // StepFlops::executed / (GPU-seconds × peak): the share of peak the kernels run, attention at
+  // what its kernels execute (about half the s × s convention for causal fused attention).
+  double executed_fraction = 0;
   double model_tflops_per_gpu = 0;     // model FLOPs / step time / GPUs
   double hardware_tflops_per_gpu = 0;  // with recomputation
   TimeBreakdown breakdown;

@@ -158,6 +158,10 @@ void add_search_keys(Schema& s) {
   s.key(string_list("search.recompute", "activation recomputation (absent: training.recompute)",
                     {"none", "selective", "full"}));
   s.key(int_list("search.zero", "ZeRO stages (absent: parallelism.zero)", 0, 3));
+  s.key(int_list("search.dp_shard",
+                 "hybrid-sharding group sizes, 0 = full sharding (absent: parallelism.dp_shard); a size applies to the "
+                 "layouts with ZeRO >= 1 whose dp it divides and exceeds",
+                 0, kMaxClusterGpus));
   s.key(string_list("search.sequence_parallel", "sequence parallelism on/off (absent: parallelism.sequence_parallel)",
                     {"false", "true"}));
   s.key(string_list("search.schedule", "pipeline schedules (absent: 1f1b and interleaved-1f1b)",
@@ -395,6 +399,12 @@ Schema build_scenario_schema() {
                 "stage3_prefetch_bucket_size, 5e7 by default there); 0 = one gather per layer, prefetched one layer "
                 "ahead (FSDP)",
                 "0", 0));
+
+  s.key(integer("parallelism.dp_shard",
+                "hybrid sharding: data-parallel ranks that shard the ZeRO state (FSDP HYBRID_SHARD, torchtitan "
+                "data_parallel_shard_degree; Megatron dp / --num-distributed-optimizer-instances), replicated across "
+                "dp / dp_shard groups; 0 = all dp ranks (needs zero >= 1 below dp)",
+                "0", 0, kMaxClusterGpus));
 
   s.section("simulation", "how to simulate");
   s.key(choice("simulation.fidelity",
@@ -697,6 +707,7 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.grad_reduce_op = parse_grad_reduce_op(doc.get_string("parallelism.grad_reduce_op"));
   l.tp_comm_overlap = doc.get_bool("parallelism.tp_comm_overlap");
   l.zero3_bucket_elements = doc.get_int("parallelism.zero3_bucket_elements");
+  l.dp_shard = static_cast<int>(doc.get_int("parallelism.dp_shard"));
   const int64_t dp = doc.get_int("parallelism.dp");
   if (dp > 0) {
     l.dp = static_cast<int>(dp);
@@ -756,6 +767,7 @@ SearchSpace load_search(const ConfigDocument& doc) {
   sp.vpp = to_int(ints("vpp"));
   sp.micro_batch = ints("micro_batch");
   sp.zero = to_int(ints("zero"));
+  sp.dp_shard = to_int(ints("dp_shard"));
   for (const auto& r : strings("recompute")) sp.recompute.push_back(parse_recompute(r));
   for (const auto& b : strings("sequence_parallel")) sp.sequence_parallel.push_back(b == "true");
   for (const auto& p : strings("schedule")) sp.schedule.push_back(parse_pipeline_schedule(p));

@@ -116,6 +116,7 @@ std::string describe_layout(const Layout& l) {
   if (l.layers_per_virtual_stage > 0) s += fmt::format(" · {} layers/chunk", l.layers_per_virtual_stage);
   if (l.sequence_parallel) s += " · sp";
   if (l.zero_stage > 0) s += fmt::format(" · zero {}", l.zero_stage);
+  if (l.hybrid_shard()) s += fmt::format(" · dp_shard {} ({} replicas)", l.shard_dp(), l.dp / l.shard_dp());
   s += fmt::format(" · {}", name_of(l.schedule));
   return s;
 }
@@ -151,7 +152,8 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   }
   out << fmt::format("  step time           {:.4f} s\n", r.step_time_s);
   out << fmt::format("  tokens/s            {:.0f}  ({:.0f} per GPU)\n", r.tokens_per_s, r.tokens_per_s / r.gpus);
-  out << fmt::format("  MFU / HFU           {:.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  out << fmt::format("  MFU / HFU           {:.1f}% / {:.1f}%  (executed {:.1f}% of peak: attention as its kernels run it)\n",
+                     100 * r.mfu, 100 * r.hfu, 100 * r.executed_fraction);
   out << fmt::format("  TFLOP/s per GPU     {:.1f} model, {:.1f} hardware\n", r.model_tflops_per_gpu,
                      r.hardware_tflops_per_gpu);
   if (r.energy.modelled) {
@@ -301,6 +303,7 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
                  {"vpp", virtual_stages(s.layout, static_cast<int>(s.model.layers))},
                  {"sequence_parallel", s.layout.sequence_parallel},
                  {"zero", s.layout.zero_stage},
+                 {"dp_shard", s.layout.dp_shard},
                  {"schedule", std::string(name_of(s.layout.schedule))},
                  {"micro_batch", s.training.micro_batch},
                  {"recompute", std::string(name_of(s.training.recompute))}};
@@ -309,6 +312,7 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   j["tokens_per_s"] = r.tokens_per_s;
   j["mfu"] = r.mfu;
   j["hfu"] = r.hfu;
+  j["executed_fraction"] = r.executed_fraction;
   j["model_flops_per_step"] = r.flops.model;
   j["hardware_flops_per_step"] = r.flops.hardware;
   j["tflops_per_gpu"] = r.model_tflops_per_gpu;

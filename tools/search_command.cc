@@ -31,6 +31,12 @@ namespace {
 
 double gb(int64_t bytes) { return static_cast<double>(bytes) * 1e-9; }
 
+// The ranking's zero column: the ZeRO stage, and under hybrid sharding "/" and the shard group's
+// data-parallel size ("3/8": ZeRO-3 sharded over 8 ranks, replicated across dp / 8 groups).
+std::string zero_column(const Layout& l) {
+  return l.hybrid_shard() ? fmt::format("{}/{}", l.zero_stage, l.shard_dp()) : fmt::format("{}", l.zero_stage);
+}
+
 std::string objective_text(SearchObjective o) {
   switch (o) {
     case SearchObjective::kTokensPerSecond: return "tokens/s (higher is better)";
@@ -233,7 +239,7 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
       out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9.4f} {:>10.0f} "
                          "{:>5.1f}% {:>7.2f} {:>7.2f} {:>8.3f} {:>8.3f} {:>7.3f} {:>7.3f}{}{} {:>6}\n",
                          k + 1, c.layout.tp, c.layout.pp, c.layout.dp, c.layout.vpp, c.micro_batch,
-                         c.layout.sequence_parallel ? "on" : "off", c.layout.zero_stage, name_of(c.recompute),
+                         c.layout.sequence_parallel ? "on" : "off", zero_column(c.layout), name_of(c.recompute),
                          name_of(c.layout.schedule), c.global_batch, m.step_time_s, m.tokens_per_s, 100 * m.mfu,
                          gb(m.peak_bytes), gb(m.capacity_bytes - m.peak_bytes), m.breakdown.compute,
                          m.breakdown.exposed_comm, m.breakdown.bubble, m.breakdown.optimizer,
@@ -305,6 +311,7 @@ nlohmann::ordered_json layout_json(const LayoutCandidate& c, bool allow_idle_gpu
           {"global_batch", c.global_batch},
           {"recompute", std::string(name_of(c.recompute))},
           {"zero", c.layout.zero_stage},
+          {"dp_shard", c.layout.dp_shard},
           {"sequence_parallel", c.layout.sequence_parallel},
           {"schedule", std::string(name_of(c.layout.schedule))},
           {"order", c.layout.order},
@@ -322,6 +329,7 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
       fmt::format("parallelism.vpp={}", c.layout.vpp),
       fmt::format("parallelism.schedule={}", name_of(c.layout.schedule)),
       fmt::format("parallelism.zero={}", c.layout.zero_stage),
+      fmt::format("parallelism.dp_shard={}", c.layout.dp_shard),
       "parallelism.distributed_optimizer=false",
       fmt::format("parallelism.sequence_parallel={}", c.layout.sequence_parallel),
       fmt::format("parallelism.order={}", c.layout.order),
@@ -440,6 +448,7 @@ std::vector<std::string> overrides_from_search_json(const std::string& path, int
   c.global_batch = whole("global_batch", 1, INT64_MAX);
   c.recompute = located("recompute", [&] { return parse_recompute(text("recompute")); });
   c.layout.zero_stage = static_cast<int>(whole("zero", 0, 3));
+  c.layout.dp_shard = static_cast<int>(whole("dp_shard", 0, kMaxInt, 0));  // absent in files of earlier builds: 0
   c.layout.sequence_parallel = flag("sequence_parallel", false, true);
   c.layout.schedule = located("schedule", [&] { return parse_pipeline_schedule(text("schedule")); });
   c.layout.order = text("order");
@@ -519,7 +528,7 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
 }
 
 void write_search_csv(const SearchResult& r, std::ostream& out) {
-  out << "index,tp,pp,dp,cp,vpp,micro_batch,global_batch,recompute,zero,sequence_parallel,schedule,order,stage_layers,"
+  out << "index,tp,pp,dp,cp,vpp,micro_batch,global_batch,recompute,zero,dp_shard,sequence_parallel,schedule,order,stage_layers,"
          "gpus,microbatches,step_time_s,tokens_per_s,mfu,hfu,gpu_seconds_per_token,peak_bytes,headroom_bytes,"
          "compute_s,exposed_comm_s,bubble_s,optimizer_s,other_s,fidelity\n";
   for (size_t i = 0; i < r.candidates.size(); ++i) {
@@ -527,9 +536,10 @@ void write_search_csv(const SearchResult& r, std::ostream& out) {
     if (o.rejected) continue;
     const LayoutCandidate& c = r.candidates[i];
     const LayoutMetrics& m = o.metrics;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
                        c.layout.tp, c.layout.pp, c.layout.dp, c.layout.cp, c.layout.vpp, c.micro_batch,
-                       c.global_batch, name_of(c.recompute), c.layout.zero_stage, c.layout.sequence_parallel,
+                       c.global_batch, name_of(c.recompute), c.layout.zero_stage, c.layout.dp_shard,
+                       c.layout.sequence_parallel,
                        name_of(c.layout.schedule), c.layout.order, fmt::join(c.layout.stage_layers, " "), m.gpus,
                        m.microbatches, m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token,
                        m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute, m.breakdown.exposed_comm,

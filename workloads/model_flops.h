@@ -17,12 +17,18 @@ namespace clustersim {
 //                (FlashAttention's benchmarks count causal attention this way); reported alongside.
 //   hardware     model + the forward FLOPs that recomputation repeats (full: every layer's
 //                forward; selective: the naive attention core; with the fused kernel nothing). HFU.
+//   executed     what the kernels run, recomputation included: the fused attention kernel at its
+//                causal count forward and 2.5× that backward (FlashAttention's benchmark convention:
+//                five matmuls backward against two forward), the unfused attention GEMMs over the
+//                whole masked s × s matrix, every other op as in `model`. The executed fraction of
+//                peak divides it by GPU-seconds × peak.
 // The backward of each GEMM is two GEMMs of the forward's size (data and weight gradient), so a layer
 // costs 3× its forward; the LM head uses the padded vocabulary. Elementwise ops are not counted.
 struct StepFlops {
   double model = 0;
   double model_causal = 0;
   double hardware = 0;
+  double executed = 0;
 };
 
 // Sums the ops of the whole (unsharded) model. Throws InputError for an invalid model or training.

@@ -38,6 +38,28 @@ TEST(ModelFlops, HardwareFlopsAddTheRecomputedForward) {
   EXPECT_DOUBLE_EQ(step_flops(testing::gpt3_175b(), t).hardware, selective.model);
 }
 
+TEST(ModelFlops, ExecutedCountsAttentionAsItsKernelsRunIt) {
+  // GPT-3 175B, B = 64, s = 2048. Naive attention runs the whole masked s × s matrix: executed =
+  // hardware. The fused causal kernel runs F = 4·B·s²·h·L / 2 forward (QKᵀ and ·V over half the
+  // score matrix) and 2.5·F backward, against the convention's 3 × 4·B·s²·h·L.
+  const double b = 64, s = 2048, h = 12288, l = 96;
+  TrainingSpec t = testing::training(2048, 1, Recompute::kNone, AttentionKernel::kNaive);
+  t.global_batch = 64;
+  const StepFlops naive = step_flops(testing::gpt3_175b(), t);
+  EXPECT_NEAR(naive.executed, naive.hardware, naive.model * 1e-12);
+  t.attention = AttentionKernel::kFlash;
+  const StepFlops flash = step_flops(testing::gpt3_175b(), t);
+  const double convention = 3 * 4 * b * s * s * h * l;
+  const double forward = 4 * b * s * s * h * l / 2;
+  EXPECT_NEAR(flash.executed, flash.model - convention + 3.5 * forward, flash.model * 1e-9);
+  EXPECT_LT(flash.executed, flash.model);
+  // Full recompute runs the forward kernel once more.
+  t.recompute = Recompute::kFull;
+  const StepFlops full = step_flops(testing::gpt3_175b(), t);
+  EXPECT_NEAR(full.executed - flash.executed, full.hardware - full.model - 4 * b * s * s * h * l + forward,
+              full.model * 1e-9);
+}
+
 TEST(ModelFlops, GeneralFormForGqaAndSwiGlu) {
   // Llama-3-70B per token and layer, forward: QKV 2·h·(h + 2·kv·d), proj 2h², SwiGLU 2·3·h·f,
   // attention 4·s·h (full convention); LM head 2·h·V (128,256 is a multiple of 128). Step = 3 × forward.

@@ -1032,6 +1032,18 @@ Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layo
   return resolve_fidelity(settings, layout.world_size(), std::max(layout.ep, layout.cp));
 }
 
+std::string framework_note(const Scenario& s) {
+  const Layout& l = s.layout;
+  if (s.framework_given || s.training.framework != Framework::kMegatron || l.zero_stage < 2 || l.tp > 1 || l.pp > 1) {
+    return "";
+  }
+  return fmt::format("training.framework is megatron, the default: Megatron-Core's Transformer Engine kernels. "
+                     "ZeRO {} without tensor or pipeline parallelism is usually PyTorch FSDP over plain modules (HF "
+                     "Trainer, accelerate, torchtitan without torch.compile): set training.framework: pytorch-eager "
+                     "for those, or megatron to keep this and drop the note",
+                     l.zero_stage);
+}
+
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides, const std::string& data_dir,
                        LayoutCheck layout_check) {
   const std::string dir = data_dir_or_default(data_dir);
@@ -1059,6 +1071,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   apply_model_keys(doc, "model.", s.model);
   if (s.model.name.empty()) s.model.name = "model";
   s.training = load_training(doc);
+  s.framework_given = doc.has("training.framework");
   // PyTorch keeps the tokenizer's vocabulary as it is; Megatron's padding applies to framework
   // megatron only, unless the scenario sets it.
   if (s.training.framework == Framework::kPytorchEager && !doc.has("model.make_vocab_size_divisible_by")) {

@@ -53,6 +53,26 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
+// FSDP (ZeRO 3, no tp or pp) left at the default framework gets a note naming pytorch-eager; saying
+// the framework, either one, drops it.
+TEST(Cli, FsdpUnderTheDefaultFrameworkIsNoted) {
+  const std::string fsdp = "run " + scenario("llama3-8b-dgx-h100.yaml") +
+                           " --set parallelism.tp=1 --set parallelism.dp=8 --set parallelism.sequence_parallel=false "
+                           "--set parallelism.zero=3";
+  const Result noted = run(fsdp);
+  EXPECT_EQ(noted.exit_code, 0) << noted.output;
+  EXPECT_NE(noted.output.find("note: training.framework is megatron, the default"), std::string::npos)
+      << noted.output;
+  EXPECT_NE(noted.output.find("set training.framework: pytorch-eager"), std::string::npos) << noted.output;
+  for (const char* framework : {"megatron", "pytorch-eager"}) {
+    const Result given = run(fsdp + " --set training.framework=" + framework);
+    EXPECT_EQ(given.exit_code, 0) << given.output;
+    EXPECT_EQ(given.output.find("note: training.framework"), std::string::npos) << framework;
+  }
+  EXPECT_EQ(run("run " + scenario("llama3-8b-dgx-h100.yaml")).output.find("note: training.framework"),
+            std::string::npos);
+}
+
 // Every rank simulated (64 here): the text report shows the busiest rank of each pipeline stage, not
 // 64 lines (16,384 at full scale); --json keeps every rank.
 TEST(Cli, EveryRankSimulatedPrintsTheBusiestRankOfEachStage) {

@@ -145,6 +145,7 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     out << fmt::format("  routing    {} · top {} of {} experts\n", text, s.model.moe.top_k, s.model.moe.num_experts);
   }
   out << "\n";
+  if (const std::string note = framework_note(s); !note.empty()) out << "  note: " << note << "\n\n";
   if (!r.fits) {
     out << fmt::format("  WARNING: does not fit: stage {} needs {} GB of the GPU's {} GB; the times below are for a "
                        "run that could not start (see the memory table)\n",

@@ -183,6 +183,11 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
                         first_spec.gpu.supports_nvls;
   layout.nvls_efficiency = layout.nvls_capable ? nvls_efficiency(first_spec.gpu) : 0.0;
   layout.nic_efficiency = kNicEfficiency;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const TreeChannelCeilings c = tree_channel_ceilings(cluster.node_spec(nodes[i]).gpu, static_cast<int>(nodes.size()));
+    if (i == 0 || c.simple < layout.tree_ceiling_simple) layout.tree_ceiling_simple = c.simple;
+    if (i == 0 || c.ll128 < layout.tree_ceiling_ll128) layout.tree_ceiling_ll128 = c.ll128;
+  }
 
   // Intra-node ring share and latency.
   RouteFigures figures(cluster);

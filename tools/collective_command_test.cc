@@ -402,6 +402,29 @@ TEST(CollectiveCommand, PcieWithoutPeerToPeerBouncesThroughHostMemory) {
   }
 }
 
+// Tree against ring at 1 GiB over 5 nodes × 8 H100 with 4 × 400 Gb/s per node (NVIDIA/nccl issue
+// 1368: ring ≈ 190 GB/s busbw, tree ≈ 150). The tree is held by NCCL's per-channel-pair ceiling
+// (tuning.cc perChMaxTreeBws, Hopper, > 2 nodes: 36 GB/s of tree busBw per NIC): algbw at most
+// 4 × 36 / 2 = 72 GB/s, busbw 72 × 2 · 39/40 = 140.4 GB/s less the fill latency; the ring is
+// NIC-bound. Tolerance: 12 % of each measurement (the tree lands about 9 % low).
+TEST(CollectiveCommand, TreeFallsBehindRingOnFiveH100Nodes) {
+  CollectiveCommandOptions options;
+  options.node = "hgx-h100-4nic";
+  options.nodes = 5;
+  const double tree_bound = 4 * 36.0 / 2 * 2.0 * 39 / 40;
+  for (Fidelity fidelity : {Fidelity::kFlow, Fidelity::kAnalytical}) {
+    options.algorithm = CollectiveAlgorithm::kRing;
+    const double ring = busbw_1gib(options, fidelity);
+    options.algorithm = CollectiveAlgorithm::kTree;
+    const double tree = busbw_1gib(options, fidelity);
+    EXPECT_NEAR(ring, 190.0, 0.12 * 190.0);
+    EXPECT_NEAR(tree, 150.0, 0.12 * 150.0);
+    EXPECT_LE(tree, tree_bound);
+    EXPECT_GT(tree, 0.95 * tree_bound);
+    EXPECT_LT(tree, 0.8 * ring);
+  }
+}
+
 // A node file without a pcie: section: its GPU–NIC links are the x16 rate of the PCIe generation
 // the NIC needs (a 400 Gb/s = 50 GB/s NIC is a Gen5 x16 card: 63.0 GB/s; 200 Gb/s: Gen4, 31.5 GB/s),
 // and the node says what was assumed; pcie.generation outside 3..6 is an input error naming the key.

@@ -34,7 +34,7 @@ double nvls_efficiency(const GpuSpec& gpu);
 // in its tree bus-bandwidth convention (algbw = busBw / 2): perChMaxTreeBws (Simple and LL) and
 // perChMaxTreeLL128Bws (LL128) of NCCL src/graph/tuning.cc ncclTopoTuneModel ("busBw =
 // std::min(busBw*.92, nChannels*perChMaxTreeBw)"), by GPU generation (Ampere / Hopper and later) and
-// node count (1, 2, more). Measured kernel ceilings (a channel's reduce and broadcast run by one
+// node count (1, 2, more; GroupLayout applies them from 3 nodes on, group_layout_builder.cc). Measured kernel ceilings (a channel's reduce and broadcast run by one
 // thread block with its network proxy), not link rates. Zero: none known (a GPU generation_of does
 // not name, e.g. a consumer card; NCCL picks its row by compute capability, which GpuSpec lacks).
 struct TreeChannelCeilings {

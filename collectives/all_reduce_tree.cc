@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "collectives/hops.h"
+#include "collectives/link_efficiency.h"
 #include "collectives/link_shares.h"
 #include "core/error.h"
 
@@ -77,6 +78,14 @@ TreeShape build_tree(const GroupLayout& layout, int pair, int tree) {
 
 int tree_pairs(const GroupLayout& layout) { return layout.node_count() > 1 ? layout.min_nics_per_node() : 1; }
 
+// Least time of tree `share` bytes under NCCL's per-channel-pair ceiling C (tuning.cc
+// perChMaxTreeBws / perChMaxTreeLL128Bws, tree busBw convention, StepCosts::channel_ceiling): a pair moves its 2·share bytes at algbw C/2, so one
+// tree's share takes share / (C/4). Zero without a ceiling.
+Duration tree_ceiling_time(const StepCosts& costs, Bytes share) {
+  if (!costs.channel_ceiling.is_positive()) return Duration::zero();
+  return transfer_time(share, costs.channel_ceiling / 4.0);
+}
+
 // Fill latency of a tree all_reduce, NCCL tuning.cc: 2 · ((ppn − 1) · intraLat + log2i(nNodes) · interLat).
 Duration tree_latency(const TreeShape& shape, const StepCosts& costs) {
   return (costs.intra_step * shape.chain_hops + costs.inter_step * shape.node_depth) * 2;
@@ -129,6 +138,11 @@ TransferPlan tree_plan(const CollectiveRequest& request, const GroupLayout& layo
                   path_between(layout, src, dst), static_cast<uint32_t>(t)});
       }
     }
+    // The channel's kernel ceiling runs beside the links: a join point that completes no earlier.
+    const Duration ceiling = tree_ceiling_time(costs, share);
+    if (ceiling > Duration::zero()) {
+      plan.add({0, 0, Bytes::zero(), costs.base + fill + ceiling, TransferPath::kIntraNode, static_cast<uint32_t>(t)});
+    }
   }
   return plan;
 }
@@ -155,7 +169,7 @@ Duration tree_estimate(const CollectiveRequest& request, const GroupLayout& layo
       transfer.add(share, shares.rate(layout, edge.child, edge.parent, costs.efficiency));
       transfer.add(share, shares.rate(layout, edge.parent, edge.child, costs.efficiency));
     }
-    slowest = std::max(slowest, tree_latency(shape, costs) + transfer.time());
+    slowest = std::max(slowest, tree_latency(shape, costs) + std::max(transfer.time(), tree_ceiling_time(costs, share)));
   }
   return costs.base + slowest;
 }

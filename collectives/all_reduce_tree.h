@@ -15,6 +15,13 @@
 //   * Every edge carries its tree's share once up (reduce) and once down (broadcast). Chunks are
 //     pipelined, so all edges stream at once; the fill latency (NCCL tuning.cc:
 //     2 · ((ppn − 1) · intraLat + log2(nNodes) · interLat)) is paid up front.
+//   * Bandwidth, per NCCL tuning.cc ncclTopoTuneModel ("busBw = std::min(busBw*.92,
+//     nChannels*perChMaxTreeBw)"): the trees stream at 0.92 of what their links give (StepCosts
+//     efficiency, protocol.cc), and each channel pair (one per NIC) no faster than the measured
+//     per-channel ceiling perChMaxTreeBws, LL128: perChMaxTreeLL128Bws (StepCosts::channel_ceiling; Hopper, more than two
+//     nodes: 36 GB/s of tree busBw, i.e. 18 GB/s algbw per NIC). The ceiling is why NCCL's tree
+//     falls behind the ring at large messages on 3+ nodes (NVIDIA/nccl issue 1368: 5 × 8 H100,
+//     4 × 400 Gb/s per node, tree ≈ 150 GB/s busbw against ring ≈ 190).
 // On exactly two nodes a node sends S through its NICs (S/2 up in one tree, S/2 down in the other)
 // where a ring sends 2(n−1)/n · S: the tree's bus bandwidth approaches 2(n−1)/n times the network
 // bandwidth when NVLink does not limit it (cases C2).

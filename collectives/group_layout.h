@@ -40,6 +40,11 @@ struct GroupLayout {
   Duration intra_latency;  // route latency between two GPUs of one node (largest seen)
   Duration inter_latency;  // route latency between GPUs of two nodes (largest seen)
 
+  // Tree all_reduce: NCCL's ceilings per channel pair (link_efficiency.h tree_channel_ceilings), in
+  // its tree bus-bandwidth convention, of the weakest spanned node; zero: none.
+  Bandwidth tree_ceiling_simple;
+  Bandwidth tree_ceiling_ll128;
+
   int size() const { return static_cast<int>(ranks.size()); }
   int node_count() const { return static_cast<int>(node_ranks.size()); }
   // Largest number of ranks on one node.

@@ -183,6 +183,15 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
                         first_spec.gpu.supports_nvls;
   layout.nvls_efficiency = layout.nvls_capable ? nvls_efficiency(first_spec.gpu) : 0.0;
   layout.nic_efficiency = kNicEfficiency;
+  // From three nodes on (NCCL's N4 column), where each tree channel pair crosses its own NIC. On one
+  // or two nodes NCCL sizes the tree by its NVLink bandwidth (bwIntra) with more channels than NICs,
+  // which this model does not derive: no ceiling there (2 DGX A100: the tree beats the ring, as
+  // measured in NVIDIA/nccl issue 812).
+  for (size_t i = 0; nodes.size() > 2 && i < nodes.size(); ++i) {
+    const TreeChannelCeilings c = tree_channel_ceilings(cluster.node_spec(nodes[i]).gpu, static_cast<int>(nodes.size()));
+    if (i == 0 || c.simple < layout.tree_ceiling_simple) layout.tree_ceiling_simple = c.simple;
+    if (i == 0 || c.ll128 < layout.tree_ceiling_ll128) layout.tree_ceiling_ll128 = c.ll128;
+  }
 
   // Intra-node ring share and latency.
   RouteFigures figures(cluster);

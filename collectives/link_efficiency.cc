@@ -56,4 +56,24 @@ double nvls_efficiency(const GpuSpec& gpu) {
   return 0.85;
 }
 
+TreeChannelCeilings tree_channel_ceilings(const GpuSpec& gpu, int nodes) {
+  // NCCL src/graph/tuning.cc (2.19 – 2.21) perChMaxTreeBws and perChMaxTreeLL128Bws
+  // [compCap][N1/N2/N4], GB/s; NCCL takes the Hopper row for every compute capability >= 9.0.
+  constexpr double kAmpere[3] = {24.0, 23.6, 17.8};
+  constexpr double kHopper[3] = {38.7, 41.4, 36.0};
+  constexpr double kAmpereLL128[3] = {20.0, 20.0, 20.0};
+  constexpr double kHopperLL128[3] = {36.7, 36.7, 29.0};
+  const size_t column = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+  switch (generation_of(gpu)) {
+    case Generation::kHopper:
+    case Generation::kBlackwell:
+      return {Bandwidth::gigabytes_per_s(kHopper[column]), Bandwidth::gigabytes_per_s(kHopperLL128[column])};
+    case Generation::kAmpere:
+      return {Bandwidth::gigabytes_per_s(kAmpere[column]), Bandwidth::gigabytes_per_s(kAmpereLL128[column])};
+    case Generation::kUnknown:
+      break;
+  }
+  return {};
+}
+
 }  // namespace clustersim

@@ -30,6 +30,23 @@ double nvlink_efficiency(const GpuSpec& gpu);
 // NCCL nvlsEfficiency for the GPU's generation; 0 when the GPU does not support NVLS.
 double nvls_efficiency(const GpuSpec& gpu);
 
+// NCCL's ceilings on one tree channel pair (graph channel: the two trees of one NIC) of all_reduce,
+// in its tree bus-bandwidth convention (algbw = busBw / 2): perChMaxTreeBws (Simple and LL) and
+// perChMaxTreeLL128Bws (LL128) of NCCL src/graph/tuning.cc ncclTopoTuneModel ("busBw =
+// std::min(busBw*.92, nChannels*perChMaxTreeBw)"), by GPU generation (Ampere / Hopper and later) and
+// node count (1, 2, more; GroupLayout applies them from 3 nodes on, group_layout_builder.cc). Measured kernel ceilings (a channel's reduce and broadcast run by one
+// thread block with its network proxy), not link rates. Zero: none known (a GPU generation_of does
+// not name, e.g. a consumer card; NCCL picks its row by compute capability, which GpuSpec lacks).
+struct TreeChannelCeilings {
+  Bandwidth simple;
+  Bandwidth ll128;
+};
+TreeChannelCeilings tree_channel_ceilings(const GpuSpec& gpu, int nodes);
+
+// Bandwidth factor of NCCL's tree all_reduce against the links it streams on (tuning.cc, same line:
+// busBw*.92), for every protocol.
+inline constexpr double kTreeEfficiency = 0.92;
+
 // Fraction of a NIC's line rate NCCL's network transport reaches (12 GB/s per 100 Gb/s).
 inline constexpr double kNicEfficiency = 12.0 / 12.5;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "collectives/link_efficiency.h"
 #include "core/error.h"
 
 namespace clustersim {
@@ -108,6 +109,10 @@ StepCosts step_costs(CollectiveAlgorithm algorithm, Protocol protocol, const Gro
   costs.intra_step = std::max(Duration::microseconds(intra_us), layout.intra_latency);
   costs.inter_step = std::max(Duration::microseconds(inter_us), layout.inter_latency);
   costs.efficiency = protocol_efficiency(protocol);
+  if (algorithm == CollectiveAlgorithm::kTree) {
+    costs.efficiency *= kTreeEfficiency;
+    costs.channel_ceiling = protocol == Protocol::kLL128 ? layout.tree_ceiling_ll128 : layout.tree_ceiling_simple;
+  }
   return costs;
 }
 

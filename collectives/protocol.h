@@ -34,7 +34,10 @@ struct StepCosts {
   Duration base;        // once per collective (NCCL baseLat)
   Duration intra_step;  // one hop between GPUs of a node (NCCL hwLat NVLINK or PCI; >= route latency)
   Duration inter_step;  // one hop between nodes (NCCL hwLat NET plus network overhead; >= route latency)
-  double efficiency = 1.0;  // protocol_efficiency(protocol)
+  double efficiency = 1.0;  // protocol_efficiency(protocol); tree: times kTreeEfficiency (0.92)
+  // Tree all_reduce: NCCL's per-channel-pair ceiling for this protocol (GroupLayout tree ceilings:
+  // LL128's for LL128, Simple's otherwise), tree busBw convention; zero: none (other algorithms).
+  Bandwidth channel_ceiling;
 };
 
 // Throws InternalError for kAuto algorithm or protocol.

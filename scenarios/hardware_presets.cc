@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/excerpt.h"
 #include "scenarios/config_document.h"
+#include "topology/pcie_generation.h"
 
 namespace clustersim {
 
@@ -92,15 +93,22 @@ const Schema& HardwareCatalog::node_schema() {
     s.key(count("mesh[].gpu_b", "second GPU of the edge", "", 0, kMaxNodeGpus - 1));
     s.key(count("mesh[].links", "parallel NVLink links on the edge", "1", 1, kMaxNodeGpus));
     s.section("pcie", "PCIe tree: GPUs and NICs on PCIe switches under CPU sockets");
-    s.key(key_def("pcie.switch_link", ValueType::kBandwidth, "GPU/NIC to PCIe switch, per direction", "25 GB/s"));
-    s.key(key_def("pcie.host_bridge", ValueType::kBandwidth, "PCIe switch to CPU root complex, per direction",
-              "25 GB/s"));
+    s.key(count("pcie.generation", "PCIe generation of the x16 links (3, 4, 5 or 6); sets the default of "
+                "switch_link and host_bridge (absent: 5 where the NIC is faster than Gen4 x16 carries, else 4)",
+                "", 3, 6));
+    s.key(key_def("pcie.switch_link", ValueType::kBandwidth,
+              "GPU/NIC to PCIe switch, per direction (absent: x16 of pcie.generation, e.g. Gen5 63 GB/s)"));
+    s.key(key_def("pcie.host_bridge", ValueType::kBandwidth,
+              "PCIe switch to CPU root complex, per direction (absent: x16 of pcie.generation)"));
     s.key(key_def("pcie.inter_socket", ValueType::kBandwidth, "CPU to CPU link, per direction", "40 GB/s"));
     s.key(hop_latency(key_def("pcie.latency", ValueType::kDuration, "per PCIe hop", "500 ns")));
     s.key(count("pcie.switches", "PCIe switches", "2", 1, kMaxNodeGpus));
     s.key(count("pcie.sockets", "CPU sockets", "2", 1, kMaxNodeGpus));
     s.key(key_def("pcie.peer_to_peer", ValueType::kBool, "GPU peer-to-peer over PCIe (false: through host memory)",
               "true"));
+    s.key(key_def("pcie.host_memory", ValueType::kBandwidth,
+              "per socket, per direction: what root complex and DRAM give GPU bounce buffers (required "
+              "with peer_to_peer: false; DDR5: half of channels x MT/s x 8 B, a byte is written and read)"));
     s.key(key_def("nic", ValueType::kString, "NIC preset name (hardware/nics/) or a path", "", true));
     s.key(count("nics", "compute-fabric NICs in the node", "8", 1, kMaxNodeGpus));
     KeyDef affinity = key_def("nic_of_gpu", ValueType::kIntList, "NIC used by each GPU (default: GPU g -> NIC g*nics/gpus)");
@@ -226,14 +234,34 @@ NodeSpec HardwareCatalog::node(const std::string& name) const {
                                              n.mesh[i].gpu_a));
     }
   }
-  n.pcie.switch_link = doc.get_bandwidth("pcie.switch_link");
-  n.pcie.host_bridge = doc.get_bandwidth("pcie.host_bridge");
+  n.nic = nic(doc.get_string("nic"));
+  const bool generation_given = doc.has("pcie.generation");
+  const int generation = generation_given ? static_cast<int>(doc.get_int("pcie.generation"))
+                                          : default_pcie_generation(n.nic.bandwidth);
+  const Bandwidth x16 = pcie_x16_bandwidth(generation);
+  n.pcie.switch_link = doc.has("pcie.switch_link") ? doc.get_bandwidth("pcie.switch_link") : x16;
+  n.pcie.host_bridge = doc.has("pcie.host_bridge") ? doc.get_bandwidth("pcie.host_bridge") : x16;
+  if (!doc.has("pcie.switch_link") || !doc.has("pcie.host_bridge")) {
+    n.pcie_assumption = fmt::format(
+        "{} x16 ({:.1f} GB/s per direction) for {}{}", pcie_generation_name(generation), x16.gigabytes_per_second(),
+        !doc.has("pcie.switch_link") && !doc.has("pcie.host_bridge") ? "pcie.switch_link and pcie.host_bridge"
+        : !doc.has("pcie.switch_link")                               ? "pcie.switch_link"
+                                                                     : "pcie.host_bridge",
+        generation_given ? " (pcie.generation)"
+                         : fmt::format(" (no pcie.generation; NIC {:.1f} GB/s)", n.nic.bandwidth.gigabytes_per_second()));
+  }
   n.pcie.inter_socket = doc.get_bandwidth("pcie.inter_socket");
   n.pcie.latency = doc.get_duration("pcie.latency");
   n.pcie.switches = static_cast<int>(doc.get_int("pcie.switches"));
   n.pcie.sockets = static_cast<int>(doc.get_int("pcie.sockets"));
   n.pcie.peer_to_peer = doc.get_bool("pcie.peer_to_peer");
-  n.nic = nic(doc.get_string("nic"));
+  if (doc.has("pcie.host_memory")) n.pcie.host_memory = doc.get_bandwidth("pcie.host_memory");
+  if (!n.pcie.peer_to_peer && !doc.has("pcie.host_memory")) {
+    throw doc.error_at("pcie.peer_to_peer",
+                       "false routes GPU traffic through host memory; give pcie.host_memory, the bandwidth per "
+                       "socket and direction, e.g. \"153.6 GB/s\" (8 channels of DDR5-4800: 307.2 GB/s, half "
+                       "each way)");
+  }
   n.nics = static_cast<int>(doc.get_int("nics"));
   for (int64_t g : doc.get_int_list("nic_of_gpu")) n.nic_of_gpu.push_back(static_cast<int>(g));
   n.overhead_power = doc.get_power("overhead_power");

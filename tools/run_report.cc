@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <map>
+#include <algorithm>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -263,6 +264,16 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  collectives    {}\n", c.calibration.empty() ? "datasheet link bandwidths with NCCL protocol "
                                                                         "costs (no calibration profile)"
                                                                       : "calibrated by " + c.calibration);
+  // What a node file left out of its PCIe links (hardware_presets.cc): one line per distinct node preset.
+  if (c.cluster != nullptr) {
+    std::vector<std::string> said;
+    for (int node = 0; node < c.cluster->node_count(); ++node) {
+      const NodeSpec& spec = c.cluster->node_spec(node);
+      if (spec.pcie_assumption.empty() || std::find(said.begin(), said.end(), spec.name) != said.end()) continue;
+      said.push_back(spec.name);
+      out << fmt::format("  PCIe assumed   {}: {}\n", spec.name, spec.pcie_assumption);
+    }
+  }
   std::string why;
   if (c.scenario != nullptr && c.scenario->simulation.fidelity == FidelityChoice::kAuto) {
     const SimulationSettings& sim = c.scenario->simulation;

@@ -29,9 +29,9 @@ using GpuId = int32_t;     // global GPU index: node-major, 0 .. gpu_count()-1
 using LinkId = int32_t;    // index into Cluster::links()
 using VertexId = int32_t;  // index of a graph vertex
 
-enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeafSwitch, kSpineSwitch };
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeafSwitch, kSpineSwitch, kHostMemory };
 
-enum class LinkKind { kNvLink, kPcie, kInterSocket, kNicToSwitch, kSwitchToSwitch };
+enum class LinkKind { kNvLink, kPcie, kInterSocket, kNicToSwitch, kSwitchToSwitch, kHostMemory };
 
 // One direction of a physical link.
 struct Link {

@@ -32,6 +32,7 @@ struct NodeLayout {
   std::vector<int> gpu_vertices;    // local vertex of each used GPU, by local GPU index
   std::vector<int> nic_vertices;    // local vertex of each NIC, by NIC index
   std::vector<int> socket_of_gpu;   // local vertex of the CPU socket above each used GPU's PCIe switch
+  std::vector<int> host_memory_of_socket;  // without peer_to_peer: host-memory vertex of socket c (cpu vertex c)
   std::vector<int> nic_of_gpu;      // affinity: NIC index of each used GPU
 
   int add_vertex(VertexKind kind, std::string name);

@@ -35,6 +35,7 @@ const Policy kNvSwitchPolicy{bit(LinkKind::kNvLink), bit(VertexKind::kNvSwitch)}
 const Policy kMeshPolicy{bit(LinkKind::kNvLink), bit(VertexKind::kGpu)};
 const Policy kPciePolicy{bit(LinkKind::kPcie) | bit(LinkKind::kInterSocket),
                          bit(VertexKind::kPcieSwitch) | bit(VertexKind::kCpu)};
+const Policy kHostMemoryPolicy{bit(LinkKind::kHostMemory), 0};
 
 // Boost edge filter applying a Policy between two end vertices.
 struct EdgeAllowed {
@@ -112,12 +113,24 @@ class NodeRoutes::Impl {
 
   std::vector<LocalPath> pcie_gpu_to_gpu(int src, int dst) const {
     if (layout_.peer_to_peer) return required(src, dst, kPciePolicy);
-    // Bounce through the source GPU's socket (host memory), then down to the destination.
+    // Bounce through host memory of the source GPU's socket: written in (socket → memory), read
+    // out (memory → socket), then down to the destination, across the inter-socket link when it
+    // sits on the other socket.
     const int gpu_index = static_cast<int>(
         std::find(layout_.gpu_vertices.begin(), layout_.gpu_vertices.end(), src) - layout_.gpu_vertices.begin());
     const int socket = layout_.socket_of_gpu[gpu_index];
-    const std::vector<LocalPath> up = required(src, socket, kPciePolicy);
+    std::vector<LocalPath> up = required(src, socket, kPciePolicy);
     const std::vector<LocalPath> down = required(socket, dst, kPciePolicy);
+    const int socket_index = static_cast<int>(std::find(layout_.kinds.begin(), layout_.kinds.end(), VertexKind::kCpu) -
+                                              layout_.kinds.begin());
+    const size_t c = static_cast<size_t>(socket - socket_index);
+    check_invariant(c < layout_.host_memory_of_socket.size(), "NodeRoutes: a socket without host memory");
+    const std::vector<LocalPath> into = required(socket, layout_.host_memory_of_socket[c], kHostMemoryPolicy);
+    const std::vector<LocalPath> out_of = required(layout_.host_memory_of_socket[c], socket, kHostMemoryPolicy);
+    for (LocalPath& a : up) {
+      a.insert(a.end(), into.front().begin(), into.front().end());
+      a.insert(a.end(), out_of.front().begin(), out_of.front().end());
+    }
     std::vector<LocalPath> paths;
     for (const LocalPath& a : up) {
       for (const LocalPath& b : down) {

@@ -10,9 +10,11 @@
 //                              intermediate GPU (PATH_NVB), else the PCIe tree as below
 //   GPU → GPU, PCIe node       peer_to_peer: shortest PCIe path through switches and sockets
 //                              (PATH_PIX/PXB/PHB/SYS); no peer_to_peer: up to the source GPU's
-//                              socket, then down to the destination — through the root complex
-//                              and host memory even below one switch (NCCL_P2P_DISABLE: "divert
-//                              all traffic through the CPU")
+//                              socket, into its host memory and out again (the kHostMemory link
+//                              pair: one write, one read per byte), then down to the destination,
+//                              over the inter-socket link when it is on the other socket — through
+//                              the root complex and host memory even below one switch
+//                              (NCCL_P2P_DISABLE: "divert all traffic through the CPU")
 //   GPU ↔ its NIC              shortest PCIe path; never through a GPU or another NIC
 // Shortest means fewest hops within what the policy allows. Lazily computed and memoised;
 // not thread-safe (the Cluster serialises calls).

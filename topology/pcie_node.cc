@@ -10,6 +10,17 @@ void add_pcie_tree(const NodeSpec& node, NodeLayout& layout) {
   for (int c = 0; c < pcie.sockets; ++c) {
     sockets.push_back(layout.add_vertex(VertexKind::kCpu, fmt::format("cpu{}", c)));
   }
+  // Host memory of each socket: only nodes without GPU peer-to-peer route through it, so other
+  // nodes keep their graphs (and the routes and results that follow from them).
+  layout.host_memory_of_socket.clear();
+  if (!pcie.peer_to_peer) {
+    for (int c = 0; c < pcie.sockets; ++c) {
+      const int memory = layout.add_vertex(VertexKind::kHostMemory, fmt::format("mem{}", c));
+      layout.add_link_pair(sockets[static_cast<size_t>(c)], memory, pcie.host_memory, Duration::zero(),
+                           Duration::zero(), LinkKind::kHostMemory);
+      layout.host_memory_of_socket.push_back(memory);
+    }
+  }
   for (int a = 0; a < pcie.sockets; ++a) {
     for (int b = a + 1; b < pcie.sockets; ++b) {
       layout.add_link_pair(sockets[a], sockets[b], pcie.inter_socket, pcie.latency, pcie.latency,

@@ -16,6 +16,8 @@ namespace clustersim {
 //   GPU ↔ switch and NIC ↔ switch  PcieSpec::switch_link   (LinkKind::kPcie)
 //   switch ↔ socket                PcieSpec::host_bridge   (kPcie; shared by everything below it)
 //   socket ↔ socket, every pair    PcieSpec::inter_socket  (kInterSocket; UPI / xGMI)
+//   socket ↔ its host memory       PcieSpec::host_memory   (kHostMemory; only without peer_to_peer:
+//                                  the bounce buffers of GPU↔GPU traffic, node_routes.h; no latency)
 // Every node has this tree: it is the GPU ↔ NIC path of inter-node traffic, and the GPU ↔ GPU
 // path of PCIe nodes (IntraNodeFabric::kPcie) and of mesh pairs that NVLink cannot reach.
 void add_pcie_tree(const NodeSpec& node, NodeLayout& layout);

@@ -47,11 +47,16 @@ TEST(PcieNode, CrossSocketTrafficUsesTheInterSocketLink) {
   EXPECT_EQ(cluster.bottleneck(0, 7), std::min({pcie.switch_link, pcie.host_bridge, pcie.inter_socket}));
 }
 
-// Without peer-to-peer, even GPUs on one switch bounce through the CPU (host memory).
+// Without peer-to-peer, even GPUs on one switch bounce through the CPU: into its host memory and
+// out again (a host-memory link each way, no latency of their own).
 TEST(PcieNode, WithoutPeerToPeerTrafficGoesThroughTheCpu) {
   const Cluster cluster = one_node(false);
   EXPECT_EQ(vertices_on(cluster, cluster.route(0, 1)),
-            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kCpu, VertexKind::kPcieSwitch, VertexKind::kGpu}));
+            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kCpu, VertexKind::kHostMemory, VertexKind::kCpu,
+                                     VertexKind::kPcieSwitch, VertexKind::kGpu}));
+  EXPECT_TRUE(uses_kind(cluster, cluster.route(0, 7), LinkKind::kHostMemory));
+  EXPECT_EQ(cluster.bottleneck(0, 1), std::min(test_specs::pcie_node(false).pcie.switch_link,
+                                               test_specs::pcie_node(false).pcie.host_memory));
   EXPECT_FALSE(uses_kind(cluster, cluster.route(0, 1), LinkKind::kInterSocket));
   EXPECT_TRUE(uses_kind(cluster, cluster.route(0, 7), LinkKind::kInterSocket));
   EXPECT_TRUE(uses_kind(cluster, cluster.route(7, 0), LinkKind::kInterSocket));

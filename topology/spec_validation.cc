@@ -114,6 +114,7 @@ void validate_node(int index, const NodeSpec& node, int gpus_per_node, bool seve
   require_positive(at, "pcie.switch_link", pcie.switch_link);
   require_positive(at, "pcie.host_bridge", pcie.host_bridge);
   require_positive(at, "pcie.inter_socket", pcie.inter_socket);
+  if (!pcie.peer_to_peer) require_positive(at, "pcie.host_memory", pcie.host_memory);
   require_non_negative(at, "pcie.latency", pcie.latency);
   if (pcie.switches < 1) {
     throw InputError(fmt::format("{}: pcie.switches = {} is invalid; a node has at least 1 PCIe switch", at,

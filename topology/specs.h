@@ -43,6 +43,11 @@ struct PcieSpec {
   int switches = 2;             // PCIe switches; GPUs and NICs are spread evenly over them
   int sockets = 2;              // CPU sockets; switches are spread evenly over them
   bool peer_to_peer = true;     // false: GPU↔GPU traffic bounces through host memory (via the root complex)
+  // Without peer_to_peer: what one socket's root complex and memory give the bounce buffers of GPU
+  // traffic, per direction (DMA writes into host memory / DMA reads out of it). A bounced byte is
+  // written once and read once, so DRAM that serves reads and writes from one pool (DDR5: channels
+  // × transfer rate × 8 bytes) gives half its peak to each direction.
+  Bandwidth host_memory;
 };
 
 // One server: its GPUs, how they are joined, and its NICs.
@@ -55,6 +60,9 @@ struct NodeSpec {
   Bandwidth nvlink_link_bandwidth;    // one NVLink link per direction (mesh nodes)
   std::vector<NvLinkMeshEdge> mesh;   // kNvLinkMesh only
   PcieSpec pcie;                      // kPcie (and the GPU↔NIC path of every node)
+  // What the node file left out of its PCIe links and was assumed instead ("Gen5 x16 (63.0 GB/s per
+  // direction) for pcie.switch_link ..."), for the run report; empty when the file gave both.
+  std::string pcie_assumption;
   NicSpec nic;
   int nics = 8;                       // compute-fabric NICs of the node
   // GPU↔NIC affinity: nic_of_gpu[g] is the NIC GPU g uses for inter-node traffic.

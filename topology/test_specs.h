@@ -35,6 +35,7 @@ inline PcieSpec pcie(int switches = 4, int sockets = 2, bool peer_to_peer = true
   spec.switch_link = Bandwidth::gigabytes_per_s(64);
   spec.host_bridge = Bandwidth::gigabytes_per_s(64);
   spec.inter_socket = Bandwidth::gigabytes_per_s(40);
+  spec.host_memory = Bandwidth::gigabytes_per_s(100);
   spec.latency = Duration::nanoseconds(100);
   spec.switches = switches;
   spec.sockets = sockets;

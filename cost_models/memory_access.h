@@ -55,7 +55,7 @@ MemoryAccess parse_memory_access(std::string_view text);
 
 // The rate of `access` as a fraction of the device-to-device copy rate, used when no calibration
 // profile measured it. Measured on one H200 with PyTorch 2.11 / CUDA 13.0 on 2026-11-29
-// (tools/calibrate/data/h200-2026-11-29/framework.csv, tools/calibrate/framework_benchmark.py):
+// (tools/data/h200-2026-11-29/framework.csv, tools/calibrate/framework_benchmark.py):
 // each path's median rate over its tests divided by the same run's bf16 copy rate (4073 GB/s):
 // elementwise 4197 GB/s (1.030), widening cast 2360 (0.579), broadcast 1377 (0.338), strided 1886
 // (0.463), concatenation 1769 (0.434), normalization 2983 (0.732), its backward 2303 (0.565),

@@ -17,7 +17,7 @@
 // so its dynamic energy is D·T₁·f. Memory-bound work keeps its energy per byte. A kernel's D is its
 // class's measured value, scaled for its work rate by kRateShare.
 //
-// Measured (one H200 SXM, 700 W, tools/calibrate/data/h200-2026-12-01-power/README.md, run1):
+// Measured (one H200 SXM, 700 W, tools/data/h200-2026-12-01-power/README.md, run1):
 //   idle 123.3 W (context open); sustained bf16 8192³ GEMMs settle at 0.822 of their first-16 ms
 //   peak of 800.9 TFLOP/s at 691.6 W; fp8 0.812 of 1474.5 at 691.1 W; tf32 0.821 of 414.6 at 690.9 W;
 //   a 2 GiB device copy at 4268 GB/s draws 663 W uncapped; SDPA flash attention (bf16, fwd+bwd)

@@ -14,11 +14,11 @@
 namespace clustersim {
 namespace calibrate_fit_test {
 
-const std::string kData = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/data/h200-2026-11-29";
+const std::string kData = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/h200-2026-11-29";
 const std::string kPublishedSweep =
-    std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/testdata/nccl_published_a3mega_h100x16.csv";
+    std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/testdata/nccl_published_a3mega_h100x16.csv";
 const std::string kPublishedLog =
-    std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
+    std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/published/nccl_tests_a3mega_h100x16_all_reduce.log";
 
 calibrate::RawTable table(const std::string& text) {
   std::istringstream in(text);
@@ -182,7 +182,7 @@ TEST(CalibrateFit, LogRankAndNodeCountsAreBounded) {
 TEST(CalibrateFit, CommittedH200DataGiveTheProfileRoundTrip) {
   CalibrateFitOptions options;
   options.inputs = {kData};
-  options.power = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/data/h200-2026-12-01-power/power.json";
+  options.power = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/h200-2026-12-01-power/power.json";
   std::vector<std::string> notes;
   const CalibrationProfile p = fit_calibration_profile(options, &notes);
   EXPECT_EQ(p.name, "h200-2026-11-29");

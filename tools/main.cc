@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
   fit_cmd->add_option("--power", fit.power,
                       "JSON file of the GPU's power measurements, the profile's power section "
-                      "(tools/calibrate/data/h200-2026-12-01-power/power.json)")
+                      "(tools/data/h200-2026-12-01-power/power.json)")
       ->check(CLI::ExistingFile);
   add_nccl_log_options(fit_cmd);
 

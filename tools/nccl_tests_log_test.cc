@@ -9,7 +9,7 @@
 namespace clustersim {
 namespace nccl_tests_log_test {
 
-const std::string kLog = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
+const std::string kLog = std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/published/nccl_tests_a3mega_h100x16_all_reduce.log";
 
 std::string error_of(const std::string& text) {
   std::istringstream in(text);

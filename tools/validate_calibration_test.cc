@@ -24,8 +24,8 @@ const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 CalibrationValidationOptions committed() {
   CalibrationValidationOptions o;
   o.profile = kSource + "/scenarios/profiles/h200-2026-11-29.json";
-  o.references = {kSource + "/tools/calibrate/data/h200-2026-11-29/reference.jsonl"};
-  o.nccl_raw = {kSource + "/tools/calibrate/testdata/nccl_published_a3mega_h100x16.csv"};
+  o.references = {kSource + "/tools/data/h200-2026-11-29/reference.jsonl"};
+  o.nccl_raw = {kSource + "/tools/data/testdata/nccl_published_a3mega_h100x16.csv"};
   return o;
 }
 
@@ -79,7 +79,7 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
   EXPECT_LE(v.collectives[0].median_left_out_error, 0.05);
 }
 
-// GEMMs measured apart from the profile (tools/calibrate/data/h200-2026-11-29-holdout: the shapes of
+// GEMMs measured apart from the profile (tools/data/h200-2026-11-29-holdout: the shapes of
 // three shipped scenarios that the calibration list lacks and 45 random ones, six sweeps) predicted
 // from all of it. No target of the issue applies; the figures (median 6.5 %, max 25.3 %, tf32
 // 4416×1344×1330) are bounded at their level, and shapes the profile has are not counted.
@@ -88,7 +88,7 @@ TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
   o.references.clear();
   o.nccl_raw.clear();
   for (int i = 1; i <= 6; ++i) {
-    o.gemm_holdout.push_back(kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout" +
+    o.gemm_holdout.push_back(kSource + "/tools/data/h200-2026-11-29-holdout/gemm-holdout" +
                              std::to_string(i) + ".csv");
   }
   const CalibrationValidation v = validate_calibration(o);
@@ -116,7 +116,7 @@ TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
     }
   };
   // A copy of the first sweep whose lines pass `keep`, rewritten by `edit`.
-  const std::string first = kSource + "/tools/calibrate/data/h200-2026-11-29-holdout/gemm-holdout1.csv";
+  const std::string first = kSource + "/tools/data/h200-2026-11-29-holdout/gemm-holdout1.csv";
   auto copy = [&](const std::string& name, auto edit) {
     const std::string path = ::testing::TempDir() + "/" + name;
     std::ifstream in(first);
@@ -138,15 +138,15 @@ TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
                  return std::nullopt;
                }),
           "no measured GEMM");
-  refused(kSource + "/tools/calibrate/data/h200-2026-11-29/memory.csv", "memory.csv");
+  refused(kSource + "/tools/data/h200-2026-11-29/memory.csv", "memory.csv");
 }
 
-// The torchrun runs on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-b.jsonl): DDP
+// The torchrun runs on two H200s (tools/data/h200x2-2026-11-29/reference-x2-b.jsonl): DDP
 // and tensor-parallel rows, simulated from scenarios/reference/h200x2-<name>-{ddp,tp}.yaml.
 TEST(ValidateCalibration, TwoGpuDataAndTensorParallelSteps) {
   CalibrationValidationOptions o = committed();
   o.nccl_raw.clear();
-  o.references = {kSource + "/tools/calibrate/data/h200x2-2026-11-29/reference-x2-b.jsonl"};
+  o.references = {kSource + "/tools/data/h200x2-2026-11-29/reference-x2-b.jsonl"};
   const CalibrationValidation v = validate_calibration(o);
   ASSERT_EQ(v.training.size(), 6u);
   EXPECT_TRUE(v.training_not_simulated.empty());
@@ -193,15 +193,15 @@ TEST(ValidateCalibration, TwoGpuDataAndTensorParallelSteps) {
   EXPECT_EQ(tp, 3);
 }
 
-// The GPipe runs on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp*.jsonl): two
+// The GPipe runs on two H200s (tools/data/h200x2-2026-11-29/reference-x2-pp*.jsonl): two
 // stages, 4 and 8 micro-batches, simulated from scenarios/reference/h200x2-<name>-pp-m<N>.yaml. The
 // last stage holds the loss tensors of every micro-batch in flight and is the larger (measured and
 // predicted); its peak is predicted within 0.5 % and the step within 6 % (today +4.3 % … −0.2 %).
 TEST(ValidateCalibration, TwoGpuPipelineSteps) {
   CalibrationValidationOptions o = committed();
   o.nccl_raw.clear();
-  o.references = {kSource + "/tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp.jsonl",
-                  kSource + "/tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp8.jsonl"};
+  o.references = {kSource + "/tools/data/h200x2-2026-11-29/reference-x2-pp.jsonl",
+                  kSource + "/tools/data/h200x2-2026-11-29/reference-x2-pp8.jsonl"};
   const CalibrationValidation v = validate_calibration(o);
   ASSERT_EQ(v.training.size(), 6u);
   EXPECT_TRUE(v.training_not_simulated.empty());
@@ -241,7 +241,7 @@ TEST(ValidateCalibration, ReferenceWithoutResultsIsBadInput) {
 // Reference lines are checked before use: wrong types and impossible values are input errors that
 // name the file, line and key, never a crash or a silently wrong comparison.
 TEST(ValidateCalibration, BadReferenceValuesAreInputErrors) {
-  std::ifstream in(kSource + "/tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp.jsonl");
+  std::ifstream in(kSource + "/tools/data/h200x2-2026-11-29/reference-x2-pp.jsonl");
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
   const nlohmann::json good = nlohmann::json::parse(line);
@@ -298,7 +298,7 @@ TEST(ValidateCalibration, ReportHasEverySection) {
 TEST(ValidateCalibration, ReferenceWithoutAScenarioIsBadInput) {
   CalibrationValidationOptions o = committed();
   o.nccl_raw.clear();
-  o.references = {kSource + "/tools/calibrate/testdata/h200_smoke_reference.jsonl"};
+  o.references = {kSource + "/tools/data/testdata/h200_smoke_reference.jsonl"};
   o.scenario_dir = kSource + "/scenarios/models";  // no h200-<name>.yaml there
   try {
     validate_calibration(o);

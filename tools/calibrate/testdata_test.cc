@@ -16,7 +16,7 @@ namespace clustersim::calibrate {
 namespace testdata_test {
 
 std::string testdata(const std::string& name) {
-  return std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/testdata/" + name;
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/testdata/" + name;
 }
 
 double number(const RawTable& t, const std::vector<std::string>& row, const char* column) {

@@ -96,7 +96,7 @@ class ComputeCostModel {
   Duration attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
                           AttentionDirection direction) const;
   // Whether attention_time prices a call of `shape` by `kernel` from the profile's samples. They
-  // time the whole SDPA call (tools/calibrate/framework_benchmark.py), its small helper kernels
+  // time the whole SDPA call (tools/calibrator/framework_benchmark.py), its small helper kernels
   // included (flash's split-KV combine, dot_do_o, convert_dq, GQA's group sums).
   bool attention_sampled(const AttentionShape& shape, FusedAttentionKernel kernel) const;
   // A kernel's time on the GPU for `work`: work + kernel gap.

@@ -121,7 +121,7 @@ class PowerModel {
 
   // Full-clock duration of a GEMM (or fused attention call) whose duration `sustained` (launch gap
   // `gap` included) was measured back to back, long enough for the governor to settle on that
-  // kernel alone: the calibrator's points run 0.25 s of batches each (tools/calibrate/event_timer.h,
+  // kernel alone: the calibrator's points run 0.25 s of batches each (tools/calibrator/event_timer.h,
   // TimingPolicy), and the default GEMM efficiency was fitted to such runs
   // (cost_models/gemm_efficiency_model.h). Its busy part ran at the rate factor f at which the
   // kernel draws held_power() (f = 1 when it stays below it at full clock), so

@@ -3,8 +3,8 @@
 // `clustersim calibrate fit RAW_DIR_OR_FILES... --out PROFILE.json [--name NAME]
 //      [--nccl-tests-log FILE --ranks N --nodes M [--nccl-op OP] [--nccl-algo A] [--nccl-proto P]]...`
 //
-// Turns raw samples of clustersim-calibrate (tools/calibrate/README.md) and of
-// tools/calibrate/framework_benchmark.py, and nccl-tests text logs, into a calibration profile
+// Turns raw samples of clustersim-calibrate (tools/calibrator/README.md) and of
+// tools/calibrator/framework_benchmark.py, and nccl-tests text logs, into a calibration profile
 // (cost_models/calibration_profile.md):
 //   gemm.csv       every `ok` row a GEMM sample; a cuBLAS "TN" GEMM (M, N, K) is clustersim's
 //                  GemmShape{m = N, n = M, k = K}: the row-major y[N, M] = x[N, K] · W[M, K]ᵀ that a
@@ -36,7 +36,7 @@
 #include "collectives/collective_profile.h"
 #include "cost_models/alpha_beta_fit.h"
 #include "cost_models/calibration_profile.h"
-#include "tools/calibrate/raw_table.h"
+#include "tools/calibrator/raw_table.h"
 
 namespace clustersim {
 

@@ -3,7 +3,7 @@
 // `clustersim calibrate shapes SCENARIO... [--out FILE]`: the distinct GEMM shapes of the scenarios'
 // transformer ops (forward, data-gradient and weight-gradient GEMMs of a layer, the LM head), per
 // rank under each scenario's tensor/context parallelism, as the calibrator's shapes file
-// (tools/calibrate/gemm_shapes.h: "M N K dtype label" a line) in the orientation of the cuBLAS call
+// (tools/calibrator/gemm_shapes.h: "M N K dtype label" a line) in the orientation of the cuBLAS call
 // a framework makes (column-major: M = the op's n, N = the op's m, K = k). Batched GEMMs (naive attention) are
 // listed as one GEMM of the batch's size.
 

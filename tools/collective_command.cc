@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
-#include "tools/calibrate/collective_sizes.h"
+#include "tools/calibrator/collective_sizes.h"
 #include "topology/cluster.h"
 
 namespace clustersim {
@@ -38,7 +38,7 @@ bool reduces(CollectiveOp op) {
 
 bool rooted(CollectiveOp op) { return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce; }
 
-// nccl-tests' element counts for a requested size (tools/calibrate/collective_sizes.h, after the
+// nccl-tests' element counts for a requested size (tools/calibrator/collective_sizes.h, after the
 // *GetCollByteCount functions of nccl-tests src/*.cu). reduce counts like all_reduce: the whole
 // buffer on every rank.
 calibrate::CollectiveCounts counts_of(int64_t requested, CollectiveOp op, int ranks, int64_t element) {

@@ -13,7 +13,7 @@
 //
 // nccl-tests conventions kept: sizes are rounded down to whole elements (and, for all_gather,
 // reduce_scatter and all_to_all, to a multiple of ranks × element size, as nccl-tests'
-// getCollByteCount does; tools/calibrate/collective_sizes.h); send_recv makes every rank send
+// getCollByteCount does; tools/calibrator/collective_sizes.h); send_recv makes every rank send
 // `size` bytes to the next rank at once (sendrecv_perf), busbw = algbw. Unlike nccl-tests, sizes
 // that round to zero are not run (nccl-tests times an empty call): they are listed in a "# skipped"
 // comment line of the text output and in "skipped" of the JSON.

@@ -14,7 +14,7 @@
 
 #include "parallelism/training_simulation.h"
 #include "scenarios/scenario.h"
-#include "tools/run_command.h"
+#include "tools/cli/run_command.h"
 
 namespace clustersim {
 namespace power_reference_steps_test {

@@ -481,7 +481,7 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
       }
       for (const auto& [access, bw] : fit_kernel_bandwidths(t)) profile.kernel_bandwidths[access] = bw;
       note(fmt::format("{}: {} framework kernel rates", t.source, profile.kernel_bandwidths.size()));
-      methods.emplace_back("PyTorch kernel rates and SDPA flash attention (tools/calibrate/framework_benchmark.py)");
+      methods.emplace_back("PyTorch kernel rates and SDPA flash attention (tools/calibrator/framework_benchmark.py)");
     } else if (kind == "attention") {
       const std::vector<AttentionSample> a = fit_attention_samples(t);
       profile.attention_samples.insert(profile.attention_samples.end(), a.begin(), a.end());

@@ -1,6 +1,7 @@
 // The clustersim command line: one subcommand per job. Exit codes: 0 ok, 2 bad input (the message
 // names file, line, column and key where there is one, or the flag), 1 internal error, 3 `validate
-// --calibration` found a target of the calibration issue missed (its report is written anyway).
+// --calibration` found a target of its Summary (docs/validation/calibration.md) missed (its report
+// is written anyway).
 // README.md ("Exit codes") and `clustersim validate --help` list the same.
 
 #include <CLI/CLI.hpp>

@@ -40,8 +40,9 @@ struct CollectiveValidationRow {
 struct CollectiveValidation {
   std::string csv_path;  // the measurements read
   std::vector<CollectiveValidationRow> rows;
-  // Median |error| over compared rows whose size is stated and ≥ 64 MiB (the requirement),
-  // and over all compared rows (plateau rows without a stated size simulated at 8 GiB).
+  // Median |error| over compared rows whose size is stated and ≥ 64 MiB (the headline figure of
+  // docs/validation/collectives.md, with its requirement), and over all compared rows (plateau rows
+  // without a stated size simulated at 8 GiB).
   double median_error_large = 0;
   int large_rows = 0;
   double median_error_all = 0;

@@ -702,7 +702,7 @@ int validate_calibration_command(const CalibrationValidationOptions& options, st
     err << fmt::format("measured but not simulated (no scenario; listed in the report): {}\n",
                        v.training_not_simulated.size());
   }
-  // Exit 3 when any of the targets in the summary is missed.
+  // Exit 3 when any target of the summary (docs/validation/calibration.md, Summary) is missed.
   const bool ok = v.step_gemms_meet_target() && v.gemm_meets_target() && (v.training.empty() || v.training_meets_target());
   return ok ? 0 : 3;
 }

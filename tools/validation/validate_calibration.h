@@ -7,7 +7,7 @@
 // (docs/validation/calibration.md):
 //   (a) GEMM: every sample of the profile predicted from the others (leave-one-out; a shape's
 //       repeated measurements are one sample of the profile), per dtype and alignment class, with
-//       the target: median |error| ≤ 5 %, max ≤ 15 %;
+//       the target of docs/validation/calibration.md's Summary: median |error| ≤ 5 %, max ≤ 15 %;
 //   (b) attention: each SDPA flash sample left out likewise (forward and backward);
 //   (c) collectives: every nccl-tests-style sweep given, fitted (the piecewise α–β fit of all its
 //       points) and left out (each point predicted by the fit of the others);
@@ -21,7 +21,7 @@
 //   (e) with --gemm-holdout: GEMMs measured apart from the profile (clustersim-calibrate raw files;
 //       a shape's repeated measurements merged to their median, as the fit merges them) predicted
 //       by the whole profile. A shape the profile has is left out of this check (the prediction
-//       would be the sample itself). No target: the is the leave-one-out one (a).
+//       would be the sample itself). No target: the Summary's is the leave-one-out one (a).
 
 #include <optional>
 #include <ostream>
@@ -45,7 +45,7 @@ struct CalibrationValidationOptions {
   std::string out;                      // report path ("" = standard output)
 };
 
-// The targets.
+// The targets of docs/validation/calibration.md's Summary.
 struct CalibrationTargets {
   static constexpr double kGemmMedian = 0.05;
   static constexpr double kGemmMax = 0.15;
@@ -121,7 +121,7 @@ struct CalibrationValidation {
   // torchrun reference rows that clustersim cannot express: (configuration, reason).
   std::vector<std::pair<std::string, std::string>> training_not_simulated;
 
-  // The GEMM target over every sample, and over the training steps' GEMMs (every sample
+  // The Summary's GEMM target over every sample, and over the training steps' GEMMs (every sample
   // when there are no training steps).
   bool gemm_meets_target() const;
   bool step_gemms_meet_target() const;

@@ -81,8 +81,9 @@ TEST(ValidateCalibration, CommittedH200DataMeetTheIssuesTargets) {
 
 // GEMMs measured apart from the profile (tools/data/h200-2026-11-29-holdout: the shapes of
 // three shipped scenarios that the calibration list lacks and 45 random ones, six sweeps) predicted
-// from all of it. No target of the issue applies; the figures (median 6.5 %, max 25.3 %, tf32
-// 4416×1344×1330) are bounded at their level, and shapes the profile has are not counted.
+// from all of it. No target of docs/validation/calibration.md's Summary applies; the figures
+// (median 6.5 %, max 25.3 %, tf32 4416×1344×1330) are bounded at their level, and shapes the
+// profile has are not counted.
 TEST(ValidateCalibration, GemmShapesOutsideTheProfile) {
   CalibrationValidationOptions o = committed();
   o.references.clear();

@@ -24,10 +24,12 @@ function(clustersim_warnings target)
 endfunction()
 
 # In the sanitizer build, compiles `target` at -O0 instead of -O1 (the last -O wins): for code whose
-# speed does not decide the tests' time there (the CLI and its report writers), while the libraries
-# that simulate and the tests (some sample thousands of routings in their own code) stay at -O1. Measured on this 2-core machine (clang 14,
-# ASan+UBSan+fuzzer-no-link, the 16-source unity batch of clustersim_tools): 141 s at -O1, 72 s at
-# -O0, of which 109 s at -O1 were LLVM's optimiser and code generation (-ftime-trace).
+# speed does not decide the tests' time there (the libraries of tools/cli, tools/validation and
+# tools/calibration, and the clustersim program), while the libraries that simulate and the tests
+# (some sample thousands of routings in their own code) stay at -O1. Measured on this 2-core machine
+# (clang 14, ASan+UBSan+fuzzer-no-link, the 16-source unity batch of those sources when they were one
+# library, clustersim_tools): 141 s at -O1, 72 s at -O0, of which 109 s at -O1 were LLVM's optimiser
+# and code generation (-ftime-trace).
 function(clustersim_sanitized_without_optimisation target)
   if(CLUSTERSIM_SANITIZE)
     target_compile_options(${target} PRIVATE -O0)

@@ -32,6 +32,11 @@ enum class CollectiveAlgorithm {
 
 enum class Protocol { kAuto, kLL, kLL128, kSimple };
 
+// The largest collective size simulated (`clustersim collective -e`, and a measured size of
+// `validate --collectives`): 1 TiB, above the memory of any GPU of the presets (B200: 180 GB), so
+// that derived sizes and times stay inside int64.
+inline constexpr int64_t kMaxCollectiveBytes = int64_t{1} << 40;
+
 // Names as users type them: "all_reduce", "ring", "LL128", ... The parsers throw InputError
 // listing the valid names.
 std::string_view name_of(CollectiveOp op);

@@ -10,7 +10,7 @@
 // cluster the two agree to a few picoseconds on NVSwitch and PCIe (peer-to-peer) nodes and on one
 // NVLink-mesh node, within 2 % on PCIe nodes without peer-to-peer; across NVLink-mesh nodes the
 // analytical time is up to 25 % shorter (collectives/collective_runner_test.cc,
-// tools/collective_command_test.cc).
+// tools/cli/collective_command_test.cc).
 //
 // A calibration profile, when given and covering the request, prices the candidates for the
 // selector and is the analytical time; flow fidelity always runs the algorithm's transfers.

@@ -9,7 +9,7 @@
 namespace clustersim {
 
 // Idle power (CUDA context open, no kernel) as a fraction of the power limit where a preset gives
-// none: the H200's measured 123.3 W of its 700 W limit (tools/calibrate/data/h200-2026-12-01-power).
+// none: the H200's measured 123.3 W of its 700 W limit (tools/data/h200-2026-12-01-power).
 inline constexpr double kDefaultIdleFractionOfLimit = 123.3 / 700.0;
 
 // Datasheet description of one GPU model. Pure data: shared by topology/ (links, NVLink) and

@@ -64,7 +64,7 @@ struct ProfilePowerClass {
 
 // The power measurements of a profile's GPU (section `power`, every key but `source` required):
 // what cost_models/power_model.h derives its parameters from. Measured as
-// tools/calibrate/data/h200-2026-12-01-power/README.md describes (tools/reference/power_clock.py).
+// tools/data/h200-2026-12-01-power/README.md describes (tools/reference/power_clock.py).
 struct ProfilePower {
   std::string source;         // where they were measured
   Power power_limit;          // the enforced limit during the measurement

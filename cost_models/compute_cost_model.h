@@ -32,7 +32,7 @@ enum class AttentionDirection { kForward, kBackward };
 //     421–442 backward (at s = 8192 it reaches 604 / 522, so long sequences are underestimated).
 //   PyTorch SDPA flash backend (FlashAttention-2) 0.255 forward, 0.212 backward: medians over 14
 //     causal bf16 shapes (batch 1–16, 16–64 heads, GQA 1–8, s = 1024–8192, head dim 64–128) of
-//     tools/calibrate/data/h200-2026-11-29/attention.csv (252 and 210 TFLOP/s of 989; range
+//     tools/data/h200-2026-11-29/attention.csv (252 and 210 TFLOP/s of 989; range
 //     187–331 forward, 136–283 backward), used when no profile has attention samples.
 struct ComputeDefaults {
   static constexpr double kHbmEfficiency = 0.871;
@@ -96,7 +96,7 @@ class ComputeCostModel {
   Duration attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
                           AttentionDirection direction) const;
   // Whether attention_time prices a call of `shape` by `kernel` from the profile's samples. They
-  // time the whole SDPA call (tools/calibrate/framework_benchmark.py), its small helper kernels
+  // time the whole SDPA call (tools/calibrator/framework_benchmark.py), its small helper kernels
   // included (flash's split-KV combine, dot_do_o, convert_dq, GQA's group sums).
   bool attention_sampled(const AttentionShape& shape, FusedAttentionKernel kernel) const;
   // A kernel's time on the GPU for `work`: work + kernel gap.

@@ -13,14 +13,14 @@ namespace clustersim {
 // leading dimensions matter (4091×4096×4096 runs at full speed, 4096×4091×4096 and 4096×4096×4091
 // at ~140 TFLOP/s), and strides that are multiples of 8 bytes (4100) are less slow than odd ones.
 // fp32 GEMMs run on the CUDA cores and have no such path: every fp32 shape is kAligned (H200,
-// tools/calibrate/data/h200-2026-11-29/gemm.csv: 4091³ 52.2 TFLOP/s, 4096³ 50.0).
+// tools/data/h200-2026-11-29/gemm.csv: 4091³ 52.2 TFLOP/s, 4096³ 50.0).
 // The byte alignment of a GEMM's leading dimensions, as it selects cuBLAS's Hopper kernel family:
 // kAligned every stride a multiple of 16 bytes (TMA kernels); kFourByteAligned the worst a multiple of
 // 4 or 8 bytes; kMisaligned of 2 or 1. In the H200 sweeps cuBLASLt 13.1 ran 4- and 8-byte strides on
 // the same algorithm (algo_id 23) at the same rate (bf16 4098×4096×4096 279.5 TFLOP/s against 280.0
 // for 4100; 2050×2048×2048 164.6 against 166.0; tf32 with odd strides, 4-byte, ~130 like 8-byte
 // 4098) and 2-byte strides on another (algo_id 24: 4097×4096×4096 96.0)
-// (tools/calibrate/data/h200-2026-11-29/gemm-align4-*.csv).
+// (tools/data/h200-2026-11-29/gemm-align4-*.csv).
 enum class GemmAlignment { kAligned, kFourByteAligned, kMisaligned };
 
 // The default (uncalibrated) efficiency of one GEMM on one GPU: the fraction of the datasheet dense

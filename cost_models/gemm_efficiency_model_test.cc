@@ -67,7 +67,7 @@ TEST(GemmEfficiencyModel, OnlyLeadingDimensionsDecideAlignment) {
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(GemmShape{4096, 4100, 4096, 1, DataType::kTf32, false}),
             GemmAlignment::kAligned);
   // fp32 runs on the CUDA cores, which have no slow path: the H200 ran fp32 4091³ at 52.2 TFLOP/s
-  // and 4096³ at 50.0 (tools/calibrate/data/h200-2026-11-29/gemm.csv).
+  // and 4096³ at 50.0 (tools/data/h200-2026-11-29/gemm.csv).
   EXPECT_EQ(GemmEfficiencyModel::alignment_of(GemmShape{4091, 4091, 4091, 1, DataType::kFp32, false}),
             GemmAlignment::kAligned);
   const GemmEfficiencyModel model(132);

@@ -9,7 +9,7 @@
 namespace clustersim {
 
 // The kind of cuBLAS kernel a GEMM runs on Hopper, as cuBLASLt 13.1 chose them for the H200 sweep
-// (tools/calibrate/data/h200-2026-11-29/gemm.csv, columns algo_id and tile_id).
+// (tools/data/h200-2026-11-29/gemm.csv, columns algo_id and tile_id).
 enum class GemmKernelFamily {
   kTensorCore,          // bf16, fp16, fp8, tf32 with every leading dimension on the 16-byte grid
   kTensorCoreSlowPath,  // a leading dimension off the 16-byte grid (GemmAlignment)

@@ -98,7 +98,7 @@ TEST(GemmKernelModel, RowsOffA128ByteLineCostMore) {
   EXPECT_DOUBLE_EQ(GemmKernelModel::line_straddle(1000, DataType::kBf16), 1.0 + 0.5 * (1.0 - 16.0 / 128.0));
   EXPECT_DOUBLE_EQ(GemmKernelModel::line_straddle(1000, DataType::kTf32), 1.0 + 0.5 * (1.0 - 32.0 / 128.0));
   EXPECT_DOUBLE_EQ(GemmKernelModel::line_straddle(1456, DataType::kBf16), 1.0 + 0.5 * (1.0 - 32.0 / 128.0));
-  // The H200 ran bf16 1000³ in 7.23 µs and 1024³ in 5.45 µs (tools/calibrate/data/h200-2026-11-29/
+  // The H200 ran bf16 1000³ in 7.23 µs and 1024³ in 5.45 µs (tools/data/h200-2026-11-29/
   // gemm.csv): the same tiles and waves, but 2000-byte rows straddle lines. The model keeps the order
   // although 1000³ has 9 % fewer FLOPs.
   const GemmKernelModel model(132);

@@ -43,7 +43,7 @@ bool kernel_class(const GemmShape& a, const GemmShape& b) {
 // bit 1 the A operand's (k, or m when A is stored transposed); 0 for an aligned shape (every fp32
 // shape is). cuBLAS runs a different slow-path kernel family for an unaligned output than for
 // unaligned inputs (H200: ~100 TFLOP/s with only the output's stride odd, 120–140 with the inputs'
-// odd, tools/calibrate/data/h200-2026-11-29/gemm.csv).
+// odd, tools/data/h200-2026-11-29/gemm.csv).
 int misaligned_operands(const GemmShape& s) {
   if (GemmEfficiencyModel::alignment_of(s) == GemmAlignment::kAligned) return 0;
   const int64_t e = bytes_per_element(s.dtype);

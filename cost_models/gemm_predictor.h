@@ -24,13 +24,13 @@ namespace clustersim {
 // none the baseline stands alone. fp32 has no slow path: all its shapes are one class. bf16 and
 // fp16 run the same cuBLAS kernels (the same algorithm, tile and split in 30 of the 45 shapes the
 // H200 sweep measured in both, time ratio fp16/bf16 median 1.00, range 0.92–1.20:
-// tools/calibrate/data/h200-2026-11-29/gemm.csv), so a sample of the other one joins the class at a
+// tools/data/h200-2026-11-29/gemm.csv), so a sample of the other one joins the class at a
 // distance of 2 octaves added in quadrature: it weighs where the dtype's own samples are far. A
 // sample of the same dtype and alignment class at most 0.05 octaves away (the distance above; 3.5 %
 // in one dimension) is a twin: its ratio alone corrects the shape. In the H200 alignment sweep such
 // twins (1026 and 1028, 2050 and 2052, 4098 and 4100, as M, K or both) ran the same cuBLAS
 // algorithm, tile and split in all 18 pairs, while bf16 and fp16 of one shape did not always (fp16 1024×1026×1024 on a 70 TFLOP/s
-// kernel, bf16 on a 101 TFLOP/s one; tools/calibrate/data/h200-2026-11-29/gemm-align4-*.csv). A
+// kernel, bf16 on a 101 TFLOP/s one; tools/data/h200-2026-11-29/gemm-align4-*.csv). A
 // shape with a sample's (M, N, K, batch), dtype and alignment class returns that sample's time
 // (whether A is stored transposed changes which dimensions are leading, i.e. the alignment class,
 // and otherwise only the kernel variant: the calibrator times one layout for all).

@@ -34,7 +34,7 @@ MemoryAccess parse_memory_access(std::string_view text) {
 }
 
 double default_fraction_of_copy(MemoryAccess access) {
-  // Rates of tools/calibrate/data/h200-2026-11-29/framework.csv over its copy_bf16 rate, 4073.36 GB/s.
+  // Rates of tools/data/h200-2026-11-29/framework.csv over its copy_bf16 rate, 4073.36 GB/s.
   constexpr double kCopy = 4073.36;
   switch (access) {
     case MemoryAccess::kStream: return 1.0;

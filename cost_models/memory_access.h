@@ -25,7 +25,7 @@ namespace clustersim {
 //   kSoftmax                log_softmax forward and backward over the vocabulary
 //   kFusedOptimizer         torch.optim.AdamW(fused=True), one multi-tensor pass
 // Bytes are each operand read and each result written once; the rate of each path is measured by
-// tools/calibrate/framework_benchmark.py (a calibration profile's memory.kernels) or defaults to a
+// tools/calibrator/framework_benchmark.py (a calibration profile's memory.kernels) or defaults to a
 // measured fraction of the copy rate (default_fraction_of_copy()).
 enum class MemoryAccess {
   kStream,
@@ -55,7 +55,7 @@ MemoryAccess parse_memory_access(std::string_view text);
 
 // The rate of `access` as a fraction of the device-to-device copy rate, used when no calibration
 // profile measured it. Measured on one H200 with PyTorch 2.11 / CUDA 13.0 on 2026-11-29
-// (tools/calibrate/data/h200-2026-11-29/framework.csv, tools/calibrate/framework_benchmark.py):
+// (tools/data/h200-2026-11-29/framework.csv, tools/calibrator/framework_benchmark.py):
 // each path's median rate over its tests divided by the same run's bf16 copy rate (4073 GB/s):
 // elementwise 4197 GB/s (1.030), widening cast 2360 (0.579), broadcast 1377 (0.338), strided 1886
 // (0.463), concatenation 1769 (0.434), normalization 2983 (0.732), its backward 2303 (0.565),

@@ -10,7 +10,7 @@ namespace clustersim {
 
 namespace {
 
-// H200 SXM measurements (tools/calibrate/data/h200-2026-12-01-power/README.md, run1 table "Idle and
+// H200 SXM measurements (tools/data/h200-2026-12-01-power/README.md, run1 table "Idle and
 // sustained work"): the idle power, and per class the full-clock rate, the settled rate factor and
 // the settled power of a sustained run.
 constexpr double kH200IdleW = 123.3;

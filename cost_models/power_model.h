@@ -17,7 +17,7 @@
 // so its dynamic energy is D·T₁·f. Memory-bound work keeps its energy per byte. A kernel's D is its
 // class's measured value, scaled for its work rate by kRateShare.
 //
-// Measured (one H200 SXM, 700 W, tools/calibrate/data/h200-2026-12-01-power/README.md, run1):
+// Measured (one H200 SXM, 700 W, tools/data/h200-2026-12-01-power/README.md, run1):
 //   idle 123.3 W (context open); sustained bf16 8192³ GEMMs settle at 0.822 of their first-16 ms
 //   peak of 800.9 TFLOP/s at 691.6 W; fp8 0.812 of 1474.5 at 691.1 W; tf32 0.821 of 414.6 at 690.9 W;
 //   a 2 GiB device copy at 4268 GB/s draws 663 W uncapped; SDPA flash attention (bf16, fwd+bwd)
@@ -121,7 +121,7 @@ class PowerModel {
 
   // Full-clock duration of a GEMM (or fused attention call) whose duration `sustained` (launch gap
   // `gap` included) was measured back to back, long enough for the governor to settle on that
-  // kernel alone: the calibrator's points run 0.25 s of batches each (tools/calibrate/event_timer.h,
+  // kernel alone: the calibrator's points run 0.25 s of batches each (tools/calibrator/event_timer.h,
   // TimingPolicy), and the default GEMM efficiency was fitted to such runs
   // (cost_models/gemm_efficiency_model.h). Its busy part ran at the rate factor f at which the
   // kernel draws held_power() (f = 1 when it stays below it at full clock), so

@@ -21,7 +21,7 @@ GpuSpec h200() {
   return g;
 }
 
-// Measured on the H200 (tools/calibrate/data/h200-2026-12-01-power/README.md): bf16 8192³ peak,
+// Measured on the H200 (tools/data/h200-2026-12-01-power/README.md): bf16 8192³ peak,
 // first 100 ms and settled rates (TFLOP/s).
 constexpr double kBf16PeakTflops = 800.9;
 constexpr double kBf16First100msTflops = 732.2;

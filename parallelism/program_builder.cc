@@ -470,7 +470,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   // once for alltoall (MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize) and the flex
   // dispatcher with DeepEP (its dispatch returns the received token counts to the host), twice for
   // allgather (the counts' .cpu() and masked_select's nonzero); measured for alltoall and
-  // allgather on one H200 (tools/calibrate/data/h200-2026-12-01-moe/README.md, "One blocking sync
+  // allgather on one H200 (tools/data/h200-2026-12-01-moe/README.md, "One blocking sync
   // per layer and step"). pytorch-eager has no MoE layer.
   const int moe_syncs = training.framework != Framework::kMegatron          ? 0
                         : layout.moe_dispatcher == MoeDispatcher::kAllGather ? 2
@@ -762,7 +762,7 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
       // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
       // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the
       // whole step (torch/nn/parallel/distributed.py). Measured on two H200s: +4.91 GiB for
-      // gpt-1.3b's 1.32 B fp32 gradients (tools/calibrate/data/h200x2-2026-11-29/reference-x2.jsonl).
+      // gpt-1.3b's 1.32 B fp32 gradients (tools/data/h200x2-2026-11-29/reference-x2.jsonl).
       mem.memory.comm_buffers = Bytes::of(checked_mul(mem.parameters, training.precision.grad_bytes(), "DDP bucket bytes"));
     }
     return {mem};

@@ -40,7 +40,7 @@ struct StepSimulationOptions {
   std::vector<double> initial_power_w;
   // The launch queue: the host thread issues a kernel only once the kernel `launch_queue_depth`
   // launches before it has finished; 0 = unbounded. 1,022: measured on the H200 of 2026-12-01
-  // (tools/calibrate/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
+  // (tools/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
   // behind a long kernel blocked until it ended; CUDA's pending-launch limit is about 1,024).
   int64_t launch_queue_depth = 1022;
   // Stragglers: rank r runs rank_programs[r] instead of its stage's program where that is not null

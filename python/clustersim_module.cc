@@ -1,5 +1,5 @@
 // _clustersim, the extension of the clustersim Python package (python/clustersim/__init__.py wraps
-// it). Each function runs the C++ of one CLI command (tools/run_command.h, search_command.h,
+// it). Each function runs the C++ of one CLI command (tools/cli/run_command.h, search_command.h,
 // collective_command.h) and returns the document that the command's --json prints, as compact JSON
 // text that the package parses: a number is the same double, a string the same text, as in the
 // CLI's output. Nothing is simulated here. Bad input raises clustersim.InputError (a ValueError)
@@ -21,11 +21,11 @@
 
 #include "core/error.h"
 #include "parallelism/layout_search.h"
-#include "tools/collective_command.h"
-#include "tools/input_error_message.h"
-#include "tools/run_command.h"
-#include "tools/run_report.h"
-#include "tools/search_command.h"
+#include "tools/cli/collective_command.h"
+#include "tools/cli/input_error_message.h"
+#include "tools/cli/run_command.h"
+#include "tools/cli/run_report.h"
+#include "tools/cli/search_command.h"
 
 namespace py = pybind11;
 

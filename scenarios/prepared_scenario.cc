@@ -71,7 +71,7 @@ ScenarioProfiles load_scenario_profiles(const std::optional<std::string>& calibr
   if (!same_gpu_model(measured_on, gpu_name)) {
     throw InputError(fmt::format("{}profile \"{}\" was measured on \"{}\", but the cluster's GPU is "
                                  "{}; a profile replaces the GPU's GEMM, memory and attention rates, so it must come "
-                                 "from the same GPU model (measure one with tools/calibrate, or remove calibration: "
+                                 "from the same GPU model (measure one with tools/calibrator, or remove calibration: "
                                  "to use the datasheet defaults)",
                                  where, *calibration, measured_on, gpu_name));
   }

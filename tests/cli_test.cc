@@ -576,7 +576,7 @@ TEST(Cli, BinaryDataInInputFilesExitsWith2) {
 // --nodes), for calibrate fit and validate --calibration alike.
 TEST(Cli, NcclTestsLogNodeAndRankCountsAreBounded) {
   const std::string log =
-      std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/testdata/nccl_tests_a3mega_h100x16_all_reduce.log";
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/published/nccl_tests_a3mega_h100x16_all_reduce.log";
   const std::string out = write_temp("bounded_profile.json", "");
   const std::vector<std::string> commands = {"calibrate fit --out " + out + " --nccl-tests-log " + log,
                                              "validate --calibration h200-2026-11-29 --nccl-tests-log " + log};

@@ -2,7 +2,7 @@
 // eager training steps of 124–354 M-parameter models at 256–512 tokens, where the CPU thread that
 // launches the kernels decides the step (the host thread of parallelism/step_simulation.h).
 // Measured 2026-12-01 with tools/reference/train_step.py: median eager step over 30 steps
-// (tools/calibrate/data/h200-2026-12-01-power/run2/host.jsonl, `step` lines, eager_reference
+// (tools/data/h200-2026-12-01-power/run2/host.jsonl, `step` lines, eager_reference
 // step_time_ms; README "Launch-bound training steps": they vary by ±30 % from step to step).
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The power model against the measured training steps of one H200: average board power
 // and energy per step of the reference steps gpt-350m, gpt-1.3b and llama-7b-2k, simulated from
 // their scenarios (scenarios/reference/h200-*.yaml, profile h200-2026-11-29) with
-// simulation.power_model on. Measured: tools/calibrate/data/h200-2026-12-01-power/README.md,
+// simulation.power_model on. Measured: tools/data/h200-2026-12-01-power/README.md,
 // "Training steps (run2)" (NVML energy counter over 78–131 timed steps).
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 
 #include "parallelism/training_simulation.h"
 #include "scenarios/scenario.h"
-#include "tools/run_command.h"
+#include "tools/cli/run_command.h"
 
 namespace clustersim {
 namespace power_reference_steps_test {

@@ -10,9 +10,9 @@
 
 #include "parallelism/layout_search.h"
 #include "scenarios/scenario.h"
-#include "tools/published_run.h"
+#include "tools/validation/published_run.h"
 #include "tests/search_scenario_files.h"
-#include "tools/search_sc21_report.h"
+#include "tools/validation/search_sc21_report.h"
 
 namespace clustersim {
 namespace search_scenarios_test {

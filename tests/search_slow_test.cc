@@ -13,7 +13,7 @@
 #include "parallelism/layout_search.h"
 #include "scenarios/scenario.h"
 #include "tests/search_scenario_files.h"
-#include "tools/search_sc21_report.h"
+#include "tools/validation/search_sc21_report.h"
 
 namespace clustersim {
 namespace search_slow_test {

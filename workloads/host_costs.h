@@ -5,21 +5,21 @@
 // HostWork carries the costs). Every figure is a host time per call measured on the H200 machine
 // with the GPU kept busy behind a long kernel, so that the host never waited (a VM on 16 cores of
 // an Intel Xeon; PyTorch 2.11, CUDA 13.0, bf16 ops with autograd recording, medians):
-//   tools/calibrate/data/h200-2026-12-02-host/README.md (tools/reference/host_costs.py):
+//   tools/data/h200-2026-12-02-host/README.md (tools/reference/host_costs.py):
 //     forward, autograd on: an elementwise op 14.1 µs, F.linear 36.0 µs, layer_norm 34.1 µs;
 //     backward (autograd's C++ engine), per launched kernel: elementwise 20.0 µs, linear 34.0 µs
 //       (two GEMMs per linear), layer_norm 33.2 µs;
 //     t.item() 13.0 µs; torch.distributed.all_reduce (NCCL, the call path) 34.1 µs;
 //     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
-//   tools/calibrate/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
+//   tools/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
 //     ColumnParallelLinear forward 90.0 µs.
-//   tools/calibrate/data/h200-2026-12-02-overheads/README.md (tools/reference/host_overheads.py):
+//   tools/data/h200-2026-12-02-overheads/README.md (tools/reference/host_overheads.py):
 //     an nn.Module call's own overhead 0.87 µs, a view / transpose / reshape 2.3 µs, a split or
 //     chunk 1.08 µs + 1.57 µs per piece (the pytorch-eager op lists count them, Op::host_*_calls).
-//   tools/calibrate/data/h200-2026-12-02-host-size/README.md (tools/reference/host_size_scaling.py):
+//   tools/data/h200-2026-12-02-host-size/README.md (tools/reference/host_size_scaling.py):
 //     an elementwise op with an output of 1 MiB or more costs 9.6 µs more forward, 7.7 µs more per
 //     backward kernel (GEMMs flat; normalisation not stepped, not applied).
-//   tools/calibrate/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
+//   tools/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
 //     400-kernel graph of x.mul_ 204 µs: 0.51 µs per captured kernel (graph node).
 // Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
 // the defaults for every GPU, and run's report names them. Not measured: Transformer Engine's

@@ -129,7 +129,7 @@ struct FsdpSharding {
 // is sent from) and a stage without the head keeps its output (the residual stream, 4Th or 2Th)
 // for out.backward(grad). Moments as above, the current micro-batch's over the others', plus
 // "backward (first micro-batch done)": all gradients allocated, n − 1 micro-batches still held.
-// Measured on two H200s (tools/calibrate/data/h200x2-2026-11-29/reference-x2-pp*.jsonl).
+// Measured on two H200s (tools/data/h200x2-2026-11-29/reference-x2-pp*.jsonl).
 struct EagerStageShare {
   int64_t layers = -1;  // layers on the stage; −1: all of the model's
   bool embedding = true;

@@ -175,7 +175,7 @@ HostCalls host_calls(const std::vector<Op>& ops) {
 // train_step.py's Block: Block, 2 x (Fp32Norm, norm), Attention, Mlp, 4 x (parallel linear, nn.Linear)
 // = 15 module calls; qkv.split into q, k, v, their view and transpose, the output's transpose and,
 // without RoPE, its reshape; SwiGLU's chunk. Priced by the overheads measured in
-// tools/calibrate/data/h200-2026-12-02-overheads.
+// tools/data/h200-2026-12-02-overheads.
 TEST(PytorchEagerOps, LayerForwardListsTheModulesViewsAndSplitsOfTrainStep) {
   const Transformer gpt(gpt_1_3b(), eager(2048, 4, Recompute::kNone));
   const HostCalls g = host_calls(gpt.layer_forward());

@@ -105,14 +105,14 @@ TEST(SlidingWindow, StepFlopsCountHalfTheLayersThroughTheWindow) {
   EXPECT_NEAR(oss.model_causal, oss.model - attention_model + executed_window + executed_full, 1e-9 * oss.model);
 }
 
-// Measured on an H200 (tools/reference/window_attention.py; tools/calibrate/data/h200-2026-11-30/):
+// Measured on an H200 (tools/reference/window_attention.py; tools/data/h200-2026-11-30/):
 // FlexAttention's kernel time with a window, as a fraction of its full causal time, against the
 // fraction of the causal half's pairs that windowed_tile_pairs counts. Windows of 2,048 run in the
 // counted time (forward −1 … +4 %, backward −11 … −3 %); at 512 and 128 the kernel's per-tile work
 // the count leaves out makes it 1.05–1.39× and 1.48–2.01× slower than counted. The bounds hold that
 // gap where it is, so that a change widening it fails here.
 TEST(SlidingWindow, TileCountFollowsMeasuredWindowedKernels) {
-  std::ifstream file(std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/calibrate/data/h200-2026-11-30/window_attention.jsonl");
+  std::ifstream file(std::string(CLUSTERSIM_SOURCE_DIR) + "/tools/data/h200-2026-11-30/window_attention.jsonl");
   ASSERT_TRUE(file) << "measurement file missing";
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::pair<double, double>> flex;  // s, heads, d, window
   for (std::string line; std::getline(file, line);) {

@@ -194,7 +194,7 @@ inline constexpr int64_t kAttentionTile = 128;
 // Query-key pairs a causal sliding-window kernel computes for one head of a sequence of `seq_len`
 // tokens with a `window`-token window: for each tile of kAttentionTile queries, every key tile from
 // the one holding its first query's earliest key (first − window + 1) to its own diagonal tile, each
-// kAttentionTile keys wide. H200 FlexAttention (tools/calibrate/data/h200-2026-11-30/
+// kAttentionTile keys wide. H200 FlexAttention (tools/data/h200-2026-11-30/
 // window_attention.jsonl) runs windows of 2,048 in the time this count gives and windows of 128 and
 // 512 up to 2× slower (per-tile overheads). Throws InputError for a non-positive length or window.
 int64_t windowed_tile_pairs(int64_t seq_len, int64_t window);

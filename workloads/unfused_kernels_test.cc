@@ -1,5 +1,5 @@
 // clustersim's prices of elementwise steps written in PyTorch operations (workloads/aten_kernels.h)
-// against their times measured on an H200 (tools/calibrate/data/h200-2026-11-30/, README there).
+// against their times measured on an H200 (tools/data/h200-2026-11-30/, README there).
 
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ struct Case {
 std::vector<Case> cases() {
   const CalibrationProfile profile = load_calibration_profile(kSource + "/scenarios/profiles/h200-2026-11-29.json");
   const ComputeCostModel cost(testing::h200(), &profile);
-  std::ifstream file(kSource + "/tools/calibrate/data/h200-2026-11-30/unfused.jsonl");
+  std::ifstream file(kSource + "/tools/data/h200-2026-11-30/unfused.jsonl");
   std::vector<Case> out;
   for (std::string line; std::getline(file, line);) {
     const auto j = nlohmann::json::parse(line);

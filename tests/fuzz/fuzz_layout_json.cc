@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.h"
-#include "tools/search_command.h"
+#include "tools/cli/search_command.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace clustersim;

@@ -1,11 +1,11 @@
-// Fuzzes the nccl-tests log reader (tools/nccl_tests_log.h) with the bytes as a log.
+// Fuzzes the nccl-tests log reader (tools/calibration/nccl_tests_log.h) with the bytes as a log.
 
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
 
 #include "tests/fuzz/fuzz_support.h"
-#include "tools/nccl_tests_log.h"
+#include "tools/calibration/nccl_tests_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace clustersim;

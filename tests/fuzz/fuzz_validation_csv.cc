@@ -1,4 +1,4 @@
-// Fuzzes the CSV reader and the published-runs table (tools/csv_table.h, tools/published_run.h)
+// Fuzzes the CSV reader and the published-runs table (tools/validation/csv_table.h, tools/validation/published_run.h)
 // with the bytes as a CSV file. Only reading: building and simulating each row is the validation's
 // own test.
 
@@ -7,8 +7,8 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.h"
-#include "tools/csv_table.h"
-#include "tools/published_run.h"
+#include "tools/validation/csv_table.h"
+#include "tools/validation/published_run.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace clustersim;

@@ -3,7 +3,7 @@
 with requires_grad, for several token counts T: host µs per op of the forward (autograd on) and
 per launched kernel of the backward, with the GPU kept busy behind a long torch.cuda._sleep so
 that the host never waits (as host_costs.py). The launch-bound reference steps measured 10–15 %
-more host time per launch at 1,024 tokens than at 256 (../calibrate/data/h200-2026-12-01-power,
+more host time per launch at 1,024 tokens than at 256 (../data/h200-2026-12-01-power,
 host.jsonl, eager_nocache host_period_ms / launches), which the simulator's per-op costs miss.
 
   python3 host_size_scaling.py --out DIR      # DIR/host_size_scaling.jsonl, DIR/meta.txt

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Forward + backward of Megatron-Core's own MoE layer on one GPU (issue 18, item 4).
+"""Forward + backward of Megatron-Core's own MoE layer on one GPU.
+
+The measurement behind the cost per local expert of docs/validation/error_budget.md, section 7
+(Megatron-Bridge mixture-of-experts rows); its results are in tools/data/h200-2026-12-01-moe/.
 
 Builds `MoELayer` from Megatron-Core's local (non-Transformer-Engine) layer spec
 (`get_gpt_layer_local_submodules(num_experts=E, moe_grouped_gemm=False).mlp`: TopKRouter,

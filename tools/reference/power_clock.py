@@ -457,7 +457,7 @@ def run_train(env, name, config_name, duration_s, small):
         import dataclasses
         cfg = dataclasses.replace(cfg, layers=2, hidden=128, heads=4, kv_heads=None if cfg.kv_heads is None else 2,
                                   ffn_hidden=256, vocab=1000, seq_len=64)
-    # Steps for the duration: the smoke run's step times (tools/calibrate/testdata) as a guide.
+    # Steps for the duration: the smoke run's step times (tools/data/testdata) as a guide.
     guide_ms = {"gpt-350m": 152, "gpt-760m": 135, "gpt-1.3b": 196, "llama-1b-gqa": 179, "gpt-2.7b": 203,
                 "llama-7b-2k": 254}.get(config_name, 250)
     steps = max(5, int(duration_s * 1000 / guide_ms))

@@ -1,6 +1,6 @@
 """Tests of the power and host measurement scripts that need no GPU and no torch: the analysis of
 power_clock_analyze.py on synthetic samples with known answers, the figures that
-tools/calibrate/data/h200-2026-12-01-power/README.md quotes from its data, and the scenario and
+tools/data/h200-2026-12-01-power/README.md quotes from its data, and the scenario and
 configuration tables of power_clock.py and host_launch.py. Run by ctest (reference_train_step_test)
 or `python3 -m unittest discover -s tools/reference -p '*_test.py'`."""
 

@@ -711,7 +711,7 @@ def p2p(rt: Runtime, send=None, recv=None) -> None:
 
     Both sides of a transfer use the same shape and dtype: NCCL send/recv of unequal byte counts
     does not fail, it waits (a backward receive in the stage output's fp32 against a bf16 send
-    hung the gpt-1.3b GPipe steps on two H200s, tools/calibrate/data/h200x2-2026-11-29/README.md)."""
+    hung the gpt-1.3b GPipe steps on two H200s, tools/data/h200x2-2026-11-29/README.md)."""
     dist = rt.torch.distributed
     ops = []
     if send is not None:

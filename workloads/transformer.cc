@@ -869,7 +869,7 @@ LayerKind Transformer::layer_kind(int64_t index) const {
   return model_.is_moe_layer(index) ? LayerKind::kMoe : LayerKind::kDense;
 }
 
-Bytes Transformer::logits_bytes() const { return Bytes::of(tokens_ * dims_.vocab_per_rank * 8); }
+Bytes Transformer::logits_bytes() const { return Bytes::of(tokens_ * dims_.vocab_per_rank * 6); }
 
 std::vector<Op> optimizer_step_ops(int64_t params, int64_t tensors, const TrainingSpec& training) {
   if (training.framework == Framework::kPytorchEager) return pytorch_eager_optimizer_ops(params, tensors);

@@ -160,8 +160,13 @@ class Transformer {
   Bytes embedding_activation_bytes() const { return embedding_activation_bytes_; }
   // Final-norm and LM-head inputs; the logits are counted by logits_bytes().
   Bytes head_activation_bytes() const { return head_activation_bytes_; }
-  // fp32 logits kept by the cross-entropy for backward plus their fp32 gradient: T × vocab/tp × 8 bytes.
-  // Alive for one micro-batch at a time on the last stage (MemoryBreakdown::logits).
+  // The most Megatron-Core's cross-entropy holds per micro-batch, T × vocab/tp × 6 bytes: the fp32
+  // softmax it keeps from forward to backward (4 B per logit), in which its backward computes the
+  // gradient in place, plus that gradient cast to the bf16 logits' dtype (2 B). Measured on an H200
+  // with Megatron-Core's vocab_parallel_cross_entropy: 4.000 kept, 6.000 peak at 4,096–16,384
+  // tokens and vocabularies of 32,000–128,256 (tools/data/h200-2026-12-02-cross-entropy/; the
+  // --cross-entropy-loss-fusion variant peaks at 10). Alive for one micro-batch at a time on the
+  // last stage (MemoryBreakdown::logits).
   Bytes logits_bytes() const;
 
  private:

@@ -9,16 +9,19 @@ namespace clustersim {
 
 // Device memory of one rank, by what it holds (the breakdown users check against).
 struct MemoryBreakdown {
-  Bytes params;            // working weights
+  Bytes params;            // working weights as the rank keeps them (its shard under ZeRO-3 / FSDP)
+  // Unsharded or cast copies of weights alive at the moment: ZeRO-3 / FSDP's gathered units,
+  // autocast's bf16 copies of fp32 weights (pytorch-eager).
+  Bytes param_copies;
   Bytes grads;             // gradient buffer
   Bytes optimizer_state;   // master weights, fp32 gradient copy, moments
   Bytes activations;       // saved for backward, over the schedule's in-flight micro-batches
-  Bytes logits;            // fp32 logits and their gradient (last pipeline stage)
+  Bytes logits;            // the loss's logit buffers at their peak (last pipeline stage; Transformer::logits_bytes)
   Bytes comm_buffers;      // communication buffers not aliased with the gradient buffer
   Bytes runtime_overhead;  // CUDA context, library workspaces
 
   Bytes other() const { return logits + comm_buffers + runtime_overhead; }
-  Bytes total() const { return params + grads + optimizer_state + activations + other(); }
+  Bytes total() const { return params + param_copies + grads + optimizer_state + activations + other(); }
   // What torch.cuda.max_memory_allocated would report: total() without the runtime overhead.
   Bytes allocated() const { return total() - runtime_overhead; }
   bool fits(Bytes capacity) const { return total() <= capacity; }
@@ -38,7 +41,7 @@ struct RankMemoryInputs {
   // 1F1B stage r of p holds p − r; interleaved 1F1B's first stage holds p·(1 + (p−1)/(p·v))
   // micro-batch equivalents (Korthikanti et al. 2022, Sec. 4.2.3). Fractional values are allowed.
   double in_flight_microbatches = 1.0;
-  // fp32 logits and their gradient of the last stage (0 elsewhere).
+  // The loss's logit buffers of the last stage at their peak (Transformer::logits_bytes; 0 elsewhere).
   Bytes logits;
   // Communication buffers outside the gradient buffer (Megatron's DDP buckets alias the gradient
   // buffer, so 0 there; PyTorch DDP without gradient_as_bucket_view copies gradients into buckets).

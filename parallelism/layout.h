@@ -62,6 +62,12 @@ struct Layout {
   // expert-parallel ranks are consecutive, after it ("dp-ep") they are expert_dp apart.
   std::string order = "tp-cp-dp-pp";
   bool overlap_grad_reduce = true;    // gradient reduction overlapped with backward (bucketed)
+  // Gradients reduced after every micro-batch's backward instead of once after the last: PyTorch
+  // FSDP and DDP outside no_sync (FSDP2 / torchtitan's and MosaicML Composer's FSDP), DeepSpeed
+  // ZeRO-2/3 (which partition the gradients every backward). false: accumulated locally and reduced
+  // once per step, as Megatron-LM, and FSDP and DDP under no_sync (HF Trainer and accelerate's
+  // accumulation). nullopt (`auto`): true for ZeRO 2 and 3, whose gradients are kept sharded.
+  std::optional<bool> reduce_every_microbatch;
   bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
   int64_t grad_bucket_elements = 40'000'000;  // Megatron DDP bucket size in parameters (default 40M)
   // The gradient collective (GradReduceOp); all_reduce needs zero <= 1, reduce_scatter zero >= 1.
@@ -89,6 +95,8 @@ struct Layout {
   int expert_dp() const { return tp * cp * dp / (ep * etp); }
   // Data-parallel ranks one copy of the sharded state spans: dp_shard, or dp when it is 0.
   int shard_dp() const { return dp_shard > 0 ? dp_shard : dp; }
+  // Whether each micro-batch's backward reduces its gradients (reduce_every_microbatch resolved).
+  bool reduces_every_microbatch() const { return reduce_every_microbatch.value_or(zero_stage >= 2); }
   // Hybrid sharding applies: ZeRO >= 1 with 0 < dp_shard < dp.
   bool hybrid_shard() const { return zero_stage >= 1 && shard_dp() < dp; }
 };

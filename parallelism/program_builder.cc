@@ -585,6 +585,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
     stage.gradients.bucket_elements = layout.grad_bucket_elements;
     stage.gradients.overlap = layout.overlap_grad_reduce;
     if (layout.hybrid_shard()) stage.gradients.replicate_shards = dense_shards;
+    stage.gradients.every_microbatch = layout.reduces_every_microbatch();
     // ZeRO >= 1: the optimizer updates this rank's shard, dense parameters over dp·cp ranks and expert
     // parameters over the expert data-parallel ranks.
     const int64_t optimizer_shard =
@@ -753,6 +754,15 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
       sharding.shards = layout.shard_dp();
       const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
       sharding.gathered_bytes = checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes");
+      // Gradient accumulation: the fp32 gradients of the earlier micro-batches, sharded when each
+      // micro-batch reduce-scatters, whole under no_sync (the step's one reduction at its end).
+      if (m > 1) {
+        const int64_t shards = sharding.shards;
+        sharding.accumulated_grad_bytes =
+            layout.reduces_every_microbatch()
+                ? checked_mul((mem.parameters + shards - 1) / shards, 4, "FSDP gradient bytes")
+                : checked_mul(mem.parameters, 4, "FSDP gradient bytes");
+      }
     }
     const PytorchEagerMemory eager =
         pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, fsdp ? &sharding : nullptr);
@@ -811,6 +821,13 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     if (last_stage) inputs.logits = transformer.logits_bytes();
     mem.memory = memory_model.rank_memory(inputs);
     mem.memory.activations += working_set;
+    // ZeRO-3 holds gathered weights unsharded: the layer in use and the one prefetched (FSDP's
+    // FULL_SHARD with limit_all_gathers), or two of DeepSpeed's buckets (zero3_bucket_elements).
+    if (layout.zero_stage >= 3) {
+      const int64_t layer = std::max(params.layer.total(), params.moe_layer.total());
+      const int64_t unit = layout.zero3_bucket_elements > 0 ? std::min(layer, layout.zero3_bucket_elements) : layer;
+      mem.memory.param_copies = Bytes::of(checked_mul(2 * unit, training.precision.param_bytes(), "ZeRO-3 bytes"));
+    }
     out.push_back(mem);
   }
   return out;

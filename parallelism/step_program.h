@@ -161,6 +161,9 @@ struct GradientReduction {
   // by an all-reduce of its shard, ceil(bucket / replicate_shards) elements, across the replica
   // group (GroupKind::kDataReplicate); 0 = no replica all-reduce.
   int64_t replicate_shards = 0;
+  // Layout::reduce_every_microbatch: every backward pass reduces its gradients (m reductions per
+  // step); false: only the chunk's last backward does.
+  bool every_microbatch = false;
 };
 
 // One kernel launch of the optimizer step.

@@ -193,13 +193,19 @@ TEST(PytorchEagerMemory, DataParallelAddsTheBucketCopyAndOtherLayoutsAreRefused)
   Layout fsdp{.dp = 2, .zero_stage = 3};
   const std::vector<StageMemory> sharded = stage_memory(fsdp_model, fsdp);
   const int64_t shard = (alone[0].parameters + 1) / 2;
-  EXPECT_LE(sharded[0].memory.grads, Bytes::of(4 * shard));  // sharded fp32 gradients, alive from the backward on
+  // Reduced after every micro-batch (the default under ZeRO 3, as FSDP outside no_sync): the
+  // sharded fp32 gradients of the earlier micro-batches stay alive in the later ones' forward.
+  EXPECT_EQ(sharded[0].memory.grads, Bytes::of(4 * shard));
+  // Accumulated under no_sync (HF Trainer, accelerate): the whole fp32 gradients instead.
+  Layout no_sync = fsdp;
+  no_sync.reduce_every_microbatch = false;
+  EXPECT_EQ(stage_memory(fsdp_model, no_sync)[0].memory.grads, Bytes::of(4 * alone[0].parameters));
   EXPECT_EQ(sharded[0].memory.optimizer_state, Bytes::of(8 * shard));
   EXPECT_EQ(sharded[0].memory.comm_buffers, Bytes::zero());
   // With the states sharded, the peak is a moment with activations alive, not the optimizer step.
   EXPECT_GT(sharded[0].memory.activations, Bytes::zero());
-  EXPECT_EQ(sharded[0].memory.params,
-            Bytes::of(4 * shard + 2 * 2 * fsdp_model.parameters().layer.total()));
+  EXPECT_EQ(sharded[0].memory.params, Bytes::of(4 * shard));
+  EXPECT_EQ(sharded[0].memory.param_copies, Bytes::of(2 * 2 * fsdp_model.parameters().layer.total()));
   EXPECT_EQ(build_training_programs(fsdp_model, cost, fsdp).stages[0].after_reductions, Duration::zero());
   EXPECT_THROW(stage_memory(fsdp_model, ddp), InputError);  // bf16 parameters without FSDP
 

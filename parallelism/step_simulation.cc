@@ -740,8 +740,10 @@ class StepSimulation {
             break;
           }
           case ProgramOp::Kind::kGradientsReady:
-            // Gradients are final in the chunk's last backward pass (they accumulate before).
-            if (!forward && r.backward_done[static_cast<size_t>(pass.chunk)] == m_ - 1) {
+            // Gradients are final in the chunk's last backward pass (they accumulate before), or
+            // reduced after every backward pass (GradientReduction::every_microbatch).
+            if (!forward &&
+                (r.program->gradients.every_microbatch || r.backward_done[static_cast<size_t>(pass.chunk)] == m_ - 1)) {
               gradients_ready(r, op.group, op.elements);
             }
             break;
@@ -768,7 +770,7 @@ class StepSimulation {
     } else {
       int& done = r.backward_done[static_cast<size_t>(pass.chunk)];
       ++done;
-      if (done == m_ && r.program->gradients.overlap) flush_gradients(r);
+      if ((done == m_ || r.program->gradients.every_microbatch) && r.program->gradients.overlap) flush_gradients(r);
       if (vs > 0) {
         const int prev_vs = vs - 1;
         const int target_stage = prev_vs % layout_.pp;

@@ -381,6 +381,11 @@ Schema build_scenario_schema() {
   s.key(choice("parallelism.schedule", "pipeline schedule", "1f1b", {"gpipe", "1f1b", "interleaved-1f1b"}));
   s.key(key_def("parallelism.order", ValueType::kString, "rank order, innermost first", "tp-cp-ep-dp-pp"));
   s.key(key_def("parallelism.overlap_grad_reduce", ValueType::kBool, "overlap gradient reduction with backward", "true"));
+  s.key(choice("parallelism.reduce_every_microbatch",
+               "reduce gradients after every micro-batch's backward (FSDP/DDP outside no_sync: FSDP2, torchtitan, "
+               "Composer; DeepSpeed ZeRO-2/3) or once per step (false: Megatron-LM; no_sync, as HF Trainer and "
+               "accelerate accumulate); auto = true for zero 2 and 3",
+               "auto", {"auto", "true", "false"}));
   s.key(key_def("parallelism.overlap_param_gather", ValueType::kBool,
             "overlap the distributed optimizer's parameter all-gather with the next forward", "false"));
   s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
@@ -702,6 +707,9 @@ Layout load_layout(const ConfigDocument& doc, int gpus, LayoutCheck check) {
   l.schedule = parse_pipeline_schedule(doc.get_string("parallelism.schedule"));
   l.order = doc.get_string("parallelism.order");
   l.overlap_grad_reduce = doc.get_bool("parallelism.overlap_grad_reduce");
+  if (const std::string every = doc.get_string("parallelism.reduce_every_microbatch"); every != "auto") {
+    l.reduce_every_microbatch = every == "true";
+  }
   l.overlap_param_gather = doc.get_bool("parallelism.overlap_param_gather");
   l.grad_bucket_elements = doc.get_int("parallelism.grad_bucket_elements");
   l.grad_reduce_op = parse_grad_reduce_op(doc.get_string("parallelism.grad_reduce_op"));

@@ -53,6 +53,25 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
+// --json's memory per stage: the columns add up to the total, `other` to its three parts, and under
+// FSDP the gathered and cast weights are their own column.
+TEST(Cli, MemoryColumnsAddUp) {
+  const Result r = run("run " + scenario("fsdp-hybrid-1.8b-16-a100-gcp.yaml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  for (const auto& st : j["memory"]["per_stage"]) {
+    const int64_t other = st["logits_bytes"].get<int64_t>() + st["comm_buffers_bytes"].get<int64_t>() +
+                          st["runtime_bytes"].get<int64_t>();
+    EXPECT_EQ(other, st["other_bytes"].get<int64_t>());
+    EXPECT_EQ(st["params_bytes"].get<int64_t>() + st["param_copies_bytes"].get<int64_t>() +
+                  st["grads_bytes"].get<int64_t>() + st["optimizer_bytes"].get<int64_t>() +
+                  st["activations_bytes"].get<int64_t>() + other,
+              st["total_bytes"].get<int64_t>());
+    EXPECT_GT(st["param_copies_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(st["logits_bytes"].get<int64_t>(), 0);
+  }
+}
+
 // FSDP (ZeRO 3, no tp or pp) left at the default framework gets a note naming pytorch-eager; saying
 // the framework, either one, drops it.
 TEST(Cli, FsdpUnderTheDefaultFrameworkIsNoted) {

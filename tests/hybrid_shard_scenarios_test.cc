@@ -86,7 +86,7 @@ TEST(HybridShardScenario, SearchPicksFullShardingWhereHybridDoesNotFit) {
                   {"cluster.fabric.nic", "cx6-200g"},
                   {"model.preset", "llama2-13b"},
                   {"training.micro_batch", "1"},
-                  {"training.global_batch", "128"},
+                  {"training.global_batch", "32"},  // one micro-batch: no gradients accumulate
                   {"parallelism.dp", "32"},
                   {"simulation.fidelity", "analytical"}}),
             0);

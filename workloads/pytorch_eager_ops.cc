@@ -528,6 +528,7 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   const int64_t shards = fsdp != nullptr ? std::max<int64_t>(1, fsdp->shards) : 1;
   const int64_t states = (parameters + shards - 1) / shards;
   const int64_t gathered = fsdp != nullptr ? fsdp->gathered_bytes : 0;
+  const int64_t accumulated = fsdp != nullptr ? fsdp->accumulated_grad_bytes : 0;
 
   struct Moment {
     const char* name;
@@ -541,12 +542,13 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   const int64_t held_weights = (z.recompute ? 0 : all_layer_weights_bf16) + head_weight_bf16;
   const int64_t earlier_weights = others * held_weights;
   std::vector<Moment> moments{
-      {share.head ? "forward (loss)" : "forward (end)", earlier_weights + all_layer_weights_bf16 + head_weight_bf16, 0,
-       n * saved, others * loss_saved + (share.head ? 8 * TV : 0)},
-      {"backward (end)", 0, 4 * states, 0, 0},
+      {share.head ? "forward (loss)" : "forward (end)", earlier_weights + all_layer_weights_bf16 + head_weight_bf16,
+       accumulated, n * saved, others * loss_saved + (share.head ? 8 * TV : 0)},
+      {"backward (end)", 0, std::max(4 * states, accumulated), 0, 0},
   };
   if (share.head) {
-    moments.push_back({"backward (start)", earlier_weights + held_weights, 0, n * saved, others * loss_saved + 10 * TV});
+    moments.push_back(
+        {"backward (start)", earlier_weights + held_weights, accumulated, n * saved, others * loss_saved + 10 * TV});
   }
   if (n > 1) {
     moments.push_back({"backward (first micro-batch done)", earlier_weights, 4 * states, others * saved,
@@ -554,7 +556,9 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   }
   if (z.recompute && layers > 0) {
     moments.push_back({"backward (first recomputed layer)", earlier_weights + layer_weights_bf16,
-                       share.head ? 4 * z.vocab * z.h : 0,
+                       // The LM head's gradient, into the unsharded accumulated ones or beside the shards.
+                       accumulated >= 4 * parameters ? accumulated
+                                                     : accumulated + (share.head ? 4 * z.vocab * z.h : int64_t{0}),
                        n * saved + pytorch_eager_layer_saved_bytes(model, training, dims, false), others * loss_saved});
   }
   const Moment* peak = &moments.front();
@@ -564,9 +568,8 @@ PytorchEagerMemory pytorch_eager_peak_memory(const ModelSpec& model, const Train
   }
   PytorchEagerMemory out;
   out.moment = peak->name;
-  out.peak.params = Bytes::of(checked_add(checked_add(checked_mul(states, 4, "parameter bytes"), gathered,
-                                                      "parameter bytes"),
-                                          peak->params_extra, "parameter bytes"));
+  out.peak.params = Bytes::of(checked_mul(states, 4, "parameter bytes"));
+  out.peak.param_copies = Bytes::of(checked_add(gathered, peak->params_extra, "parameter bytes"));
   out.peak.grads = Bytes::of(peak->grads);
   out.peak.optimizer_state = Bytes::of(checked_mul(states, 8, "optimizer bytes"));
   out.peak.activations = Bytes::of(peak->activations);

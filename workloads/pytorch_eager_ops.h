@@ -105,7 +105,10 @@ int64_t pytorch_eager_layer_saved_bytes(const ModelSpec& model, const TrainingSp
 //                          (4 B/weight), one layer's activations and bf16 weights;
 //   backward, end:         parameters, gradients (fp32, 4 B/param) and moments: 16 B/param.
 // Activations grow and gradients replace them linearly in between, so these bound the step. In the
-// breakdown: params = fp32 parameters + bf16 copies alive then, grads = gradients alive then,
+// Under FSDP with more than one micro-batch per step the gradients of the earlier micro-batches
+// (FsdpSharding::accumulated_grad_bytes) are alive in every moment. In the breakdown: params = fp32
+// parameters (this rank's shard), param_copies = bf16 copies and gathered weights alive then,
+// grads = gradients alive then,
 // optimizer_state = AdamW moments, activations = saved activations, logits = loss tensors.
 struct PytorchEagerMemory {
   MemoryBreakdown peak;
@@ -115,9 +118,14 @@ struct PytorchEagerMemory {
 // moments: 4 + 4 + 8 bytes per parameter) are divided over `shards` ranks and `gathered_bytes` of
 // 16-bit weights are held unsharded; the moments are compared with those figures. An estimate: no
 // FSDP measurement validates it.
+// `accumulated_grad_bytes`: the gradients alive while later micro-batches of a step run (gradient
+// accumulation, more than one micro-batch per step): the sharded fp32 gradients when every
+// micro-batch reduce-scatters (FSDP outside no_sync, FSDP2), the unsharded ones under no_sync (HF
+// Trainer and accelerate accumulate so); 0 with one micro-batch.
 struct FsdpSharding {
   int64_t shards = 1;
   int64_t gathered_bytes = 0;
+  int64_t accumulated_grad_bytes = 0;
 };
 // One pipeline stage of the model (train_step.py --parallel pp): `layers` of the model's layers,
 // the input embedding on the first stage, the final norm, LM head and loss on the last, and the

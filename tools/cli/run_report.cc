@@ -250,13 +250,23 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
           ? std::string()
           : fmt::format("; each stage at its peak, {}", r.programs.memory.front().peak_moment);
   out << fmt::format("\n  memory per GPU (GB = 1e9 bytes; capacity {} GB{})\n", gb(r.capacity), moment);
-  out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "stage", "layers", "params", "grads",
-                     "optimizer", "activations", "other", "total", "");
+  out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "stage", "layers", "params",
+                     "copies", "grads", "optimizer", "activations", "other", "total", "");
+  const StageMemory* most_other = nullptr;
   for (const auto& st : r.programs.memory) {
     const MemoryBreakdown& m = st.memory;
-    out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", st.stage, st.layers, gb(m.params),
-                       gb(m.grads), gb(m.optimizer_state), gb(m.activations), gb(m.other()), gb(m.total()),
-                       m.fits(r.capacity) ? "fits" : "OUT OF MEMORY");
+    out << fmt::format("    {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", st.stage, st.layers,
+                       gb(m.params), gb(m.param_copies), gb(m.grads), gb(m.optimizer_state), gb(m.activations),
+                       gb(m.other()), gb(m.total()), m.fits(r.capacity) ? "fits" : "OUT OF MEMORY");
+    if (most_other == nullptr || m.other() > most_other->memory.other()) most_other = &st;
+  }
+  out << "    params: the weights as this rank keeps them (its shard under ZeRO-3 / FSDP); copies: gathered or "
+         "cast weights alive at the peak\n";
+  if (most_other != nullptr) {
+    const MemoryBreakdown& m = most_other->memory;
+    out << fmt::format("    other{}: logits {} GB, communication buffers {} GB, runtime {} GB\n",
+                       r.programs.memory.size() > 1 ? fmt::format(" of stage {} (the largest)", most_other->stage) : "",
+                       gb(m.logits), gb(m.comm_buffers), gb(m.runtime_overhead));
   }
   out << "\n";
   out << fmt::format("  compute model  {}\n", r.compute_model);
@@ -342,10 +352,14 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
     stages.push_back({{"stage", st.stage},
                       {"layers", st.layers},
                       {"params_bytes", m.params.count()},
+                      {"param_copies_bytes", m.param_copies.count()},
                       {"grads_bytes", m.grads.count()},
                       {"optimizer_bytes", m.optimizer_state.count()},
                       {"activations_bytes", m.activations.count()},
                       {"other_bytes", m.other().count()},
+                      {"logits_bytes", m.logits.count()},
+                      {"comm_buffers_bytes", m.comm_buffers.count()},
+                      {"runtime_bytes", m.runtime_overhead.count()},
                       {"total_bytes", m.total().count()},
                       {"inflight_microbatches", st.inflight_microbatches},
                       {"fits", m.fits(r.capacity)}});

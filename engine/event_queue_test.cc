@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <tuple>
 #include <vector>
+
+#include "core/error.h"
 
 namespace clustersim {
 namespace event_queue_test {
@@ -93,6 +97,70 @@ TEST(EventQueue, CompactionKeepsTheOrderOfTheLiveEvents) {
     last = t;
   }
   EXPECT_EQ(order, expected);
+}
+
+// Interleaved pushes (at or after the last popped time), cancellations and pops, against the order
+// (time, priority, insertion) computed by sorting: the radix heap moves keys between buckets, and
+// this checks it never reorders them. Times spread over many bit widths (1 ps to 2^40 ps ahead).
+TEST(EventQueue, InterleavedPushesPopsAndCancelsFollowTheSortedOrder) {
+  EventQueue q;
+  uint64_t lcg = 12345;
+  auto next = [&lcg] {
+    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lcg >> 33;
+  };
+  struct Pending {
+    int64_t time;
+    int32_t priority;
+    int sequence;
+    EventId id;
+  };
+  std::vector<Pending> pending;
+  std::vector<int> ran;
+  int sequence = 0;
+  int64_t now = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const uint64_t r = next() % 10;
+    if (r < 5 || pending.empty()) {
+      const int64_t ahead = static_cast<int64_t>(next() % 4 == 0 ? 0 : next() % (uint64_t{1} << (next() % 41)));
+      const int32_t priority = static_cast<int32_t>(next() % 3) - 1;
+      const int id = sequence++;
+      const EventId e = q.push(Time::from_ps(now + ahead), priority, [&ran, id] { ran.push_back(id); });
+      pending.push_back({now + ahead, priority, id, e});
+    } else if (r < 7) {
+      const size_t victim = next() % pending.size();
+      EXPECT_TRUE(q.cancel(pending[victim].id));
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(victim));
+    } else {
+      const auto first = std::min_element(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+        return std::tie(a.time, a.priority, a.sequence) < std::tie(b.time, b.priority, b.sequence);
+      });
+      EXPECT_EQ(q.next_time(), Time::from_ps(first->time));
+      Time t;
+      q.pop(t)();
+      ASSERT_FALSE(ran.empty());
+      EXPECT_EQ(ran.back(), first->sequence);
+      EXPECT_EQ(t, Time::from_ps(first->time));
+      now = first->time;
+      pending.erase(first);
+    }
+    ASSERT_EQ(q.size(), pending.size());
+  }
+}
+
+TEST(EventQueue, PushesBeforeTheLastPoppedTimeAreRefused) {
+  EventQueue q;
+  q.push(at_ns(5), 0, [] {});
+  Time t;
+  q.pop(t)();
+  EXPECT_NO_THROW(q.push(at_ns(5), 0, [] {}));  // the same time is fine
+  EXPECT_THROW(q.push(at_ns(4), 0, [] {}), InternalError);
+  // A peek does not move the floor: after next_time() reports 9 ns, 6 ns may still be pushed.
+  EventQueue peek;
+  peek.push(at_ns(9), 0, [] {});
+  EXPECT_EQ(peek.next_time(), at_ns(9));
+  EXPECT_NO_THROW(peek.push(at_ns(6), 0, [] {}));
+  EXPECT_EQ(peek.next_time(), at_ns(6));
 }
 
 }  // namespace event_queue_test

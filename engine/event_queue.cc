@@ -91,17 +91,21 @@ void EventQueue::release(uint32_t slot) {
   free_slots_.push_back(slot);
 }
 
+void EventQueue::drop_cancelled_now() {
+  std::vector<Key>& zero = buckets_[0];
+  while (!zero.empty() && !live(zero.front())) {
+    const uint32_t slot = zero.front().slot;
+    std::pop_heap(zero.begin(), zero.end(), later_order<Key, Key>);
+    zero.pop_back();
+    --keys_;
+    release(slot);
+  }
+}
+
 bool EventQueue::settle() {
   std::vector<Key>& zero = buckets_[0];
   while (true) {
-    // Bucket 0: drop cancelled keys from its top.
-    while (!zero.empty() && !live(zero.front())) {
-      const uint32_t slot = zero.front().slot;
-      std::pop_heap(zero.begin(), zero.end(), later_order<Key, Key>);
-      zero.pop_back();
-      --keys_;
-      release(slot);
-    }
+    drop_cancelled_now();
     if (!zero.empty()) return true;
     if (occupied_ == 0) return false;
     // The lowest non-empty bucket holds the next time: move its live keys down relative to its
@@ -126,13 +130,7 @@ Time EventQueue::next_time() {
   // A peek leaves last_ where it is, so that events may still be pushed at any time from the last
   // popped one on (Simulator::run_until stops the clock before the next event).
   std::vector<Key>& zero = buckets_[0];
-  while (!zero.empty() && !live(zero.front())) {
-    const uint32_t slot = zero.front().slot;
-    std::pop_heap(zero.begin(), zero.end(), later_order<Key, Key>);
-    zero.pop_back();
-    --keys_;
-    release(slot);
-  }
+  drop_cancelled_now();
   if (!zero.empty()) return Time::from_ps(last_);
   for (uint64_t rest = occupied_; rest != 0; rest &= rest - 1) {
     const std::vector<Key>& bucket = buckets_[static_cast<size_t>(std::countr_zero(rest) + 1)];

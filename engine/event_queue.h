@@ -75,6 +75,8 @@ class EventQueue {
   // Makes bucket 0 hold the earliest live key at its top (moving a higher bucket down if needed).
   // Returns false when no live key is left.
   bool settle();
+  // Pops cancelled keys off the top of bucket 0.
+  void drop_cancelled_now();
   // Removes every cancelled key and frees its slot.
   void compact();
   static constexpr size_t kCompactAbove = 4096;  // fewer keys: cancelled ones are just skipped

@@ -19,24 +19,10 @@
 namespace clustersim {
 namespace hybrid_shard_test {
 
-// A GPT of 4 layers, h 2048 (12h² + 13h = 50,358,272 parameters per layer).
-ModelSpec small_gpt() {
-  ModelSpec m = testing::gpt3_175b();
-  m.name = "gpt-small";
-  m.layers = 4;
-  m.hidden = 2048;
-  m.ffn_hidden = 4 * 2048;
-  m.heads = 16;
-  return m;
-}
+// A GPT of 4 layers, h 2048 (50,358,272 parameters per layer).
+ModelSpec small_gpt() { return testing::small_gpt(4); }
 
-TrainingSpec training(int64_t seq_len, int64_t global_batch) {
-  TrainingSpec t;
-  t.seq_len = seq_len;
-  t.micro_batch = 1;
-  t.global_batch = global_batch;
-  return t;
-}
+TrainingSpec training(int64_t seq_len, int64_t global_batch) { return testing::sequences(seq_len, global_batch); }
 
 LayoutContext context(int gpus, int experts = 0) {
   LayoutContext c;

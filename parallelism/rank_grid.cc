@@ -118,21 +118,12 @@ std::vector<int> RankGrid::group_of(GroupKind kind, int rank) const {
       return out;
     }
     case GroupKind::kDataContext:
-      // dp·cp ranks in rank order (a ring over them visits neighbours first).
-      for (int d = 0; d < layout_.dp; ++d) {
-        for (int c = 0; c < layout_.cp; ++c) {
-          RankCoord x = me;
-          x.cp = c;
-          x.dp = d;
-          out.push_back(rank_of(x));
-        }
-      }
-      std::sort(out.begin(), out.end());
-      return out;
     case GroupKind::kDataShard: {
-      const int shard = layout_.shard_dp();
-      const int first = me.dp / shard * shard;
-      for (int d = first; d < first + shard; ++d) {
+      // The data-parallel indices [first, first + n) with every cp index, in rank order (a ring over
+      // them visits neighbours first): all dp·cp ranks, or the shard group under hybrid sharding.
+      const int n = kind == GroupKind::kDataContext ? layout_.dp : layout_.shard_dp();
+      const int first = me.dp / n * n;
+      for (int d = first; d < first + n; ++d) {
         for (int c = 0; c < layout_.cp; ++c) {
           RankCoord x = me;
           x.cp = c;

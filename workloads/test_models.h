@@ -111,6 +111,27 @@ inline ModelSpec deepseek_v3() {
   return m;
 }
 
+// A GPT-3-shaped model of `layers` layers at h 2048 (ffn 8192, 16 heads): 12h² + 13h = 50,358,272
+// parameters per layer, small enough for step tests.
+inline ModelSpec small_gpt(int64_t layers) {
+  ModelSpec m = gpt3_175b();
+  m.name = "gpt-small";
+  m.layers = layers;
+  m.hidden = 2048;
+  m.ffn_hidden = 4 * 2048;
+  m.heads = 16;
+  return m;
+}
+
+// Sequences of `seq_len` tokens, one per micro-batch, `global_batch` per step.
+inline TrainingSpec sequences(int64_t seq_len, int64_t global_batch) {
+  TrainingSpec t;
+  t.seq_len = seq_len;
+  t.micro_batch = 1;
+  t.global_batch = global_batch;
+  return t;
+}
+
 inline TrainingSpec training(int64_t seq_len, int64_t micro_batch, Recompute recompute, AttentionKernel attention) {
   TrainingSpec t;
   t.seq_len = seq_len;

@@ -60,9 +60,11 @@ FabricLayout build_three_tier_fabric(const std::vector<NicPort>& ports, const Fa
       cores[plane].push_back(layout.add_switch(VertexKind::kCoreSwitch, fmt::format("plane{}/core{}", plane, u)));
     }
   }
+  // Every pod is built alike, for the most leaves: a pod the cluster fills only in part (the last)
+  // keeps a whole pod's core uplinks.
+  const Bandwidth trunk =
+      leaf_trunk * (static_cast<double>(most_leaves) / (spec.core_oversubscription * per_plane));
   for (size_t pod = 0; pod < leaves_of_pod.size(); ++pod) {
-    const Bandwidth trunk = leaf_trunk * (static_cast<double>(leaves_of_pod[pod].size()) /
-                                          (spec.core_oversubscription * per_plane));
     for (int plane = 0; plane < planes; ++plane) {
       for (int core : cores[plane]) layout.trunks.push_back(TrunkLink{spines_of_pod[pod][plane], core, trunk});
     }

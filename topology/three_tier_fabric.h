@@ -20,9 +20,10 @@ namespace clustersim {
 // With more than one pod, spine s of every pod is joined to the U core switches of core plane s,
 // "plane<s>/core<u>", U = ⌈L / core_oversubscription⌉ with L the most leaves of any pod (a spine
 // has as many core uplinks as it has leaf downlinks over the ratio), each trunk carrying
-// L_p × leaf trunk / (core_oversubscription × U) for a pod of L_p leaves: a pod's core uplinks carry
-// its spines' downlink capacity / core_oversubscription, the per-tier definition of
-// oversubscription (Clos; the 1:7 of the Llama 3 paper). Routing stays up/down by hop count
+// L × leaf trunk / (core_oversubscription × U): a full pod's core uplinks carry its spines'
+// downlink capacity / core_oversubscription, the per-tier definition of oversubscription (Clos;
+// the 1:7 of the Llama 3 paper). Pods are built alike, so a pod the cluster fills only in part
+// (fewer leaves) keeps a full pod's core uplinks and gives its NICs more of them. Routing stays up/down by hop count
 // (fabric_routes.h): inside a pod leaf → spine → leaf, between pods leaf → spine → core → spine →
 // leaf, ECMP over the spine and the core switch of its plane. With one pod the fabric is the
 // pod_type two-tier fabric (no spines for a single leaf, no core).

@@ -116,6 +116,15 @@ TEST(ThreeTierFabric, RailOptimizedPodsKeepRailsInsideThePod) {
   EXPECT_EQ(count_vertices(cluster, VertexKind::kLeafSwitch), 3 * 8);
   EXPECT_EQ(count_vertices(cluster, VertexKind::kSpineSwitch), 3 * 4);
   EXPECT_EQ(count_vertices(cluster, VertexKind::kCoreSwitch), 4 * 2);  // 4 planes × ⌈8 leaves / 7⌉
+  // The last pod (2 of its 4 nodes) keeps a full pod's core uplinks: 8 leaves × NIC / (7 × 2) each.
+  const Bandwidth full_pod = node.nic.bandwidth * (8.0 / (7.0 * 2));
+  int uplinks = 0;
+  for (const Link& link : cluster.links()) {
+    if (link.kind != LinkKind::kSwitchToSwitch || cluster.vertex_kind(link.to) != VertexKind::kCoreSwitch) continue;
+    EXPECT_NEAR(link.bandwidth.bytes_per_second(), full_pod.bytes_per_second(), 1e-6 * full_pod.bytes_per_second());
+    ++uplinks;
+  }
+  EXPECT_EQ(uplinks, 3 * 4 * 2);  // 3 pods × 4 spines × 2 core switches of its plane
 }
 
 }  // namespace three_tier_fabric_test

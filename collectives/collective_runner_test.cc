@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "collectives/collective_profile.h"
+#include "collectives/group_layout_builder.h"
 #include "collectives/link_efficiency.h"
 #include "core/error.h"
 #include "network/flow_network.h"
@@ -356,6 +357,64 @@ TEST(CollectiveRunner, OversubscribedLeafUplinksSlowConcurrentRings) {
   // With 4 nodes per leaf (32 ports) the rings need no more uplink than 1 : 4 leaves them.
   const Cluster wide(test_specs::cluster(node, 8, test_specs::fabric(FabricType::kFatTree, 32, 4.0)));
   EXPECT_DOUBLE_EQ(estimate(wide), estimate(full));
+}
+
+// A three-tier fabric (topology/three_tier_fabric.h): 14 nodes of one GPU and one NIC, a leaf per
+// node, pods of 7 nodes (7 leaves under one spine, ⌈1 / 1⌉), core oversubscription 7: the pod's
+// spine has ⌈7 / 7⌉ = 1 core uplink of 7 × NIC / 7 = one NIC's bandwidth. Seven all-reduce rings
+// {i, 7 + i} cross between the pods at once, so the core uplink of each pod carries 7 flows per
+// direction: NIC / 7 each (group_layout_builder.h: g_pod / (r_leaf × r_core) = 1 / 7). A ring of
+// two ranks moves 2 (n − 1) / n × S = S bytes per rank over that rate, so against a non-blocking
+// core the time grows by S / (e × NIC / 7) − S / (e × NIC) (e: NIC efficiency); the flow fidelity
+// shares the one uplink among the seven rings and agrees within 1 %. A ring inside a pod is the
+// two-tier fat-tree's.
+TEST(CollectiveRunner, ThreeTierCoreOversubscriptionBoundsRingsAcrossPods) {
+  const NodeSpec node = test_specs::nvswitch_node(1, 1);
+  auto cluster_with = [&](double core_oversubscription) {
+    FabricSpec fabric = test_specs::fabric(FabricType::kThreeTier, 1, 1.0);
+    fabric.pod_type = FabricType::kFatTree;
+    fabric.pod_nodes = 7;
+    fabric.core_oversubscription = core_oversubscription;
+    return Cluster(test_specs::cluster(node, 14, fabric));
+  };
+  const Bytes size = Bytes::gibibytes(1);
+  auto ring_of = [&](int i, int j) {
+    return request(CollectiveOp::kAllReduce, {i, j}, size, CollectiveAlgorithm::kRing, Protocol::kSimple);
+  };
+  auto estimate = [&](const Cluster& cluster, const CollectiveRequest& r) {
+    Simulator sim;
+    return CollectiveRunner(sim, cluster, nullptr, Fidelity::kAnalytical).estimate(r).to_seconds();
+  };
+  auto concurrent_flow = [&](const Cluster& cluster) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+    int done = 0;
+    for (int i = 0; i < 7; ++i) runner.start(ring_of(i, 7 + i), [&] { ++done; });
+    sim.run();
+    EXPECT_EQ(done, 7);
+    return (sim.now() - Time::zero()).to_seconds();
+  };
+  const Cluster core7 = cluster_with(7.0);
+  const Cluster core1 = cluster_with(1.0);
+  const double nic = node.nic.bandwidth.bytes_per_second();
+  EXPECT_NEAR(make_group_layout(core7, {0, 7}).nic_bandwidth.bytes_per_second(), nic / 7, 1e-6 * nic);
+  EXPECT_NEAR(make_group_layout(core1, {0, 7}).nic_bandwidth.bytes_per_second(), nic, 1e-6 * nic);
+  const double bytes = static_cast<double>(size.count());
+  const double slower = bytes / (kNicEfficiency * nic / 7) - bytes / (kNicEfficiency * nic);
+  const double across7 = estimate(core7, ring_of(0, 7));
+  EXPECT_NEAR(across7 - estimate(core1, ring_of(0, 7)), slower, 1e-6 * slower);
+  EXPECT_NEAR(concurrent_flow(core7), across7, 0.01 * across7);
+  // Non-blocking core: 7 uplinks of one NIC each, one core switch apiece. A ring alone runs at the
+  // NIC's rate; seven at once are hashed onto the 7 core switches (static ECMP), whose collisions
+  // make the flow fidelity slower than the closed form's even spread, never faster.
+  const double across1 = estimate(core1, ring_of(0, 7));
+  EXPECT_NEAR(run(core1, ring_of(0, 7), Fidelity::kFlow).time.to_seconds(), across1, 0.01 * across1);
+  EXPECT_GE(concurrent_flow(core1), across1);
+  // Inside a pod: the two-tier fat-tree's time, in both fidelities, whatever the core.
+  const Cluster two_tier(test_specs::cluster(node, 14, test_specs::fabric(FabricType::kFatTree, 1, 1.0)));
+  EXPECT_EQ(estimate(core7, ring_of(0, 1)), estimate(two_tier, ring_of(0, 1)));
+  EXPECT_EQ(run(core7, ring_of(0, 1), Fidelity::kFlow).time, run(two_tier, ring_of(0, 1), Fidelity::kFlow).time);
 }
 
 // The same run twice gives the same event stream (engine fingerprint).

@@ -60,11 +60,36 @@ double leaf_uplink_share(const Cluster& cluster, const GroupLayout& layout, cons
   return share;
 }
 
+// The same for the core uplinks of a three-tier fabric's pods (three_tier_fabric.h): a pod's core
+// uplinks carry its NICs' line rate / (r_leaf × r_core), and a ring over the group's nodes leaves
+// and re-enters each pod once per channel; with g the fewest nodes the group has in one pod on a
+// channel that spans several pods, each crossing gets min(1, g / (r_leaf × r_core)) of a NIC.
+// 1 on other fabrics and for groups inside one pod.
+double core_uplink_share(const Cluster& cluster, const GroupLayout& layout, const std::vector<GpuId>& group) {
+  const FabricSpec& fabric = cluster.spec().fabric;
+  if (fabric.type != FabricType::kThreeTier || cluster.pod_count() < 2 || layout.node_count() < 2) return 1.0;
+  const double r = fabric.oversubscription * fabric.core_oversubscription;
+  if (!(r > 1.0)) return 1.0;
+  std::map<int, std::map<int, std::vector<int>>> nodes_in_pod;  // channel -> pod -> the group's nodes there
+  for (size_t rank = 0; rank < group.size(); ++rank) {
+    const auto& place = layout.ranks[rank];
+    std::vector<int>& nodes = nodes_in_pod[place.nic][cluster.pod_of(group[rank])];
+    if (std::find(nodes.begin(), nodes.end(), place.node) == nodes.end()) nodes.push_back(place.node);
+  }
+  double share = 1.0;
+  for (const auto& [nic, pods] : nodes_in_pod) {
+    if (pods.size() < 2) continue;
+    for (const auto& [pod, nodes] : pods) share = std::min(share, static_cast<double>(nodes.size()) / r);
+  }
+  return share;
+}
+
 // Route figures of a group, memoised by what decides them, so that a group of 131,072 GPUs does not
 // build (and keep) a route for each of its hops: a hop's latency and bottleneck follow from the two
 // nodes' hardware (preset name), the two GPUs' places in them and whether their NICs share a leaf
-// (the fabrics are two-tier: paths between two leaves all cross one spine, over links of the same
-// kinds); a node's ring share from its hardware and the local GPUs in the ring.
+// and whether they are in one pod (paths between two leaves of a pod all cross one spine, paths
+// between pods a spine, a core switch and a spine, over links of the same kinds); a node's ring
+// share from its hardware and the local GPUs in the ring.
 class RouteFigures {
  public:
   explicit RouteFigures(const Cluster& cluster) : cluster_(cluster) {}
@@ -85,7 +110,7 @@ class RouteFigures {
   }
 
  private:
-  using HopKey = std::tuple<int, int, int, int, bool, bool>;
+  using HopKey = std::tuple<int, int, int, int, bool, bool, bool>;
   // A small number per node preset name, so that keys compare integers, not strings.
   int hardware(int node) {
     if (hardware_of_node_.empty()) hardware_of_node_.assign(static_cast<size_t>(cluster_.node_count()), -1);
@@ -98,7 +123,7 @@ class RouteFigures {
     const int nb = cluster_.node_of(b);
     const bool same_node = na == nb;
     const HopKey key{hardware(na), cluster_.local_index(a), hardware(nb), cluster_.local_index(b), same_node,
-                     !same_node && cluster_.leaf_of(a) == cluster_.leaf_of(b)};
+                     !same_node && cluster_.leaf_of(a) == cluster_.leaf_of(b), cluster_.pod_of(a) == cluster_.pod_of(b)};
     auto it = hops_.find(key);
     if (it != hops_.end()) return it->second;
     const Route& route = cluster_.route(a, b);
@@ -221,6 +246,9 @@ GroupLayout make_group_layout(const Cluster& cluster, const std::vector<GpuId>& 
     layout.inter_latency = std::max({layout.inter_latency, figures.latency(a, b), figures.latency(b, a)});
   }
   layout.nic_bandwidth = layout.nic_bandwidth * leaf_uplink_share(cluster, layout, group);
+  // Pod crossings are leaf crossings too: the core tier caps what the leaf tier leaves.
+  layout.nic_bandwidth = std::min(layout.nic_bandwidth, nic_line_rate(cluster, nodes.front()) *
+                                                            core_uplink_share(cluster, layout, group));
   // Route latencies over every hop of the rings the ring algorithm will run.
   for (const auto& ring : ring_orders(layout)) {
     for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {

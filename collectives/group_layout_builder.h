@@ -24,6 +24,10 @@ namespace clustersim {
 //     hash collisions can make it slower;
 //     all-to-all traffic, which crosses leaves more often than a ring, is priced with the same
 //     share and is therefore optimistic under oversubscription;
+//     on a three-tier fabric (three_tier_fabric.h) the same argument one tier up caps it at
+//     min(1, g_pod / (oversubscription × core_oversubscription)) of the NIC line rate, g_pod the
+//     group's fewest nodes in one pod on a channel that spans several pods (a ring crosses each pod
+//     boundary once per channel; a pod's core uplinks carry its NICs' rate over both ratios);
 //   intra_latency / inter_latency: the largest route latency over those pairs and over every hop
 //     of the rings the ring algorithm runs (ring_orders());
 //   efficiencies: link_efficiency.h for the node's GPU (PCIe-only nodes: kPcieEfficiency).

@@ -247,8 +247,9 @@ Schema build_scenario_schema() {
   s.key(integer("cluster.node_groups[].count", "nodes in the group", "1", 1, kMaxClusterNodes));
   s.key(integer("cluster.node_groups[].gpus_per_node", "GPUs used per node (0 = all)", "0", 0, kMaxNodeGpus));
   s.section("cluster.fabric", "the inter-node network");
-  s.key(choice("cluster.fabric.type", "topology of the inter-node network", "rail-optimized",
-               {"single-switch", "fat-tree", "rail-optimized"}));
+  s.key(choice("cluster.fabric.type",
+               "topology of the inter-node network (three-tier: pods of pod_type fabrics joined by a core tier)",
+               "rail-optimized", {"single-switch", "fat-tree", "rail-optimized", "three-tier"}));
   s.key(key_def("cluster.fabric.nic", ValueType::kString, "NIC preset replacing the node's NIC (scenarios/hardware/nics/)"));
   s.key(hop_latency(key_def("cluster.fabric.switch_latency", ValueType::kDuration,
                         "latency per switch traversal (NVIDIA Quantum-2 QM9700 port to port: < 130 ns; with cables ~ "
@@ -257,6 +258,16 @@ Schema build_scenario_schema() {
   s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", fmt::format("{}", kDefaultLeafPorts),
                 1, kMaxLeafPorts));
   s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
+             fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription));
+  s.key(choice("cluster.fabric.pod_type", "three-tier only: how the leaves inside a pod are wired", "fat-tree",
+               {"fat-tree", "rail-optimized"}));
+  s.key(integer("cluster.fabric.pod_nodes",
+                "three-tier only, required: nodes per pod (Llama 3: 3,072 GPUs = 384 nodes of 8; the last pod may "
+                "hold fewer)",
+                "", 1, kMaxClusterNodes));
+  s.key(real("cluster.fabric.core_oversubscription",
+             "three-tier only: a pod's spine downlink / core uplink bandwidth (Llama 3's cluster: 7, Dubey et al. "
+             "2024 3.3.1)",
              fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription));
   s.key(real("cluster.pue",
              "facility power usage effectiveness: facility energy / IT energy (default 1.2: between Google's "
@@ -574,6 +585,41 @@ void located_by_message(const ConfigDocument& doc, const std::string& path, F&& 
   }
 }
 
+// The pod keys of a three-tier fabric (topology/three_tier_fabric.h): refused, at their line, with
+// any other fabric type, and pod_nodes required and at most the cluster's nodes with this one.
+void load_pods(const ConfigDocument& doc, ClusterSpec& c) {
+  const std::string type = doc.get_string("cluster.fabric.type");
+  const std::vector<std::string> pod_keys = {"cluster.fabric.pod_type", "cluster.fabric.pod_nodes",
+                                             "cluster.fabric.core_oversubscription"};
+  if (c.fabric.type != FabricType::kThreeTier) {
+    for (const std::string& key : pod_keys) {
+      if (doc.has(key)) {
+        throw doc.error_at(key, fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; set "
+                                            "cluster.fabric.type: three-tier (leaf, spine, core) or remove the key",
+                                            type));
+      }
+    }
+    return;
+  }
+  const int nodes = static_cast<int>(c.nodes.size());
+  if (!doc.has("cluster.fabric.pod_nodes")) {
+    throw doc.error_at("cluster.fabric.type", fmt::format("three-tier needs cluster.fabric.pod_nodes, the nodes of one "
+                                                          "pod (1..{}, the cluster's nodes)",
+                                                          nodes));
+  }
+  const int64_t pod_nodes = doc.get_int("cluster.fabric.pod_nodes");
+  if (pod_nodes > nodes) {
+    throw doc.error_at("cluster.fabric.pod_nodes",
+                       fmt::format("{} nodes per pod, but the cluster has {} nodes; valid: 1..{} (a cluster inside one "
+                                   "pod is a two-tier fabric: type fat-tree or rail-optimized)",
+                                   pod_nodes, nodes, nodes));
+  }
+  c.fabric.pod_nodes = static_cast<int>(pod_nodes);
+  c.fabric.pod_type = doc.get_string("cluster.fabric.pod_type") == "rail-optimized" ? FabricType::kRailOptimized
+                                                                                    : FabricType::kFatTree;
+  c.fabric.core_oversubscription = doc.get_real("cluster.fabric.core_oversubscription");
+}
+
 ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catalog) {
   ClusterSpec c;
   auto add_nodes = [&](const ConfigDocument& d, const std::string& node_key, int64_t count, int64_t gpus_per_node,
@@ -635,6 +681,7 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
   const std::string type = doc.get_string("cluster.fabric.type");
   c.fabric.type = type == "single-switch" ? FabricType::kSingleSwitch
                   : type == "fat-tree"    ? FabricType::kFatTree
+                  : type == "three-tier"  ? FabricType::kThreeTier
                                           : FabricType::kRailOptimized;
   if (doc.has("cluster.fabric.nic")) {
     c.fabric.nic = located(doc, "cluster.fabric.nic", [&] { return catalog.nic(doc.get_string("cluster.fabric.nic")); });
@@ -642,6 +689,7 @@ ClusterSpec load_cluster(const ConfigDocument& doc, const HardwareCatalog& catal
   c.fabric.switch_latency = doc.get_duration("cluster.fabric.switch_latency");
   c.fabric.leaf_ports = static_cast<int>(doc.get_int("cluster.fabric.leaf_ports"));
   c.fabric.oversubscription = doc.get_real("cluster.fabric.oversubscription");
+  load_pods(doc, c);
   return c;
 }
 

@@ -50,7 +50,8 @@ inline constexpr int64_t kMaxSimulatedGpus = int64_t{1} << 18;
 // to 128 ports at the line rates of the shipped NICs; NVIDIA Quantum-2 QM9700: 64 × 400 Gb/s).
 inline constexpr int kDefaultLeafPorts = 32;
 inline constexpr int kMaxLeafPorts = 65'536;
-// cluster.fabric.oversubscription: fat-tree leaf downlink / uplink bandwidth, in [1, 64].
+// cluster.fabric.oversubscription: fat-tree leaf downlink / uplink bandwidth, in [1, 64]; the same
+// bounds for cluster.fabric.core_oversubscription (a three-tier pod's spine downlink / core uplink).
 inline constexpr double kDefaultOversubscription = 1.0;
 inline constexpr double kMaxOversubscription = 64.0;
 

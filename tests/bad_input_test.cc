@@ -138,6 +138,36 @@ TEST(BadInput, FlowFidelityBeyondItsLimitsIsRefusedNamingTheFlag) {
   expect_refused("collective --nodes 4096 --fidelity flow", {"--fidelity flow", "32768 GPUs", "16384"});
 }
 
+// The pod keys of a three-tier fabric (topology/three_tier_fabric.h), refused at their line with
+// what is valid: with a two-tier type, missing, a pod larger than the cluster, a ratio below 1, a
+// pod type that is not a two-tier Clos.
+TEST(BadInput, ThreeTierPodKeysNameTheirLineAndWhatIsValid) {
+  auto scenario_with = [](const std::string& name, const std::string& fabric) {
+    return write_temp(name, "cluster:\n  node: dgx-h100\n  nodes: 4\n  fabric:\n" + fabric +
+                                "model:\n  preset: llama3-8b\n");
+  };
+  expect_refused("run " + scenario_with("core-two-tier.yaml", "    type: fat-tree\n    core_oversubscription: 7\n"),
+                 {"core-two-tier.yaml:6:5: cluster.fabric.core_oversubscription:", "cluster.fabric.type is fat-tree",
+                  "three-tier"});
+  expect_refused("run " + scenario_with("pods-rail.yaml", "    pod_nodes: 2\n"),
+                 {"pods-rail.yaml:5:5: cluster.fabric.pod_nodes:", "cluster.fabric.type is rail-optimized"});
+  expect_refused("run " + scenario_with("no-pods.yaml", "    type: three-tier\n"),
+                 {"no-pods.yaml:5:5: cluster.fabric.type:", "needs cluster.fabric.pod_nodes", "1..4"});
+  expect_refused("run " + scenario_with("big-pod.yaml", "    type: three-tier\n    pod_nodes: 8\n"),
+                 {"big-pod.yaml:6:5: cluster.fabric.pod_nodes:", "the cluster has 4 nodes", "valid: 1..4"});
+  expect_refused("run " + scenario_with("zero-pod.yaml", "    type: three-tier\n    pod_nodes: 0\n"),
+                 {"zero-pod.yaml:6:5: cluster.fabric.pod_nodes: 0 is out of range", "[1, 16384]"});
+  expect_refused("run " + scenario_with("core-half.yaml",
+                                        "    type: three-tier\n    pod_nodes: 2\n    core_oversubscription: 0.5\n"),
+                 {"core-half.yaml:7:5: cluster.fabric.core_oversubscription: 0.5 is out of range", "[1, 64]"});
+  expect_refused("run " + scenario_with("pod-switch.yaml",
+                                        "    type: three-tier\n    pod_nodes: 2\n    pod_type: single-switch\n"),
+                 {"pod-switch.yaml:7:5: cluster.fabric.pod_type:", "fat-tree, rail-optimized"});
+  // The same keys through --set: the key and what is valid, no file line.
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set cluster.fabric.core_oversubscription=7",
+                 {"cluster.fabric.core_oversubscription", "three-tier"});
+}
+
 TEST(BadInput, ValuesThatOverflowNameTheirFileAndKey) {
   expect_refused("run " + corpus("scenario", "seq-len-overflow"),
                  {"seq-len-overflow: one step of this scenario", "training.seq_len 16777216", "int64 picoseconds"});

@@ -17,6 +17,7 @@
 #include "topology/node_routes.h"
 #include "topology/rail_optimized_fabric.h"
 #include "topology/single_switch_fabric.h"
+#include "topology/three_tier_fabric.h"
 #include "topology/spec_validation.h"
 
 namespace clustersim {
@@ -145,6 +146,14 @@ class Cluster::Impl {
   int leaf_of(GpuId gpu) const {
     if (leaf_of_nic_.empty()) return -1;
     return leaf_of_nic_[static_cast<size_t>(global_nic(gpu))];
+  }
+  int pod_of(GpuId gpu) const {
+    const int node = node_of(gpu);
+    return spec_.fabric.type == FabricType::kThreeTier ? node / spec_.fabric.pod_nodes : 0;
+  }
+  int pod_count() const {
+    if (spec_.fabric.type != FabricType::kThreeTier) return 1;
+    return (node_count() + spec_.fabric.pod_nodes - 1) / spec_.fabric.pod_nodes;
   }
   int nic_count(int index) const { return static_cast<int>(layout_of_node(index).nic_vertices.size()); }
   VertexId nic_vertex(int index, int nic) const {
@@ -338,6 +347,9 @@ class Cluster::Impl {
       case FabricType::kRailOptimized:
         plan.layout = build_rail_optimized_fabric(plan.ports, fabric);
         break;
+      case FabricType::kThreeTier:
+        plan.layout = build_three_tier_fabric(plan.ports, fabric);
+        break;
     }
     return plan;
   }
@@ -429,6 +441,8 @@ int Cluster::nic_of(GpuId gpu) const { return impl_->nic_of(gpu); }
 int Cluster::nic_count(int node) const { return impl_->nic_count(node); }
 VertexId Cluster::nic_vertex(int node, int nic) const { return impl_->nic_vertex(node, nic); }
 int Cluster::leaf_of(GpuId gpu) const { return impl_->leaf_of(gpu); }
+int Cluster::pod_of(GpuId gpu) const { return impl_->pod_of(gpu); }
+int Cluster::pod_count() const { return impl_->pod_count(); }
 
 const Route& Cluster::route(GpuId src, GpuId dst, uint64_t flow_hash) const {
   return impl_->route(src, dst, flow_hash);

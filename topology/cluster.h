@@ -13,7 +13,8 @@
 //   PCIe     GPU/NIC ↔ PCIe switch ↔ CPU socket ↔ socket (pcie_node.h)
 //   fabric   NIC ↔ leaf: NIC bandwidth; latency NIC latency on the way out, switch latency + NIC
 //            latency on the way in; leaf ↔ spine: each switch adds FabricSpec::switch_latency on
-//            the link leaving it (single_switch_fabric.h, fat_tree_fabric.h, rail_optimized_fabric.h).
+//            the link leaving it (single_switch_fabric.h, fat_tree_fabric.h, rail_optimized_fabric.h);
+//            spine ↔ core likewise (three_tier_fabric.h).
 
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,7 @@ using GpuId = int32_t;     // global GPU index: node-major, 0 .. gpu_count()-1
 using LinkId = int32_t;    // index into Cluster::links()
 using VertexId = int32_t;  // index of a graph vertex
 
-enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeafSwitch, kSpineSwitch, kHostMemory };
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeafSwitch, kSpineSwitch, kHostMemory, kCoreSwitch };
 
 enum class LinkKind { kNvLink, kPcie, kInterSocket, kNicToSwitch, kSwitchToSwitch, kHostMemory };
 
@@ -82,6 +83,12 @@ class Cluster {
   // The fabric switch the NIC of `gpu` (nic_of) plugs into: an index shared by the NICs on the same
   // leaf (one value for every NIC under a single switch). -1 on a one-node cluster (no fabric).
   int leaf_of(GpuId gpu) const;
+  // The pod of the node holding `gpu` on a three-tier fabric (FabricType::kThreeTier): node /
+  // FabricSpec::pod_nodes, 0 .. pod_count()-1; 0 on every other fabric. Throws InputError for an
+  // unknown GPU.
+  int pod_of(GpuId gpu) const;
+  // Pods of the cluster: ⌈nodes / pod_nodes⌉ on a three-tier fabric, 1 otherwise.
+  int pod_count() const;
 
   // Shortest path from `src` to `dst` (src != dst) by hop count. Among equal-cost paths (ECMP)
   // the choice is a deterministic function of (src, dst, flow_hash), so different flows between

@@ -48,4 +48,16 @@ Bandwidth leaf_port_bandwidth(const std::vector<NicPort>& ports);
 void add_spine_layer(FabricLayout& layout, const std::vector<int>& leaves, const FabricSpec& spec,
                      Bandwidth port_bandwidth);
 
+// Spines per leaf group: as many as a leaf has uplink ports, ⌈leaf_ports / oversubscription⌉ (≥ 1).
+int spine_count(const FabricSpec& spec);
+// The bandwidth of one leaf ↔ spine trunk: leaf_ports × port_bandwidth / (oversubscription ×
+// spine_count(spec)), so a leaf's uplinks carry its downlink capacity / oversubscription.
+Bandwidth leaf_trunk_bandwidth(const FabricSpec& spec, Bandwidth port_bandwidth);
+
+// Adds spine_count(spec) spines named "<prefix>spine<s>", joins every leaf in `leaves` to each of
+// them with leaf_trunk_bandwidth(), even when there is a single leaf (a pod's spines also lead to
+// the core), and returns their switch indices in order.
+std::vector<int> add_spines(FabricLayout& layout, const std::vector<int>& leaves, const FabricSpec& spec,
+                            Bandwidth port_bandwidth, const std::string& prefix);
+
 }  // namespace clustersim

@@ -146,7 +146,7 @@ void validate_node(int index, const NodeSpec& node, int gpus_per_node, bool seve
   }
 }
 
-void validate_fabric(const FabricSpec& fabric) {
+void validate_fabric(const FabricSpec& fabric, int nodes) {
   if (fabric.leaf_ports < 1) {
     throw InputError(fmt::format("fabric.leaf_ports = {} is invalid; a leaf switch has at least 1 port",
                                  fabric.leaf_ports));
@@ -158,6 +158,19 @@ void validate_fabric(const FabricSpec& fabric) {
   }
   require_non_negative("fabric", "switch_latency", fabric.switch_latency);
   if (fabric.nic) validate_nic("fabric", "nic", *fabric.nic);
+  if (fabric.type != FabricType::kThreeTier) return;
+  if (fabric.pod_type != FabricType::kFatTree && fabric.pod_type != FabricType::kRailOptimized) {
+    throw InputError("fabric.pod_type is invalid; the leaves of a pod are wired as fat-tree or rail-optimized");
+  }
+  if (fabric.pod_nodes < 1 || fabric.pod_nodes > nodes) {
+    throw InputError(fmt::format("fabric.pod_nodes = {} is invalid; a pod holds 1 to {} nodes (the cluster's nodes)",
+                                 fabric.pod_nodes, nodes));
+  }
+  if (!std::isfinite(fabric.core_oversubscription) || fabric.core_oversubscription < 1.0) {
+    throw InputError(fmt::format("fabric.core_oversubscription = {} is invalid; it is a pod's spine downlink / core "
+                                 "uplink bandwidth and must be >= 1 (1 = non-blocking)",
+                                 fabric.core_oversubscription));
+  }
 }
 
 }  // namespace
@@ -172,7 +185,7 @@ void validate_cluster_spec(const ClusterSpec& spec) {
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     validate_node(static_cast<int>(i), spec.nodes[i], spec.gpus_per_node, several_nodes, spec.fabric.nic.has_value());
   }
-  validate_fabric(spec.fabric);
+  validate_fabric(spec.fabric, static_cast<int>(spec.nodes.size()));
 }
 
 }  // namespace clustersim

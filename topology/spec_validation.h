@@ -14,7 +14,9 @@ namespace clustersim {
 //   mesh edges naming a GPU outside 0 .. gpus-1, joining a GPU to itself, repeating a pair, with
 //   links < 1, or giving a GPU more links than GpuSpec::nvlink_links (when that is > 0);
 //   fabric leaf_ports < 1, oversubscription < 1 (or not finite), a negative switch latency, a
-//   fabric NIC override with a non-positive bandwidth.
+//   fabric NIC override with a non-positive bandwidth; on a three-tier fabric a pod_type other
+//   than fat-tree or rail-optimized, pod_nodes outside 1 .. the cluster's nodes, or
+//   core_oversubscription < 1 (or not finite).
 void validate_cluster_spec(const ClusterSpec& spec);
 
 }  // namespace clustersim

@@ -86,5 +86,22 @@ TEST(SpecValidation, RejectsBadFabrics) {
   expect_rejected([](ClusterSpec& s) { s.nodes[0].pcie.sockets = 0; }, {"pcie.sockets = 0"});
 }
 
+// A three-tier fabric needs 1 .. nodes nodes per pod, a two-tier pod type and a core ratio >= 1.
+TEST(SpecValidation, RejectsThreeTierPodsThatCannotBeBuilt) {
+  auto three_tier = [](ClusterSpec& s) {
+    s.fabric.type = FabricType::kThreeTier;
+    s.fabric.pod_nodes = 1;
+  };
+  ClusterSpec valid = two_nodes();
+  three_tier(valid);
+  EXPECT_NO_THROW(validate_cluster_spec(valid));
+  expect_rejected([&](ClusterSpec& s) { three_tier(s); s.fabric.pod_nodes = 0; }, {"pod_nodes = 0", "1 to 2 nodes"});
+  expect_rejected([&](ClusterSpec& s) { three_tier(s); s.fabric.pod_nodes = 3; }, {"pod_nodes = 3", "1 to 2 nodes"});
+  expect_rejected([&](ClusterSpec& s) { three_tier(s); s.fabric.core_oversubscription = 0.5; },
+                  {"core_oversubscription = 0.5", ">= 1"});
+  expect_rejected([&](ClusterSpec& s) { three_tier(s); s.fabric.pod_type = FabricType::kSingleSwitch; },
+                  {"pod_type", "fat-tree or rail-optimized"});
+}
+
 }  // namespace spec_validation_test
 }  // namespace clustersim

@@ -78,6 +78,7 @@ enum class FabricType {
   kSingleSwitch,   // one non-blocking switch: every NIC one hop from every other
   kFatTree,        // two-tier leaf/spine; nodes fill leaves in order; uplinks = downlinks / oversubscription
   kRailOptimized,  // NIC i of every node on rail leaf i (per group of nodes), leaves joined by spines
+  kThreeTier,      // pods of FabricSpec::pod_nodes nodes, each a two-tier pod_type fabric, joined by a core tier
 };
 
 struct FabricSpec {
@@ -86,6 +87,12 @@ struct FabricSpec {
   int leaf_ports = 64;             // downlink ports of one leaf switch (NICs it can hold)
   double oversubscription = 1.0;   // fat-tree: downlink bandwidth / uplink bandwidth of a leaf (>= 1)
   std::optional<NicSpec> nic;      // overrides the node preset's NIC when set
+  // kThreeTier only (three_tier_fabric.h): how the leaves inside a pod are wired (kFatTree or
+  // kRailOptimized), the nodes of one pod (the last pod may hold fewer), and the spine downlink /
+  // core uplink bandwidth of a pod (>= 1; Llama 3's cluster: 7, Dubey et al. 2024 §3.3.1).
+  FabricType pod_type = FabricType::kFatTree;
+  int pod_nodes = 0;
+  double core_oversubscription = 1.0;
 };
 
 // A whole cluster: one NodeSpec per node (nodes may differ), and the fabric between them.

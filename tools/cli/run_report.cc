@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "parallelism/pod_placement.h"
+
 
 namespace clustersim {
 
@@ -105,6 +107,40 @@ ClusterEnergy cluster_energy(const TrainingReport& r, const Cluster& cluster, do
   return e;
 }
 
+namespace {
+
+const char* name_of_pod_type(FabricType type) {
+  return type == FabricType::kRailOptimized ? "rail-optimized" : "fat-tree";
+}
+
+// "6 pods of 384 nodes (3072 GPUs; the last holds 128 nodes), fat-tree pods, leaf 1:1, core 1:7 ·
+// pp groups span 6 pods · tp, dp inside one pod": the three-tier fabric's pods and where the
+// layout's groups sit in them (pod_placement.h).
+std::string describe_pods(const Cluster& cluster, const Layout& layout) {
+  const FabricSpec& fabric = cluster.spec().fabric;
+  const int pods = cluster.pod_count();
+  const int pod_gpus = cluster.gpus_in_node(0) * fabric.pod_nodes;
+  std::string s = fmt::format("{} {} of {} nodes ({} GPUs", pods, pods == 1 ? "pod" : "pods", fabric.pod_nodes, pod_gpus);
+  const int last = cluster.node_count() - (pods - 1) * fabric.pod_nodes;
+  if (last != fabric.pod_nodes) s += fmt::format("; the last holds {} nodes", last);
+  s += fmt::format("), {} pods, leaf 1:{:g}, core 1:{:g}", name_of_pod_type(fabric.pod_type), fabric.oversubscription,
+                   fabric.core_oversubscription);
+  std::string inside;
+  for (const PodSpan& span : pod_spans(cluster, layout)) {
+    if (span.max_pods == 1) {
+      inside += (inside.empty() ? "" : ", ") + span.name;
+      continue;
+    }
+    s += span.min_pods == span.max_pods ? fmt::format(" · {} groups span {} pods", span.name, span.max_pods)
+                                        : fmt::format(" · {} groups span {}-{} pods", span.name, span.min_pods,
+                                                      span.max_pods);
+  }
+  if (!inside.empty()) s += fmt::format(" · {} inside one pod", inside);
+  return s;
+}
+
+}  // namespace
+
 std::string describe_layout(const Layout& l) {
   // dp 0: a search candidate whose tp·cp·pp leaves no whole data-parallel size.
   std::string s = l.dp > 0 ? fmt::format("tp {} · pp {} · dp {}", l.tp, l.pp, l.dp)
@@ -130,6 +166,9 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   const int nodes = c.cluster->node_count();
   out << fmt::format("  cluster    {} {} ({} {} of {}), {}\n", gpus, gpus == 1 ? "GPU" : "GPUs", nodes,
                      nodes == 1 ? "node" : "nodes", s.cluster.nodes.front().name, gpu.name);
+  if (c.cluster->spec().fabric.type == FabricType::kThreeTier) {
+    out << fmt::format("  pods       {}\n", describe_pods(*c.cluster, s.layout));
+  }
   out << fmt::format("  model      {} · {} layers · h {} · seq {} · global batch {} · micro batch {}\n", s.model.name,
                      s.model.layers, s.model.hidden, s.training.seq_len, s.training.global_batch,
                      s.training.micro_batch);
@@ -329,6 +368,19 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
                  {"schedule", std::string(name_of(s.layout.schedule))},
                  {"micro_batch", s.training.micro_batch},
                  {"recompute", std::string(name_of(s.training.recompute))}};
+  if (c.cluster->spec().fabric.type == FabricType::kThreeTier) {
+    const FabricSpec& fabric = c.cluster->spec().fabric;
+    nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+    for (const PodSpan& span : pod_spans(*c.cluster, s.layout)) {
+      groups[span.name] = {{"size", span.size}, {"min_pods", span.min_pods}, {"max_pods", span.max_pods}};
+    }
+    j["pods"] = {{"count", c.cluster->pod_count()},
+                 {"pod_nodes", fabric.pod_nodes},
+                 {"pod_type", name_of_pod_type(fabric.pod_type)},
+                 {"oversubscription", fabric.oversubscription},
+                 {"core_oversubscription", fabric.core_oversubscription},
+                 {"groups", groups}};
+  }
   j["microbatches"] = r.microbatches;
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s"] = r.tokens_per_s;

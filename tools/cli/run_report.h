@@ -43,7 +43,9 @@ void write_run_summary(const TrainingReport& report, const RunContext& context, 
 // The document of `clustersim run --json`: step_time_s, tokens_per_s, mfu, hfu, model_flops_per_step,
 // tflops_per_gpu, breakdown_s{compute, exposed_comm, bubble, optimizer, host_bound, other} (seconds),
 // memory{peak_bytes, capacity_bytes, fits, per_stage[{stage, params_bytes, grads_bytes, optimizer_bytes,
-// activations_bytes, other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}. Keys in a
+// activations_bytes, other_bytes, total_bytes}]}, ranks, sim{events, wall_s, fidelity, ...}; on a
+// three-tier fabric also pods{count, pod_nodes, pod_type, oversubscription, core_oversubscription,
+// groups{tp|cp|dp|pp|ep: {size, min_pods, max_pods}}} (parallelism/pod_placement.h). Keys in a
 // fixed order.
 nlohmann::ordered_json run_json(const TrainingReport& report, const RunContext& context);
 // run_json() as `clustersim run --json` prints it: indented by 2, a path that is not UTF-8 with

@@ -132,10 +132,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.capacity = gpu.hbm_capacity;
 
   StepSimulationOptions sim;
-  sim.fidelity = options.fidelity;
-  sim.representative = options.representative;
-  sim.record_trace = options.record_trace;
-  sim.collective_profile = options.collective_profile;
+  static_cast<SimulationOptions&>(sim) = options;  // what every step is simulated with
   if (governed) sim.power = cost.power_model();
   // Stragglers: one program set per distinct speed, each from a cost model at that speed.
   std::vector<std::pair<double, TrainingPrograms>> slow_programs;

@@ -16,6 +16,7 @@
 #include "cost_models/calibration_profile.h"
 #include "parallelism/layout.h"
 #include "parallelism/program_builder.h"
+#include "parallelism/simulation_options.h"
 #include "parallelism/step_simulation.h"
 #include "topology/cluster.h"
 #include "workloads/model_flops.h"
@@ -42,13 +43,11 @@ struct StepJitter {
   uint64_t seed = 1;
 };
 
-struct TrainingSimulationOptions {
-  Fidelity fidelity = Fidelity::kAnalytical;
-  bool representative = true;  // one rank per pipeline stage (see step_simulation.h)
-  bool record_trace = false;
+// SimulationOptions (fidelity, representative, trace, collective profile, launch queue: what every
+// step it simulates is simulated with) and what the training simulation itself uses.
+struct TrainingSimulationOptions : SimulationOptions {
   bool allow_idle_gpus = false;
   const CalibrationProfile* compute_profile = nullptr;
-  const CollectiveProfile* collective_profile = nullptr;
   // Kernel pricing to use; null: built from the cluster's GPU and compute_profile. A caller that
   // simulates many layouts (clustersim search) builds it once; it must be for the same GPU and
   // profile.

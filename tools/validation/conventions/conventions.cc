@@ -77,8 +77,8 @@ ModelSpec llama_model(std::string name, int64_t layers, int64_t hidden, int64_t 
 
 namespace {
 
-// The order in which a source text is matched: SC21 before the Megatron-LM README (both name
-// Megatron), Megatron-Bridge before the README; generic matches every source and comes last.
+// The order in which a source text is matched: the first that describes it wins (a text naming
+// two publications gets the earlier); generic, which describes every source, comes last.
 const std::array<const PublicationConventions*, 8>& registry() {
   static const std::array<const PublicationConventions*, 8> all = {
       &sc21_conventions(),        &korthikanti_conventions(), &megatron_bridge_conventions(),

@@ -30,6 +30,8 @@
 
 namespace clustersim::conventions {
 
+// Whether `part` occurs in `text` (case-sensitive), and `text` in ASCII lower case: how source,
+// GPU, precision and notes fields are matched.
 bool contains(std::string_view text, std::string_view part);
 std::string lower(std::string_view text);
 
@@ -139,12 +141,14 @@ class PublicationConventions {
   std::optional<ModelSpec> model_from_columns(ConventionContext& ctx, int64_t seq_len) const;
 };
 
-// Every publication's conventions, in the order a source text is matched against them; the
-// generic conventions (matching every source) last.
+// The conventions of the first publication that describes `source` (SC21, Korthikanti et al.,
+// Megatron-Bridge, the Megatron-LM README, llm-foundry, Hagemann et al., BigScience, in that order),
+// or the generic ones. Never throws.
 const PublicationConventions& conventions_of(const std::string& source);
+// The conventions whose id() is `id`; InternalError if none (every SourceConvention has a file).
 const PublicationConventions& conventions_for(SourceConvention id);
 
-// One per file of this folder.
+// One per file of this folder: each a single immutable instance.
 const PublicationConventions& sc21_conventions();
 const PublicationConventions& korthikanti_conventions();
 const PublicationConventions& megatron_readme_conventions();

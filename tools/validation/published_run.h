@@ -60,8 +60,8 @@ std::vector<PublishedConfig> read_published_runs(const std::string& csv_path);
 std::string publication_of(const std::string& source);
 
 // Which published setup a configuration follows, recognised from its source text. It decides the
-// defaults for fields the source leaves empty (tools/validation/conventions/, one file per
-// publication) and how the source counts FLOPs (validate_runs.cc).
+// defaults for fields the source leaves empty and how the source counts FLOPs
+// (tools/validation/conventions/, one file per publication).
 enum class SourceConvention {
   kSc21,            // Narayanan et al. 2021, "SC21" / arXiv:2104.04473
   kKorthikanti,     // Korthikanti et al. 2022, arXiv:2205.05198

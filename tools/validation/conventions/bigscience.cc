@@ -27,6 +27,12 @@ class BigScienceConventions final : public PublicationConventions {
   bool naive_attention(ConventionContext& ctx) const override { return megatron_2021_naive_attention(ctx); }
   double dropout() const override { return kMegatronGptDropout; }
 
+  // The log's "hardware TFLOPs" (Megatron-DeepSpeed, checkpoint_activations_factor = 4): SC21's eq. 3.
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool hardware) const override {
+    return sc21_source_flops(ps, hardware);
+  }
+  bool achieved_counts_recompute() const override { return true; }
+
   void gradient_reduction(ConventionContext& ctx, Layout& l, TrainingSpec& /*t*/,
                           DataType /*params_dtype*/) const override {
     reduce_after_backward(ctx, l);

@@ -75,6 +75,24 @@ ModelSpec llama_model(std::string name, int64_t layers, int64_t hidden, int64_t 
   return m;
 }
 
+FlopShape flop_shape(const PublishedScenario& ps) {
+  const ModelSpec& m = ps.scenario.model;
+  const TrainingSpec& t = ps.scenario.training;
+  FlopShape f{};
+  f.global_batch = static_cast<double>(t.global_batch);
+  f.seq_len = static_cast<double>(t.seq_len);
+  f.layers = static_cast<double>(m.layers);
+  f.hidden = static_cast<double>(m.hidden);
+  f.vocab = static_cast<double>(m.vocab);
+  f.heads = static_cast<double>(m.heads);
+  f.kv_heads = static_cast<double>(m.kv_head_count());
+  f.head_size = static_cast<double>(m.head_size());
+  f.ffn_hidden = static_cast<double>(m.ffn_hidden);
+  f.swiglu = m.mlp == MlpKind::kSwiglu;
+  f.recompute = t.recompute;
+  return f;
+}
+
 namespace {
 
 // The order in which a source text is matched: the first that describes it wins (a text naming

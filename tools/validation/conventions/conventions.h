@@ -2,9 +2,11 @@
 
 // How one publication's rows become a scenario: the defaults its text supports for the fields it
 // leaves empty, the model its names stand for, its framework, kernels, precision, recomputation and
-// optimizer sharding. build_published_scenario (tools/validation/published_run.cc) does what every
-// source shares and asks the source's PublicationConventions at each point where sources differ;
-// each publication's answers, with their citations, sit in one file of this folder:
+// optimizer sharding, and how it counts the FLOPs of its TFLOP/s and MFU.
+// build_published_scenario (tools/validation/published_run.cc) does what every source shares and
+// asks the source's PublicationConventions at each point where sources differ; validate --runs
+// (validate_runs.cc) asks them for the FLOPs of a step. Each publication's answers,
+// with their citations, sit in one file of this folder:
 //
 //   megatron_sc21.cc         Narayanan et al. 2021, SC21 (arXiv:2104.04473)
 //   megatron_korthikanti.cc  Korthikanti et al. 2022 (arXiv:2205.05198)
@@ -27,6 +29,7 @@
 
 #include "scenarios/scenario.h"
 #include "tools/validation/published_run.h"
+#include "workloads/model_flops.h"
 
 namespace clustersim::conventions {
 
@@ -61,6 +64,14 @@ ModelSpec gpt_model(const PublishedConfig& config, int64_t seq_len);
 
 // Llama: SwiGLU, RMSNorm, RoPE, untied LM head, no biases (Touvron et al. 2023).
 ModelSpec llama_model(std::string name, int64_t layers, int64_t hidden, int64_t heads, int64_t ffn, int64_t vocab);
+
+// The step's dimensions as the FLOP formulas of tools/validation/published_flops.h take them.
+struct FlopShape {
+  double global_batch, seq_len, layers, hidden, vocab, heads, kv_heads, head_size, ffn_hidden;
+  bool swiglu = false;
+  Recompute recompute = Recompute::kNone;
+};
+FlopShape flop_shape(const PublishedScenario& ps);
 
 // One publication's conventions. The defaults are clustersim's own (generic.cc says why each is).
 class PublicationConventions {
@@ -134,6 +145,18 @@ class PublicationConventions {
   virtual int unstated_vpp(ConventionContext&, int64_t /*layers*/, int /*pp*/, int64_t /*microbatches*/) const {
     return 1;
   }
+
+  // ---- FLOPs as the source counts them (tools/validation/published_flops.h, SOURCES.md "FLOP-counting
+  // conventions differ")
+  // FLOPs of one step of `ps`: its model FLOPs (MFU, "model TFLOP/s"), or with `hardware` the FLOPs
+  // with the recomputation (HFU). `simulated`: clustersim's own count of the step
+  // (workloads/model_flops.h), which the generic conventions report.
+  virtual double step_flops(const PublishedScenario& /*ps*/, const StepFlops& simulated, bool hardware) const {
+    return hardware ? simulated.hardware : simulated.model;
+  }
+  // Whether the source's "achieved" TFLOP/s (and aggregate PFLOP/s, % of peak) count the recomputed
+  // forward pass (hardware FLOPs) rather than model FLOPs; clustersim's own report does.
+  virtual bool achieved_counts_recompute() const { return true; }
 
  protected:
   // The model from the configuration's columns: a preset where the name is one clustersim ships

@@ -1,6 +1,7 @@
 // clustersim's own conventions: what a source that clustersim knows nothing about gets for the
 // fields it leaves empty, and the defaults of PublicationConventions that the other publications'
-// files override. FLOPs are counted as clustersim counts them (tools/validation/validate_runs.cc).
+// files override. FLOPs are counted as clustersim counts them (workloads/model_flops.h: model FLOPs,
+// and hardware FLOPs with the recomputation, which its achieved TFLOP/s count).
 
 #include <fmt/format.h>
 

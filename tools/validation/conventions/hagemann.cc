@@ -9,6 +9,7 @@
 #include <array>
 
 #include "tools/validation/conventions/conventions.h"
+#include "tools/validation/published_flops.h"
 
 namespace clustersim::conventions {
 namespace {
@@ -108,6 +109,13 @@ class HagemannConventions final : public PublicationConventions {
       ctx.assume("attention kernel = FlashAttention v1 (flash-v1)", fmt::format("kernel \"{}\"", kernel));
     }
   }
+
+  // The files' MFU: PaLM's 6N + 12·L·h·s per token (with the inferred batch and vocabulary above).
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool /*hardware*/) const override {
+    const FlopShape f = flop_shape(ps);
+    return palm_step_flops(f.global_batch, f.seq_len, f.layers, f.hidden, ps.parameters);
+  }
+  bool achieved_counts_recompute() const override { return false; }
 
   void unstated_zero(ConventionContext& ctx, Layout& l) const override {
     l.zero_stage = 1;

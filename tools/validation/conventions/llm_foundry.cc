@@ -3,6 +3,7 @@
 // MFU counts them (NumParams, tools/validation/published_flops.h).
 
 #include "tools/validation/conventions/conventions.h"
+#include "tools/validation/published_flops.h"
 
 namespace clustersim::conventions {
 namespace {
@@ -37,6 +38,15 @@ class LlmFoundryConventions final : public PublicationConventions {
     m.make_vocab_size_divisible_by = 1;
     return m;
   }
+
+  // The README's "How is MFU calculated": NumParams-based, 4 instead of 3 passes for HFU under
+  // activation checkpointing.
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool hardware) const override {
+    const FlopShape f = flop_shape(ps);
+    return llm_foundry_step_flops(f.global_batch, f.seq_len, f.layers, f.hidden, ps.parameters,
+                                  hardware && f.recompute == Recompute::kFull);
+  }
+  bool achieved_counts_recompute() const override { return false; }
 
   void mixed_precision(ConventionContext& ctx, TrainingSpec& t) const override {
     if (contains(ctx.config.precision, "PURE")) {

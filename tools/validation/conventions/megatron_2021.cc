@@ -1,5 +1,7 @@
 #include "tools/validation/conventions/megatron_2021.h"
 
+#include "tools/validation/published_flops.h"
+
 namespace clustersim::conventions {
 
 bool megatron_2021_naive_attention(ConventionContext& ctx) {
@@ -12,6 +14,23 @@ void reduce_after_backward(ConventionContext& ctx, Layout& l) {
   if (l.dp > 1 && l.zero_stage != 3) {
     ctx.assume("no gradient-reduction overlap", "2021-22 Megatron-LM and DeepSpeed reduce after the backward pass");
   }
+}
+
+double sc21_source_flops(const PublishedScenario& ps, bool hardware) {
+  const FlopShape f = flop_shape(ps);
+  if (hardware && f.recompute == Recompute::kFull) {
+    return sc21_step_flops(f.global_batch, f.seq_len, f.layers, f.hidden, f.vocab);
+  }
+  return megatron_step_flops(f.global_batch, f.seq_len, f.layers, f.hidden, f.heads, f.kv_heads, f.head_size,
+                             f.ffn_hidden, f.swiglu, f.vocab);
+}
+
+double korthikanti_source_flops(const PublishedScenario& ps, bool hardware) {
+  const FlopShape f = flop_shape(ps);
+  if (hardware && f.recompute == Recompute::kSelective) {
+    return korthikanti_selective_hardware_flops(f.global_batch, f.seq_len, f.layers, f.hidden, f.vocab);
+  }
+  return sc21_source_flops(ps, hardware);
 }
 
 DataType Megatron2021Conventions::unstated_precision(ConventionContext& ctx) const {

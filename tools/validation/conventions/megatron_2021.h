@@ -21,6 +21,16 @@ bool megatron_2021_naive_attention(ConventionContext& ctx);
 // (only ZeRO-3 overlaps) and records it where data parallelism reduces anything.
 void reduce_after_backward(ConventionContext& ctx, Layout& layout);
 
+// FLOPs of a step as SC21 counts them: with `hardware` and full recomputation eq. 3 (96·B·s·L·h²·
+// (1 + s/6h + V/16Lh), the recomputed forward included), else Megatron-LM's model FLOPs
+// (tools/validation/published_flops.h). SC21 and BigScience's training log.
+double sc21_source_flops(const PublishedScenario& ps, bool hardware);
+
+// FLOPs of a step as Korthikanti et al. count them (and the Megatron-LM README's MFU): as SC21's,
+// and with `hardware` under selective recomputation the appendix's count of the recomputed
+// attention core (korthikanti_selective_hardware_flops).
+double korthikanti_source_flops(const PublishedScenario& ps, bool hardware);
+
 // The 2021-22 Megatron-LM conventions that SC21 and Korthikanti et al. share: fp16 ("mixed precision
 // (16-bit)"), naive attention, dropout 0.1, gradients reduced after the backward pass, and the
 // ZeRO-3 rows run with DeepSpeed's defaults.

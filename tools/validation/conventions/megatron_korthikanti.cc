@@ -34,6 +34,12 @@ class KorthikantiConventions final : public Megatron2021Conventions {
     return UnstatedVocab{51200, "the vocabulary of Table 5's 22B run; a single layer does not use it"};
   }
 
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool hardware) const override {
+    return korthikanti_source_flops(ps, hardware);
+  }
+  // Table 5 reports MFU and HFU, each by its name; an "achieved" figure would count model FLOPs.
+  bool achieved_counts_recompute() const override { return false; }
+
   int unstated_vpp(ConventionContext& ctx, int64_t layers, int /*pp*/, int64_t /*microbatches*/) const override {
     if (layers != 105) return 1;
     ctx.assume("vpp = 3", "Table 5's 530B run");

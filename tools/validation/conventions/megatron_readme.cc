@@ -31,6 +31,13 @@ class MegatronReadmeConventions final : public PublicationConventions {
 
   double dropout() const override { return kMegatronGptDropout; }
 
+  // Megatron-LM's model FLOPs (num_floating_point_operations), as Korthikanti et al. count them.
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool hardware) const override {
+    return korthikanti_source_flops(ps, hardware);
+  }
+  // The table's achieved TFLOP/s per GPU are its MFU's model FLOPs.
+  bool achieved_counts_recompute() const override { return false; }
+
   bool unstated_sequence_parallel(ConventionContext& ctx) const override {
     ctx.assume("sequence_parallel = true", "--tp-comm-overlap needs sequence parallelism");
     return true;

@@ -60,6 +60,12 @@ class Sc21Conventions final : public Megatron2021Conventions {
     return Recompute::kFull;
   }
 
+  double step_flops(const PublishedScenario& ps, const StepFlops& /*simulated*/, bool hardware) const override {
+    return sc21_source_flops(ps, hardware);
+  }
+  // Table 1's "achieved teraFLOP/s per GPU" count the recomputed forward pass (eq. 3).
+  bool achieved_counts_recompute() const override { return true; }
+
   int unstated_vpp(ConventionContext& ctx, int64_t layers, int pp, int64_t microbatches) const override {
     const int vpp = smallest_interleaving(layers, pp, microbatches);
     ctx.assume(fmt::format("vpp = {}", vpp),

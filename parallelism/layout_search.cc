@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "parallelism/program_builder.h"
+#include "parallelism/validate_run.h"
 #include "workloads/shard_spec.h"
 #include "workloads/transformer.h"
 
@@ -258,8 +259,9 @@ CandidateOutcome screen_candidate(const SearchProblem& problem, const LayoutCand
                                             ? candidate.layout.pp
                                             : 1)));
     }
-    training.validate(problem.model);
-    validate_layout(candidate.layout, context);
+    // Nodes: the GPU model is checked once for the space, DeepEP's groups where a candidate is simulated.
+    validate_run(problem.model, training, candidate.layout,
+                 ClusterContext{cluster, problem.space.allow_idle_gpus, /*check_nodes=*/false});
     const std::vector<int>& shards = problem.space.dp_shard;
     if (candidate.layout.dp_shard >= candidate.layout.dp && candidate.layout.dp_shard > 0 &&
         std::find(shards.begin(), shards.end(), 0) != shards.end()) {

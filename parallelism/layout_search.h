@@ -6,7 +6,8 @@
 //
 // Pipeline, per candidate (in parallel on a Boost.Asio thread pool, and split across processes by
 // a SearchPartition):
-//   1. rules: validate_layout() (docs/cases/layouts.md) and TrainingSpec::validate() decide;
+//   1. rules: validate_run() (parallelism/validate_run.h: the model, TrainingSpec::validate(),
+//      validate_layout() of docs/cases/layouts.md, the sharding and the framework checks) decides;
 //      a rejected candidate is counted under the first rule it breaks, in validate_layout()'s order
 //      (world size, tensor split, stage split, global batch, interleaved microbatches, other);
 //   2. constraints: tensor-parallel groups inside a node (search.tp_within_node);

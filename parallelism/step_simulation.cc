@@ -880,7 +880,7 @@ class StepSimulation {
   RankGrid grid_;
   int m_;
   int v_;
-  StepSimulationOptions options_;
+  const StepSimulationOptions& options_;  // simulate_step's, which outlives the simulation
   bool fuse_ = false;
   Simulator sim_;
   std::unique_ptr<FlowNetwork> network_;

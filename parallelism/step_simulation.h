@@ -21,16 +21,15 @@
 #include "cost_models/power_model.h"
 #include "parallelism/layout.h"
 #include "parallelism/rank_grid.h"
+#include "parallelism/simulation_options.h"
 #include "parallelism/step_program.h"
 #include "topology/cluster.h"
 
 namespace clustersim {
 
-struct StepSimulationOptions {
-  Fidelity fidelity = Fidelity::kAnalytical;
-  bool representative = true;
-  bool record_trace = false;
-  const CollectiveProfile* collective_profile = nullptr;
+// SimulationOptions (fidelity, representative, trace, collective profile, launch queue) and what
+// simulate_training sets for one step: the power governors, their starting power, the stragglers.
+struct StepSimulationOptions : SimulationOptions {
   // The GPU's power model: each simulated rank's compute stream runs under its own clock governor
   // (cost_models/power_model.h), which stretches clock-bound work while the averaged power would
   // exceed the limit, and integrates the GPU's energy. Null: full clock throughout, no energy.
@@ -38,11 +37,6 @@ struct StepSimulationOptions {
   // The governors' averaged power (W) at the start of the step, per simulated rank in the order of
   // StepResult::ranks (the end of the previous step); empty: every GPU starts idle.
   std::vector<double> initial_power_w;
-  // The launch queue: the host thread issues a kernel only once the kernel `launch_queue_depth`
-  // launches before it has finished; 0 = unbounded. 1,022: measured on the H200 of 2026-12-01
-  // (tools/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
-  // behind a long kernel blocked until it ended; CUDA's pending-launch limit is about 1,024).
-  int64_t launch_queue_depth = 1022;
   // Stragglers: rank r runs rank_programs[r] instead of its stage's program where that is not null
   // (empty: every rank its stage's). With `representative`, the simulated rank of each stage is the
   // one at representative_line's tp, cp and dp coordinates (the line of a straggler).

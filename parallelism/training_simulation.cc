@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -18,89 +17,18 @@
 
 namespace clustersim {
 
-LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& training, const Cluster& cluster,
-                             bool allow_idle_gpus) {
-  LayoutContext c;
-  c.layers = static_cast<int>(model.layers);
-  c.heads = static_cast<int>(model.heads);
-  c.kv_heads = static_cast<int>(model.kv_head_count());
-  c.experts = static_cast<int>(model.moe.num_experts);
-  c.moe_ffn_hidden = static_cast<int>(model.moe.moe_ffn_hidden);
-  c.ffn_hidden = static_cast<int>(model.ffn_hidden);
-  c.gpus = cluster.gpu_count();
-  const int first = cluster.gpus_in_node(0);
-  bool uniform = true;
-  for (int n = 1; n < cluster.node_count(); ++n) uniform = uniform && cluster.gpus_in_node(n) == first;
-  c.gpus_per_node = uniform ? first : 0;
-  c.global_batch = training.global_batch;
-  c.micro_batch = training.micro_batch;
-  c.seq_len = training.seq_len;
-  c.allow_idle_gpus = allow_idle_gpus;
-  return c;
-}
-
 namespace {
-
-// The GPU every rank runs on. Clusters mixing GPU models are rejected: the step simulator prices
-// one stage program for all ranks of a stage.
-const GpuSpec& uniform_gpu(const Cluster& cluster) {
-  const GpuSpec& gpu = cluster.node_spec(0).gpu;
-  for (int n = 1; n < cluster.node_count(); ++n) {
-    if (cluster.node_spec(n).gpu.name != gpu.name) {
-      throw InputError(fmt::format("cluster: node {} has {} GPUs but node 0 has {}; training simulation needs one GPU "
-                                   "model throughout",
-                                   n, cluster.node_spec(n).gpu.name, gpu.name));
-    }
-  }
-  return gpu;
-}
 
 double seconds(Duration d) { return d.to_seconds(); }
 
-// The expert-parallel group of rank 0 as runs of consecutive group ranks on one node:
-// (node, ranks) in group order.
-std::vector<std::pair<int, int64_t>> expert_group_node_runs(const Layout& layout, const Cluster& cluster) {
-  std::vector<std::pair<int, int64_t>> runs;
-  for (int m : RankGrid(layout).group_of(GroupKind::kExpert, 0)) {
-    const int node = cluster.node_of(m);
-    if (runs.empty() || runs.back().first != node) runs.emplace_back(node, 0);
-    ++runs.back().second;
-  }
-  return runs;
-}
-
 }  // namespace
-
-int64_t expert_ranks_per_node(const Layout& layout, const Cluster& cluster) {
-  if (layout.ep <= 1) return 0;
-  const auto runs = expert_group_node_runs(layout, cluster);
-  std::vector<int> nodes;
-  for (const auto& [node, ranks] : runs) {
-    if (ranks != runs.front().second) return 0;
-    nodes.push_back(node);
-  }
-  std::sort(nodes.begin(), nodes.end());
-  if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end()) return 0;  // a node visited twice
-  return runs.front().second;
-}
 
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
                                  const Layout& layout, const TrainingSimulationOptions& options) {
-  model.validate();
-  training.validate(model);
-  validate_layout(layout, layout_context(model, training, cluster, options.allow_idle_gpus));
+  validate_run(model, training, layout, ClusterContext{cluster, options.allow_idle_gpus});
   ShardSpec shard = shard_spec(layout);
   if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1) {
-    shard.ep_ranks_per_node = expert_ranks_per_node(layout, cluster);
-    if (shard.ep_ranks_per_node == 0) {
-      std::vector<int64_t> per_node;
-      for (const auto& run : expert_group_node_runs(layout, cluster)) per_node.push_back(run.second);
-      throw InputError(fmt::format("parallelism.moe_dispatcher deepep needs each expert-parallel group laid out node by "
-                                   "node, the same number of its ranks on every node it spans; with ep {}, etp {} and "
-                                   "order {} the group of rank 0 has {} ranks on its successive nodes; use an ep·etp "
-                                   "that divides the GPUs per node or is a multiple of them, or moe_dispatcher alltoall",
-                                   layout.ep, layout.etp, layout.order, fmt::join(per_node, " + ")));
-    }
+    shard.ep_ranks_per_node = expert_ranks_per_node(layout, cluster);  // not 0: check_deepep_node_layout
   }
   const GpuSpec& gpu = uniform_gpu(cluster);
   shard.gpu_sm_count = gpu.sm_count > 0 ? gpu.sm_count
@@ -132,10 +60,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.capacity = gpu.hbm_capacity;
 
   StepSimulationOptions sim;
-  sim.fidelity = options.fidelity;
-  sim.representative = options.representative;
-  sim.record_trace = options.record_trace;
-  sim.collective_profile = options.collective_profile;
+  static_cast<SimulationOptions&>(sim) = options;  // what every step is simulated with
   if (governed) sim.power = cost.power_model();
   // Stragglers: one program set per distinct speed, each from a cost model at that speed.
   std::vector<std::pair<double, TrainingPrograms>> slow_programs;

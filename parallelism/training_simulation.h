@@ -16,7 +16,9 @@
 #include "cost_models/calibration_profile.h"
 #include "parallelism/layout.h"
 #include "parallelism/program_builder.h"
+#include "parallelism/simulation_options.h"
 #include "parallelism/step_simulation.h"
+#include "parallelism/validate_run.h"
 #include "topology/cluster.h"
 #include "workloads/model_flops.h"
 #include "workloads/model_spec.h"
@@ -42,13 +44,11 @@ struct StepJitter {
   uint64_t seed = 1;
 };
 
-struct TrainingSimulationOptions {
-  Fidelity fidelity = Fidelity::kAnalytical;
-  bool representative = true;  // one rank per pipeline stage (see step_simulation.h)
-  bool record_trace = false;
+// SimulationOptions (fidelity, representative, trace, collective profile, launch queue: what every
+// step it simulates is simulated with) and what the training simulation itself uses.
+struct TrainingSimulationOptions : SimulationOptions {
   bool allow_idle_gpus = false;
   const CalibrationProfile* compute_profile = nullptr;
-  const CollectiveProfile* collective_profile = nullptr;
   // Kernel pricing to use; null: built from the cluster's GPU and compute_profile. A caller that
   // simulates many layouts (clustersim search) builds it once; it must be for the same GPU and
   // profile.
@@ -131,19 +131,10 @@ struct TrainingReport {
   JitterReport jitter;
 };
 
-// Validates everything (InputError naming fields and valid values), builds the programs and
-// simulates one step.
+// Validates the run (validate_run, parallelism/validate_run.h: InputError naming fields and valid
+// values), builds the programs and simulates one step; also InputError for a straggler outside the
+// layout or of a speed outside (0, 1], and for jitter over more than kMaxJitterGpus GPUs.
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
                                  const Layout& layout, const TrainingSimulationOptions& options = {});
-
-// The ranks of an expert-parallel group on each node it spans (ShardSpec::ep_ranks_per_node): the
-// group of rank 0, which must lie node by node (consecutive group ranks on one node, the same
-// number on each, each node once); 0 when it does not or ep = 1. Ranks are GPUs of `cluster` in
-// order.
-int64_t expert_ranks_per_node(const Layout& layout, const Cluster& cluster);
-
-// The LayoutContext validate_layout() needs, from the model, training spec and cluster.
-LayoutContext layout_context(const ModelSpec& model, const TrainingSpec& training, const Cluster& cluster,
-                             bool allow_idle_gpus);
 
 }  // namespace clustersim

@@ -147,8 +147,8 @@ TEST(TrainingSimulation, RepresentativeRanksMatchFullSimulation) {
   for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
     for (Layout layout : {Layout{.tp = 2, .pp = 2, .dp = 4}, Layout{.tp = 4, .pp = 1, .dp = 4, .zero_stage = 1},
                           Layout{.tp = 1, .pp = 4, .dp = 4, .vpp = 3, .schedule = PipelineSchedule::kInterleaved1F1B}}) {
-      TrainingSimulationOptions rep{.fidelity = f, .representative = true};
-      TrainingSimulationOptions full{.fidelity = f, .representative = false};
+      TrainingSimulationOptions rep{{.fidelity = f, .representative = true}};
+      TrainingSimulationOptions full{{.fidelity = f, .representative = false}};
       const TrainingReport a = simulate_training(cluster, small_gpt(), small_training(), layout, rep);
       const TrainingReport b = simulate_training(cluster, small_gpt(), small_training(), layout, full);
       EXPECT_EQ(a.step.step_time, b.step.step_time)
@@ -162,7 +162,7 @@ TEST(TrainingSimulation, RepresentativeRanksMatchFullSimulation) {
 TEST(TrainingSimulation, SameInputGivesSameEventStream) {
   const Cluster cluster(testing::h100_cluster(2));
   Layout layout{.tp = 2, .pp = 2, .dp = 4};
-  TrainingSimulationOptions o{.fidelity = Fidelity::kFlow};
+  TrainingSimulationOptions o{{.fidelity = Fidelity::kFlow}};
   const TrainingReport a = simulate_training(cluster, small_gpt(), small_training(), layout, o);
   const TrainingReport b = simulate_training(cluster, small_gpt(), small_training(), layout, o);
   EXPECT_EQ(a.step.fingerprint, b.step.fingerprint);

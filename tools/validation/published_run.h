@@ -60,7 +60,8 @@ std::vector<PublishedConfig> read_published_runs(const std::string& csv_path);
 std::string publication_of(const std::string& source);
 
 // Which published setup a configuration follows, recognised from its source text. It decides the
-// defaults for fields the source leaves empty and how the source counts FLOPs.
+// defaults for fields the source leaves empty and how the source counts FLOPs
+// (tools/validation/conventions/, one file per publication).
 enum class SourceConvention {
   kSc21,            // Narayanan et al. 2021, "SC21" / arXiv:2104.04473
   kKorthikanti,     // Korthikanti et al. 2022, arXiv:2205.05198
@@ -90,7 +91,8 @@ struct PublishedScenario {
 };
 
 // Builds the scenario of `config` with the node presets of `catalog` (model presets from the default
-// data directory). The layout is validated (validate_layout); a configuration the simulator rejects
+// data directory): what every source shares here, what its publication implies at each point where
+// sources differ from its PublicationConventions (tools/validation/conventions/conventions.h). The layout is validated (validate_layout); a configuration the simulator rejects
 // is returned with the rejection as `missing`. Throws InputError only for a configuration whose own
 // fields contradict each other (tp·pp·cp·dp ≠ GPUs when all are given) and for an unreadable preset.
 PublishedScenario build_published_scenario(const PublishedConfig& config, const HardwareCatalog& catalog);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "tools/validation/conventions/conventions.h"
 #include "tools/validation/published_flops.h"
 #include "workloads/parameter_count.h"
 
@@ -62,6 +63,31 @@ TEST(PublishedRun, PublicationAndConvention) {
   EXPECT_EQ(convention_of(config("mpt_0").source), SourceConvention::kLlmFoundry);
   EXPECT_EQ(convention_of(config("bloom176b").source), SourceConvention::kBigScience);
   EXPECT_EQ(convention_of("a lab's blog post"), SourceConvention::kGeneric);
+}
+
+// Every convention has its file under tools/validation/conventions/, which answers to its id and
+// name, and recognises its own sources' texts in the CSV.
+TEST(PublishedRun, EveryConventionHasItsConventions) {
+  const std::map<SourceConvention, std::string> names = {
+      {SourceConvention::kSc21, "Narayanan et al. 2021 (SC21)"},
+      {SourceConvention::kKorthikanti, "Korthikanti et al. 2022"},
+      {SourceConvention::kMegatronReadme, "Megatron-LM README"},
+      {SourceConvention::kMegatronBridge, "Megatron-Bridge"},
+      {SourceConvention::kLlmFoundry, "llm-foundry"},
+      {SourceConvention::kHagemann, "Hagemann et al. 2023"},
+      {SourceConvention::kBigScience, "BigScience BLOOM"},
+      {SourceConvention::kGeneric, "generic"}};
+  for (const auto& [id, name] : names) {
+    EXPECT_EQ(conventions::conventions_for(id).id(), id);
+    EXPECT_EQ(name_of(id), name);
+  }
+  std::map<SourceConvention, int> configs_of;
+  for (const auto& c : configs()) {
+    const SourceConvention id = convention_of(c.source);
+    EXPECT_TRUE(conventions::conventions_for(id).describes(c.source)) << c.config_id;
+    ++configs_of[id];
+  }
+  for (const auto& [id, name] : names) EXPECT_GT(configs_of[id], 0) << name;  // every file is used by the CSV
 }
 
 TEST(PublishedRun, NodePresetPerGpuType) {

@@ -17,6 +17,7 @@
 #include "engine/simulator.h"
 #include "parallelism/training_simulation.h"
 #include "tools/common/output_file.h"
+#include "tools/validation/conventions/conventions.h"
 #include "tools/validation/published_flops.h"
 #include "workloads/op_cost.h"
 #include "workloads/shard_spec.h"
@@ -146,86 +147,12 @@ double bytes_in(Bytes bytes, const std::string& unit, std::string* why) {
   return 0;
 }
 
-// Megatron-Bridge's model FLOPs of a mixture-of-experts or latent-attention model
-// (megatron/bridge/training/utils/flop_utils.py transformer_flops, which performance-summary.md's
-// "Model TFLOP/sec/GPU" uses): per token 12·L·h·(ffn·glu·L_dense/L + (top_k·moe_ffn + shared)·glu·
-// L_moe/L) + attention + 6·h·V_padded, glu = 3/2 for SwiGLU; attention for GQA
-// 12·L·h²·(a·d/h)·(1 + g/a + s/(2h)), for MLA 6·L·(q_lora·(h + a·(d + r) + 1) + kv_lora·(h + a·(d + v) + 1)
-// + h·r + a·v·h + s·a·(d + r)/2 + s·a·v/2) — the attention core counted causally (half of s × s).
-// With `mtp` multi-token-prediction layers: each counts as one more (MoE) layer, plus its norms and
-// 2h² projection 6·mtp·(3h + 2h²), and one more LM head 6·h·V each. `ungated`: glu = 1 for SwiGLU
-// too (GPT-OSS's published TFLOP/s, PublishedScenario::flop_ungated_mlp). Sliding windows are not
-// in the formula: every layer's attention counts the whole sequence.
-double bridge_moe_step_flops(const ModelSpec& m, const TrainingSpec& t, int tp, int mtp, bool ungated) {
-  const double B = static_cast<double>(t.global_batch);
-  const double s = static_cast<double>(t.seq_len);
-  const double extra = static_cast<double>(mtp);
-  const double L = static_cast<double>(m.layers) + extra;
-  const double h = static_cast<double>(m.hidden);
-  const double a = static_cast<double>(m.heads);
-  const double glu = m.mlp == MlpKind::kSwiglu && !ungated ? 1.5 : 1.0;
-  const double dense_layers = static_cast<double>(m.dense_layer_count());
-  const double moe_layers = static_cast<double>(m.moe_layer_count()) + extra;
-  const MoeSpec& moe = m.moe;
-  const double mlp = 12 * h *
-                     (static_cast<double>(m.ffn_hidden) * glu * dense_layers +
-                      static_cast<double>(moe.top_k * moe.moe_ffn_hidden + moe.shared_ffn()) * glu * moe_layers);
-  double attention = 0;
-  if (m.mla.enabled()) {
-    const double d = static_cast<double>(m.head_size());
-    const double r = static_cast<double>(m.mla.rope_head_dim);
-    const double v = static_cast<double>(m.v_head_size());
-    const double q_lora = static_cast<double>(m.mla.q_lora_rank);
-    const double kv_lora = static_cast<double>(m.mla.kv_lora_rank);
-    const double q_term = q_lora > 0 ? q_lora * (h + a * (d + r) + 1) : h * a * (d + r);
-    attention = 6 * L *
-                (q_term + kv_lora * (h + a * (d + v) + 1) + h * r + a * v * h + s * a * (d + r) / 2 + s * a * v / 2);
-  } else {
-    const double d = static_cast<double>(m.head_size());
-    const double g = static_cast<double>(m.kv_head_count());
-    attention = 12 * L * h * h * (a * d / h) * (1 + g / a + s / (2 * h));
-  }
-  const double vocab = static_cast<double>(padded_vocab_size(m.vocab, m.make_vocab_size_divisible_by, tp));
-  return B * s * (mlp + attention + 6 * extra * (3 * h + 2 * h * h) + 6 * h * vocab * (1 + extra));
-}
-
-// FLOPs of one step as the source counts them: the model FLOPs (MFU, "model TFLOP/s") or the
-// hardware FLOPs (HFU, SC21's and BLOOM's achieved TFLOP/s, which include the recomputation).
+// FLOPs of one step as the source counts them (its conventions' step_flops, conventions/): the model
+// FLOPs (MFU, "model TFLOP/s") or the hardware FLOPs (HFU, SC21's and BLOOM's achieved TFLOP/s,
+// which include the recomputation).
 double source_flops(const Simulated& sim, bool hardware) {
   const PublishedScenario& ps = *sim.scenario;
-  const ModelSpec& m = ps.scenario.model;
-  const TrainingSpec& t = ps.scenario.training;
-  const double B = static_cast<double>(t.global_batch);
-  const double s = static_cast<double>(t.seq_len);
-  const double L = static_cast<double>(m.layers);
-  const double h = static_cast<double>(m.hidden);
-  const double V = static_cast<double>(m.vocab);
-  const double a = static_cast<double>(m.heads);
-  const double g = static_cast<double>(m.kv_head_count());
-  const double d = static_cast<double>(m.head_size());
-  const double ffn = static_cast<double>(m.ffn_hidden);
-  const bool swiglu = m.mlp == MlpKind::kSwiglu;
-  const bool full = t.recompute == Recompute::kFull;
-  switch (ps.convention) {
-    case SourceConvention::kSc21:
-    case SourceConvention::kBigScience:
-      return hardware && full ? sc21_step_flops(B, s, L, h, V)
-                              : megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
-    case SourceConvention::kKorthikanti:
-    case SourceConvention::kMegatronReadme:
-      if (hardware && full) return sc21_step_flops(B, s, L, h, V);
-      if (hardware && t.recompute == Recompute::kSelective) return korthikanti_selective_hardware_flops(B, s, L, h, V);
-      return megatron_step_flops(B, s, L, h, a, g, d, ffn, swiglu, V);
-    case SourceConvention::kMegatronBridge:
-      if (m.moe.enabled() || m.mla.enabled()) {
-        return bridge_moe_step_flops(m, t, ps.scenario.layout.tp, ps.flop_mtp_layers, ps.flop_ungated_mlp);
-      }
-      return megatron_bridge_step_flops(B, s, L, h, a, g, ffn, V);
-    case SourceConvention::kLlmFoundry: return llm_foundry_step_flops(B, s, L, h, ps.parameters, hardware && full);
-    case SourceConvention::kHagemann: return palm_step_flops(B, s, L, h, ps.parameters);
-    case SourceConvention::kGeneric: return hardware ? sim.report->flops.hardware : sim.report->flops.model;
-  }
-  return 0;
+  return conventions::conventions_for(ps.convention).step_flops(ps, sim.report->flops, hardware);
 }
 
 // The row's metric in its source's definition, or nullopt with `why`.
@@ -258,10 +185,10 @@ std::optional<double> predict(const PublishedMetric& metric, const Simulated& si
   const double gpus = r.gpus;
   const double peak = sim.scenario->scenario.cluster.nodes.front().gpu.peak(t.compute_dtype).flop_per_second();
   const double tokens = static_cast<double>(t.global_batch * t.seq_len);
-  // SC21's and BLOOM's "achieved" TFLOP/s count the recomputation; everyone else's model FLOPs.
-  const SourceConvention conv = sim.scenario->convention;
-  const bool achieved_is_hardware = conv == SourceConvention::kSc21 || conv == SourceConvention::kBigScience ||
-                                    conv == SourceConvention::kGeneric;
+  // SC21's and BLOOM's "achieved" TFLOP/s count the recomputation; everyone else's model FLOPs
+  // (PublicationConventions::achieved_counts_recompute).
+  const bool achieved_is_hardware =
+      conventions::conventions_for(sim.scenario->convention).achieved_counts_recompute();
   if (name == "iteration_time" || name == "step_time") return seconds_in(time, unit, why);
   // GPU-hours at the simulated step's rate: GPUs × step time per token.
   const double gpu_hours_per_token = time * gpus / tokens / 3600;

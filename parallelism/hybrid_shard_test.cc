@@ -116,6 +116,22 @@ TEST(HybridShard, ModelStateIsThatOfFullShardingOverTheShardGroup) {
   }
 }
 
+TEST(HybridShard, GradientsReducedOncePerStepAreWholeUnderZeroTwoAndThree) {
+  // 4 micro-batches per rank (global batch 64 over dp 16). Reduced after every micro-batch (auto
+  // under ZeRO 2/3), the gradients stay sharded; reduced once per step they accumulate whole.
+  for (int zero : {2, 3}) {
+    Layout every{.dp = 16, .zero_stage = zero};
+    const Transformer t(small_gpt(), training(2048, 64), shard_spec(every));
+    const StageMemory sharded = stage_memory(t, every)[0];
+    Layout once = every;
+    once.reduce_every_microbatch = false;
+    const StageMemory whole = stage_memory(t, once)[0];
+    const int64_t grad_bytes = t.training().precision.grad_bytes();
+    EXPECT_EQ(whole.memory.grads, Bytes::of(sharded.parameters * grad_bytes)) << "zero " << zero;
+    EXPECT_EQ(sharded.memory.grads, Bytes::of(sharded.parameters * grad_bytes).divided_ceil(16)) << "zero " << zero;
+  }
+}
+
 TEST(HybridShard, ProgramsReduceInTheShardGroupAndAllReduceTheShardAcrossReplicas) {
   Layout l{.dp = 16, .zero_stage = 3};
   l.dp_shard = 8;

@@ -821,6 +821,11 @@ std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layo
     if (last_stage) inputs.logits = transformer.logits_bytes();
     mem.memory = memory_model.rank_memory(inputs);
     mem.memory.activations += working_set;
+    // ZeRO 2/3 reducing once per step (reduce_every_microbatch false) accumulates the whole
+    // gradients over the micro-batches before its one reduce-scatter: they are not sharded then.
+    if (layout.zero_stage >= 2 && !layout.reduces_every_microbatch() && m > 1) {
+      mem.memory.grads = Bytes::of(checked_mul(held.dense + held.expert, training.precision.grad_bytes(), "gradient bytes"));
+    }
     // ZeRO-3 holds gathered weights unsharded: the layer in use and the one prefetched (FSDP's
     // FULL_SHARD with limit_all_gathers), or two of DeepSpeed's buckets (zero3_bucket_elements).
     if (layout.zero_stage >= 3) {

@@ -159,8 +159,8 @@ void add_search_keys(Schema& s) {
                     {"none", "selective", "full"}));
   s.key(int_list("search.zero", "ZeRO stages (absent: parallelism.zero)", 0, 3));
   s.key(int_list("search.dp_shard",
-                 "hybrid-sharding group sizes, 0 = full sharding (absent: parallelism.dp_shard); a size applies to the "
-                 "layouts with ZeRO >= 1 whose dp it divides and exceeds",
+                 "hybrid-sharding group sizes, 0 = full sharding (absent: parallelism.dp_shard); a layout whose dp a "
+                 "size does not divide, or with ZeRO 0, is rejected for that size",
                  0, kMaxClusterGpus));
   s.key(string_list("search.sequence_parallel", "sequence parallelism on/off (absent: parallelism.sequence_parallel)",
                     {"false", "true"}));
@@ -419,7 +419,8 @@ Schema build_scenario_schema() {
   s.key(integer("parallelism.dp_shard",
                 "hybrid sharding: data-parallel ranks that shard the ZeRO state (FSDP HYBRID_SHARD, torchtitan "
                 "data_parallel_shard_degree; Megatron dp / --num-distributed-optimizer-instances), replicated across "
-                "dp / dp_shard groups; 0 = all dp ranks (needs zero >= 1 below dp)",
+                "dp / dp_shard groups; a divisor of dp; 0 (or dp) = shard over all dp ranks; a value below dp needs "
+                "zero >= 1",
                 "0", 0, kMaxClusterGpus));
 
   s.section("simulation", "how to simulate");

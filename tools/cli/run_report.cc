@@ -153,7 +153,10 @@ std::string describe_layout(const Layout& l) {
   if (l.layers_per_virtual_stage > 0) s += fmt::format(" · {} layers/chunk", l.layers_per_virtual_stage);
   if (l.sequence_parallel) s += " · sp";
   if (l.zero_stage > 0) s += fmt::format(" · zero {}", l.zero_stage);
-  if (l.hybrid_shard()) s += fmt::format(" · dp_shard {} ({} replicas)", l.shard_dp(), l.dp / l.shard_dp());
+  if (l.hybrid_shard()) {
+    s += l.dp % l.shard_dp() == 0 ? fmt::format(" · dp_shard {} ({} replicas)", l.shard_dp(), l.dp / l.shard_dp())
+                                  : fmt::format(" · dp_shard {} (does not divide dp)", l.shard_dp());
+  }
   s += fmt::format(" · {}", name_of(l.schedule));
   return s;
 }
@@ -387,6 +390,7 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   j["mfu"] = r.mfu;
   j["hfu"] = r.hfu;
   j["executed_fraction"] = r.executed_fraction;
+  if (const std::string note = framework_note(s); !note.empty()) j["notes"] = {note};
   j["model_flops_per_step"] = r.flops.model;
   j["hardware_flops_per_step"] = r.flops.hardware;
   j["tflops_per_gpu"] = r.model_tflops_per_gpu;

@@ -115,7 +115,7 @@ std::string value_list(const std::set<T>& values) {
 
 // The values each dimension took over the candidates.
 std::string describe_space(const SearchResult& result) {
-  std::set<int> tp, pp, dp, vpp, zero;
+  std::set<int> tp, pp, dp, vpp, zero, dp_shard;
   std::set<int64_t> mb;
   std::set<std::string> recompute, schedule, sp, order;
   for (const auto& c : result.candidates) {
@@ -124,17 +124,21 @@ std::string describe_space(const SearchResult& result) {
     if (c.layout.dp > 0) dp.insert(c.layout.dp);
     vpp.insert(c.layout.vpp);
     zero.insert(c.layout.zero_stage);
+    dp_shard.insert(c.layout.dp_shard);
     mb.insert(c.micro_batch);
     recompute.insert(std::string(name_of(c.recompute)));
     schedule.insert(std::string(name_of(c.layout.schedule)));
     sp.insert(c.layout.sequence_parallel ? "on" : "off");
     order.insert(c.layout.order);
   }
-  return fmt::format("tp {{{}}} · pp {{{}}} · dp {{{}}} · vpp {{{}}} · micro batch {{{}}} · recompute {{{}}} · zero {{{}}} · "
+  // dp_shard only where the search lists sizes other than full sharding.
+  const std::string shards =
+      dp_shard.size() > 1 || !dp_shard.contains(0) ? fmt::format(" · dp_shard {{{}}}", value_list(dp_shard)) : "";
+  return fmt::format("tp {{{}}} · pp {{{}}} · dp {{{}}} · vpp {{{}}} · micro batch {{{}}} · recompute {{{}}} · zero {{{}}}{} · "
                      "sp {{{}}} · schedule {{{}}} · order {{{}}}",
                      value_list(tp), value_list(pp), dp.empty() ? std::string("none fits") : value_list(dp),
-                     value_list(vpp), value_list(mb),
-                     value_list(recompute), value_list(zero), value_list(sp), value_list(schedule), value_list(order));
+                     value_list(vpp), value_list(mb), value_list(recompute), value_list(zero), shards, value_list(sp),
+                     value_list(schedule), value_list(order));
 }
 
 // `text` as one word of a POSIX shell: as it is when it holds only characters no shell treats

@@ -83,6 +83,11 @@ TEST(Cli, FsdpUnderTheDefaultFrameworkIsNoted) {
   EXPECT_NE(noted.output.find("note: training.framework is megatron, the default"), std::string::npos)
       << noted.output;
   EXPECT_NE(noted.output.find("set training.framework: pytorch-eager"), std::string::npos) << noted.output;
+  const Result json = run(fsdp + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const nlohmann::json notes = nlohmann::json::parse(json.output)["notes"];
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].get<std::string>().find("pytorch-eager"), std::string::npos);
   for (const char* framework : {"megatron", "pytorch-eager"}) {
     const Result given = run(fsdp + " --set training.framework=" + framework);
     EXPECT_EQ(given.exit_code, 0) << given.output;

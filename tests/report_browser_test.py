@@ -4,7 +4,8 @@
 For each scenario the page is written by `clustersim report`, loaded by Chromium (--dump-dom after
 its load event, with the console on standard error) and screenshotted into the build folder. The
 DOM must hold what the simulation says, taken from other outputs of the same binary:
-  - the timeline: one row per Chrome trace thread of `run --trace`, its rects the trace's spans
+  - the timeline: one row per Chrome trace thread of `run --trace`, its rects (<rect>s, or the
+    subpaths of a large timeline's row <path>) the trace's spans
     merged by the page's stated resolution (the step / 10,000), that resolution the one of
     `run --json`'s step time; wait rows where `run --json`'s ranks have bubble, exposed
     communication or host-bound time;
@@ -34,8 +35,6 @@ TIMELINE_BINS = 10_000  # kTimelineBins, tools/cli/html_report.h
 
 class Dom(html.parser.HTMLParser):
     """The elements of a page: tag, attributes, parent index, text."""
-
-    VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "circle", "line", "polyline"}
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -164,7 +163,8 @@ def check_run_report(args, name, scenario):
     check(int(svg["data-spans"]) == spans, f"{name}: data-spans {svg['data-spans']}, the trace has {spans}")
     rows = dom.find("g", "spans")
     check(len(rows) == threads, f"{name}: {len(rows)} timeline rows, the trace has {threads} threads")
-    rects = sum(len(dom.find("rect", parent=g)) for g in rows)
+    rects = sum(len(dom.find("rect", parent=g)) + sum(dom.elements[p][1]["d"].count("M") for p in dom.find("path", parent=g))
+                for g in rows)
     check(rects == expected_rects, f"{name}: {rects} timeline rects, the trace's spans merge into {expected_rects}")
     kinds = {dom.elements[g][1]["class"].split()[1] for g in dom.find("g", "waits")}
     for part, css in (("bubble_s", "w-bubble"), ("exposed_comm_s", "w-exposed_comm"), ("host_bound_s", "w-host_bound")):

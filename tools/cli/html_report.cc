@@ -106,10 +106,11 @@ try{
     window.addEventListener('mousemove',function(e){if(!drag)return;var r=svg.getBoundingClientRect();
       x0=Math.max(0,Math.min(W-w,drag.x0-(e.clientX-drag.x)/r.width*w));draw();});
     var hover=document.getElementById('timeline-hover');
-    svg.addEventListener('mouseover',function(e){var t=e.target;if(t.tagName!=='rect')return;var g=t.parentNode;
+    svg.addEventListener('mousemove',function(e){var t=e.target;if(t.tagName!=='rect'&&t.tagName!=='path')return;var g=t.parentNode;
+      var row='rank '+g.getAttribute('data-rank')+' '+g.getAttribute('data-stream')+(g.classList.contains('waits')?' '+g.classList[1].slice(2):'')+': ';
+      if(t.tagName==='path'){hover.textContent=row+'at '+fmt(at(e)/W*step);return;}
       var a=+t.getAttribute('x'),b=a+(+t.getAttribute('width'));var name=t.firstChild?t.firstChild.textContent+', ':'';
-      hover.textContent='rank '+g.getAttribute('data-rank')+' '+g.getAttribute('data-stream')+(g.classList.contains('waits')?' '+g.classList[1].slice(2):'')+
-        ': '+name+fmt(a/W*step)+' to '+fmt(b/W*step)+' ('+fmt((b-a)/W*step)+')';});
+      hover.textContent=row+name+fmt(a/W*step)+' to '+fmt(b/W*step)+' ('+fmt((b-a)/W*step)+')';});
     document.getElementById('zoom-in').onclick=function(){zoom(2,x0+w/2);};
     document.getElementById('zoom-out').onclick=function(){zoom(0.5,x0+w/2);};
     document.getElementById('zoom-reset').onclick=function(){x0=0;w=W;draw();};
@@ -200,7 +201,8 @@ void write_timeline(const TrainingReport& r, std::ostream& out) {
       seconds_text(resolution.to_seconds()), kTimelineBins, wait_rects,
       span_rects + wait_rects <= kTimelineTitledRects
           ? " and the name of its first span"
-          : fmt::format(" (span names are left out above {} rects: `clustersim run --trace` has them)",
+          : fmt::format(" (above {} rects each row is one SVG path and span names are left out: `clustersim "
+                        "run --trace` has them)",
                         kTimelineTitledRects));
   legend({{"s-compute", "compute"}, {"s-host", "host thread"}, {"s-tp", "tp"}, {"s-cp", "cp"}, {"s-ep", "ep"},
           {"s-etp", "etp"}, {"s-dp", "dp"}, {"s-edp", "edp"}, {"s-pp", "pp send"}, {"s-emb", "embedding grads"},
@@ -228,18 +230,22 @@ void write_timeline(const TrainingReport& r, std::ostream& out) {
                                const std::string& css) {
     out << "<g class=\"" << group_class << ' ' << css << "\" data-rank=\"" << row.rank << "\" data-stream=\""
         << html_escape(row.stream) << "\" transform=\"translate(0," << row_top << ")\">";
+    // A large timeline draws each row as one path of a subpath per rect: a DOM node per row, not
+    // per rect, renders several times faster.
+    if (!titled) out << "<path d=\"";
     for (const TimelineRect& rect : row.rects) {
       const double x = static_cast<double>(rect.start.ps()) * scale;
-      const double w = std::max(static_cast<double>((rect.end - rect.start).ps()) * scale, 0.001);
-      out << "<rect x=\"" << num(x) << "\" width=\"" << num(w) << "\" height=\"" << kRowHeight << '"';
+      const std::string w = num(std::max(static_cast<double>((rect.end - rect.start).ps()) * scale, 0.001));
       if (!titled) {
-        out << "/>";
+        out << 'M' << num(x) << " 0h" << w << 'v' << kRowHeight << 'h' << '-' << w << 'z';
         continue;
       }
-      out << "><title>" << html_escape(rect.first_name);
+      out << "<rect x=\"" << num(x) << "\" width=\"" << w << "\" height=\"" << kRowHeight << "\"><title>"
+          << html_escape(rect.first_name);
       if (rect.spans > 1) out << " +" << rect.spans - 1;
       out << "</title></rect>";
     }
+    if (!titled) out << "\"/>";
     out << "</g>\n";
   };
   for (const TimelineRow& row : waits) {
@@ -559,7 +565,8 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
       const double y = py(t);
       out << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kWidth << "\" y1=\"" << num(y)
           << "\" y2=\"" << num(y) << "\"/><text x=\"" << kLeft - 4 << "\" y=\"" << num(y + 4)
-          << "\" text-anchor=\"end\">" << fmt::format("{:.4g}", t) << "</text>\n";
+          << "\" text-anchor=\"end\">" << (t >= 1 ? fmt::format("{:.0f}", t) : fmt::format("{:.3g}", t))
+          << "</text>\n";
     }
     out << "<text x=\"" << kLeft + kWidth / 2 << "\" y=\"" << kTop + kHeight + 32
         << "\" text-anchor=\"middle\">peak memory per GPU (GiB)</text><text x=\"12\" y=\"" << kTop + kHeight / 2

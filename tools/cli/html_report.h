@@ -17,10 +17,11 @@
 // memory, screening figures), the Pareto front, the winner, the best layouts, the rejected counts
 // by reason; then the scenario and the command line.
 //
-// Element classes the browser test counts (tests/report_browser_test.py): `rect.span` (timeline
-// rects of trace spans), `rect.wait`, `g.rank-breakdown`, `g.stage-memory` and its `rect.part`,
-// `circle.candidate`, `circle.pareto`, `circle.winner`, `tr.rejected`; `body[data-ok="1"]` once
-// the inline script has run without an exception.
+// Elements the browser test counts (tests/report_browser_test.py): the rects of the timeline (the
+// <rect>s, or the subpaths of the <path>, of each `g.spans` row of trace spans and `g.waits` row),
+// `g.rank-breakdown` and `g.stage-memory` with their `rect.part`s, `circle.candidate`,
+// `circle.pareto`, `circle.winner`, `tr.rejected`; `body[data-ok="1"]` once the inline script has
+// run without an exception.
 
 #include <ostream>
 #include <string>
@@ -37,8 +38,9 @@ namespace clustersim {
 // than 1 ms of its 9.8 s step merge, about a pixel at a zoom of 6 on a 1,600-pixel-wide window.
 inline constexpr int64_t kTimelineBins = 10'000;
 
-// The most timeline rects that carry their first span's name as a tooltip (<title>, about 40 bytes
-// each); a larger timeline shows only times on hover, which halves the 16,384-GPU page.
+// The most timeline rects drawn as <rect> elements with their first span's name as a tooltip
+// (<title>); a larger timeline draws each row as one <path> of a subpath ("M x 0h w v12h-w z") per
+// rect, without names: the 16,384-GPU page (about 51,000 rects) is smaller and renders faster.
 inline constexpr size_t kTimelineTitledRects = 20'000;
 
 // One rect of the timeline: spans of one row merged (`spans` of them), from the first's start to

@@ -149,6 +149,7 @@ class StepSimulation {
     result.events = sim_.events_executed();
     result.fingerprint = sim_.fingerprint();
     result.trace = std::move(trace_);
+    result.waits = std::move(waits_);
     return result;
   }
 
@@ -252,6 +253,10 @@ class StepSimulation {
 
   void end_wait(Rank& r) {
     const Duration waited = sim_.now() - r.wait_start;
+    if (r.wait != WaitKind::kNone) {
+      record_wait(r, r.wait == WaitKind::kInput ? "bubble" : r.wait == WaitKind::kHost ? "host_bound" : "exposed_comm",
+                  r.wait_start, sim_.now());
+    }
     if (r.wait == WaitKind::kInput) {
       r.breakdown.bubble += waited;
     } else if (r.wait == WaitKind::kHost) {
@@ -265,6 +270,11 @@ class StepSimulation {
   void resume(Rank& r) {
     end_wait(r);
     advance(r);
+  }
+
+  // A wait of r's compute stream, counted in the RankBreakdown part `part` (StepResult::waits).
+  void record_wait(const Rank& r, const char* part, Time start, Time end) {
+    if (options_.record_trace && end > start) waits_.push_back(TraceSpan{r.rank, r.rank, "wait", part, start, end});
   }
 
   void record(const Rank& r, const std::string& stream, const std::string& name, Time start) {
@@ -545,6 +555,7 @@ class StepSimulation {
     const Duration waited = (issue_kernels(r, sim_.now(), full, host, label) - sim_.now()) - full;
     r.breakdown.host_bound += waited;
     const Time issued = sim_.now() + waited;
+    record_wait(r, "host_bound", sim_.now(), issued);
     const Duration duration = r.governor ? governed_from(r, issued, full, power) : full;
     const Time start = issued;
     Rank* rank = &r;
@@ -634,6 +645,7 @@ class StepSimulation {
     }
     const Duration host_wait = (gpu - sim_.now()) - seg.total;
     r.breakdown.host_bound += host_wait;
+    record_wait(r, "host_bound", sim_.now(), sim_.now() + host_wait);
     Duration total = seg.total + host_wait;
     if (r.governor) {
       const Duration full = seg.compute + seg.optimizer;
@@ -892,6 +904,7 @@ class StepSimulation {
   std::map<std::tuple<int, int, int>, Rendezvous> rendezvous_;
   std::map<std::pair<int, int>, std::vector<std::vector<int>>> mirror_groups_;
   std::vector<TraceSpan> trace_;
+  std::vector<TraceSpan> waits_;
 };
 
 }  // namespace

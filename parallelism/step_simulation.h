@@ -96,6 +96,10 @@ struct StepResult {
   uint64_t events = 0;
   uint64_t fingerprint = 0;          // engine fingerprint (determinism tests)
   std::vector<TraceSpan> trace;      // when record_trace
+  // When record_trace: every wait of a simulated rank's compute stream, stream "wait", name the
+  // RankBreakdown part it is counted in ("bubble", "exposed_comm", "host_bound"); the spans of one
+  // rank sum to those three parts. Kept apart from `trace` (the Chrome trace has no wait events).
+  std::vector<TraceSpan> waits;
 };
 
 // Simulates one step. `stages[s]` is the program of pipeline stage s (size pp). `microbatches`

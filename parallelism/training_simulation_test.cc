@@ -113,6 +113,42 @@ TEST(TrainingSimulation, TiedEmbeddingGradientsAreSummedAcrossTheEndStages) {
   EXPECT_EQ(one.programs.stages[0].embedding_grad_reduce.count(), 0);
 }
 
+// The recorded waits of each simulated rank's compute stream are its bubble, exposed communication
+// and host-bound time, span by span: their sums equal the breakdown's parts, and a step without
+// record_trace records none.
+TEST(TrainingSimulation, RecordedWaitsSumToTheRankBreakdown) {
+  const Cluster cluster(testing::h100_cluster(2));
+  TrainingSimulationOptions o;
+  o.record_trace = true;
+  for (const Layout& layout : {Layout{.tp = 2, .pp = 2, .dp = 4}, Layout{.tp = 1, .pp = 4, .dp = 4}}) {
+    const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout, o);
+    ASSERT_FALSE(r.step.waits.empty());
+    for (const RankBreakdown& rank : r.step.ranks) {
+      Duration bubble, exposed, host;
+      for (const TraceSpan& w : r.step.waits) {
+        if (w.rank != rank.rank) continue;
+        EXPECT_EQ(w.stream, "wait");
+        EXPECT_GT(w.end, w.start);
+        const Duration d = w.end - w.start;
+        if (w.name == "bubble") {
+          bubble += d;
+        } else if (w.name == "exposed_comm") {
+          exposed += d;
+        } else {
+          EXPECT_EQ(w.name, "host_bound");
+          host += d;
+        }
+      }
+      EXPECT_EQ(bubble, rank.bubble) << rank.rank;
+      EXPECT_EQ(exposed, rank.exposed_comm) << rank.rank;
+      EXPECT_EQ(host, rank.host_bound) << rank.rank;
+    }
+    EXPECT_GT(r.step.ranks.back().bubble, Duration::zero());  // pp > 1: the later stages wait for inputs
+    const TrainingReport untraced = simulate_training(cluster, small_gpt(), small_training(), layout);
+    EXPECT_TRUE(untraced.step.waits.empty());
+  }
+}
+
 // "other" is the step time less the parts, a difference of sums in seconds: where the parts add up
 // to the step time in whole picoseconds it is exactly +0, never a rounding residue such as
 // -1.5e-15 s (printed "-0.0000 s").

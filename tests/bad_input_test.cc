@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace clustersim {
 namespace bad_input_test {
@@ -262,7 +264,7 @@ TEST(BadInput, CommandLineParserMessagesNameTheCommandAndWhereTheValidOnesAre) {
                  {"error: clustersim run: scenario: File does not exist: /nonexistent-scenario.yaml",
                   "`clustersim run --help` lists its arguments"});
   expect_refused("collective --nodes abc", {"error: clustersim collective: Could not convert: --nodes = abc"});
-  expect_refused("", {"error: A subcommand is required; give a command: run, search, collective"});
+  expect_refused("", {"error: A subcommand is required; give a command: run, search, report, collective"});
   expect_refused("help-config banana", {"error: clustersim help-config: kind: banana not in"});
 }
 
@@ -300,6 +302,52 @@ TEST(BadInput, CampaignInputIsRefusedAtItsKey) {
                  {"missing required key \"campaign.relaunch_time\""});
   expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set training.tokens=1e12",
                  {"training.tokens: the run's length is for a campaign: add a campaign: section"});
+}
+
+// `clustersim report`: an --out that cannot be written is refused before the simulation, naming the
+// flag and the path; a scenario that fails to load gives `run`'s message; a failed report leaves no
+// file behind (the page is written to a temporary file renamed into place) and an existing one as it
+// was.
+TEST(BadInput, ReportRefusesAnUnwritableOutAndLeavesNoFileBehind) {
+  const std::string good = scenario("gpt3-1.3b-single-h200.yaml");
+  expect_refused("report " + good + " --out /nonexistent-folder/report.html",
+                 {"--out /nonexistent-folder/report.html: the folder /nonexistent-folder does not exist"});
+  expect_refused("report " + good + " --out /proc/clustersim-report.html", {"--out /proc/clustersim-report.html"});
+  EXPECT_FALSE(std::filesystem::exists("/proc/clustersim-report.html"));
+  const auto folder = std::filesystem::temp_directory_path() / "clustersim_bad_input_report";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  expect_refused("report " + good + " --out " + folder.string(), {"--out " + folder.string() + ": is a directory"});
+  expect_refused("report " + good + " --out /dev/null", {"--out /dev/null: not a regular file"});
+  expect_refused("report " + good + " --out ''", {"--out", "empty path"});
+  expect_refused("report " + good + " --out " + good, {"that is the scenario file"});
+  expect_refused("report " + good + " --out " + (folder / "r.html").string() + " --threads 2", {"--threads belongs to --search"});
+  expect_refused("report " + good + " --search --out " + (folder / "r.html").string(), {"no search: section"});
+
+  // A scenario that fails to load: exit 2 with the message `run` gives, the existing page untouched.
+  const std::string bad = write_temp("report-bad-key.yaml", "model:\n  preset: llama3-8b\n  layres: 4\n");
+  const std::string page = (folder / "page.html").string();
+  std::ofstream(page) << "previous page";
+  const Result from_report = run("report " + bad + " --out " + page);
+  const Result from_run = run("run " + bad);
+  EXPECT_EQ(from_report.exit_code, 2) << from_report.output;
+  EXPECT_EQ(from_run.exit_code, 2);
+  EXPECT_EQ(from_report.output, from_run.output);
+  std::ifstream previous(page);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(previous), {}), "previous page");
+
+  // A good report replaces the page and leaves nothing else in the folder.
+  const Result ok = run("report " + good + " --out " + page);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("wrote " + page), std::string::npos) << ok.output;
+  std::ifstream written(page);
+  const std::string html(std::istreambuf_iterator<char>(written), {});
+  EXPECT_TRUE(html.starts_with("<!DOCTYPE html>")) << html.substr(0, 100);
+  EXPECT_TRUE(html.ends_with("</html>\n"));
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) files.push_back(entry.path().filename());
+  EXPECT_EQ(files, std::vector<std::string>{"page.html"});
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace bad_input_test

@@ -349,7 +349,7 @@ TEST(Cli, InvalidValuesAndLayoutsExitWith2) {
 TEST(Cli, UnknownCommandNamesTheValidOnes) {
   const Result r = run("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
-  const std::string valid = "run, search, collective, calibrate, validate, help-config";
+  const std::string valid = "run, search, report, collective, calibrate, validate, help-config";
   EXPECT_NE(r.output.find("unknown command frobnicate; valid: " + valid), std::string::npos) << r.output;
   // Every name listed is a command.
   std::stringstream names(valid);

@@ -18,7 +18,9 @@
 #include "tools/cli/collective_command.h"
 #include "tools/validation/collective_validation.h"
 #include "tools/cli/input_error_message.h"
+#include "tools/cli/report_command.h"
 #include "tools/cli/run_command.h"
+#include "tools/cli/shell_line.h"
 #include "tools/common/output_file.h"
 #include "tools/validation/validate_runs.h"
 #include "tools/cli/search_command.h"
@@ -64,6 +66,17 @@ int main(int argc, char** argv) {
   search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
   search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
+
+  ReportOptions report_options;
+  CLI::App* report_cmd =
+      app.add_subcommand("report", "write one self-contained HTML page of a step (or with --search, a search)");
+  report_cmd->add_option("scenario", report_options.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
+  report_cmd->add_option("--out", report_options.out, "the HTML file to write")->required()->check(non_empty_path);
+  report_cmd->add_option("--set", report_options.sets, "override a key: a.b=value (repeatable)");
+  report_cmd->add_flag("--search", report_options.search, "report the scenario's search: section instead of one step");
+  report_cmd->add_option("--threads", report_options.threads,
+                         fmt::format("with --search: worker threads, 1..{}, or 0 for all cores (the default)",
+                                     kMaxSearchThreads));
 
   std::string help_kind = "scenario";
   CLI::App* help_cmd = app.add_subcommand("help-config", "print every key of a file kind with type, unit, default");
@@ -198,8 +211,8 @@ int main(int argc, char** argv) {
     try {
       app.get_subcommand(argv[1]);
     } catch (const CLI::OptionNotFound&) {
-      std::cerr << "error: unknown command " << argv[1] << "; valid: run, search, collective, calibrate, validate, "
-                << "help-config\n";
+      std::cerr << "error: unknown command " << argv[1] << "; valid: run, search, report, collective, calibrate, "
+                << "validate, help-config\n";
       return 2;
     }
   }
@@ -217,7 +230,7 @@ int main(int argc, char** argv) {
     const std::string what = e.what();
     const bool command = argc > 1 && argv[1][0] != '-';
     if (!command) {
-      std::cerr << "error: " << what << "; give a command: run, search, collective, calibrate, validate, "
+      std::cerr << "error: " << what << "; give a command: run, search, report, collective, calibrate, validate, "
                 << "help-config (`clustersim --help`)\n";
     } else {
       std::cerr << "error: clustersim " << argv[1] << ": " << what << "; `clustersim " << argv[1]
@@ -238,6 +251,13 @@ int main(int argc, char** argv) {
           run.sets = std::move(sets);
         }
         return run_command(run, std::cout);
+      }
+      if (report_cmd->parsed()) {
+        if (!report_options.search && report_cmd->count("--threads") > 0) {
+          throw InputError("--threads belongs to --search (the worker threads of the layout search)");
+        }
+        report_options.command_line = shell_line(std::vector<std::string>(argv, argv + argc));
+        return report_command(report_options, std::cerr);
       }
       if (search_cmd->parsed()) {
         if (top_option->count() > 0) search.top = search_top;

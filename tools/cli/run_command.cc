@@ -62,7 +62,7 @@ RunOutcome simulate_run(const RunOptions& options) {
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.stragglers = scenario.stragglers;
   sim.jitter = scenario.jitter;
-  sim.record_trace = !options.trace.empty();
+  sim.record_trace = options.record_trace || !options.trace.empty();
   sim.compute_profile = compute_profile ? &*compute_profile : nullptr;
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
   sim.power_model = power_model_applies(scenario.simulation, sim.compute_profile);

@@ -19,6 +19,9 @@ struct RunOptions {
   std::vector<std::string> sets;  // "a.b=value" overrides
   bool json = false;              // JSON instead of the summary table
   std::string trace;              // Chrome trace output path ("" = none)
+  // Keep the step's spans (RunOutcome::report.step.trace and .waits) without writing a trace file
+  // (clustersim report); a trace path records them too.
+  bool record_trace = false;
   bool reproducible = false;      // report sim.wall_s as 0 so repeated runs are byte-identical
   // With --layout-from: the scenario name the search result records; a different name than the
   // scenario's gets a warning on `warnings` (the layout was ranked for another model or cluster).

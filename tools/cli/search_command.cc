@@ -24,6 +24,7 @@
 #include "tools/common/output_file.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/run_report.h"
+#include "tools/cli/shell_line.h"
 
 namespace clustersim {
 
@@ -139,18 +140,6 @@ std::string describe_space(const SearchResult& result) {
                      value_list(tp), value_list(pp), dp.empty() ? std::string("none fits") : value_list(dp),
                      value_list(vpp), value_list(mb), value_list(recompute), value_list(zero), shards, value_list(sp),
                      value_list(schedule), value_list(order));
-}
-
-// `text` as one word of a POSIX shell: as it is when it holds only characters no shell treats
-// specially, else in single quotes (a quote inside as '\'').
-std::string shell_word(const std::string& text) {
-  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._=-/:,+@%").find(c) != std::string_view::npos;
-  });
-  if (plain) return text;
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::string set_line(const std::vector<std::string>& overrides) {

@@ -2,6 +2,8 @@
 
 // Where the commands write their reports: a file named by a flag, or standard output.
 
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -50,6 +52,40 @@ inline void write_output(const std::string& path, const std::string& flag, std::
   if (!file) throw InputError(flag + " " + path + ": cannot open the file for writing");
   writer(file);
   check_written(file, flag + " " + path);
+}
+
+// Runs `writer` on a temporary file beside `path` (`path`.tmp-XXXXXX, created by mkstemp) and
+// renames it to `path` once every byte arrived, so that `path` is either the whole output or left as
+// it was. Throws InputError naming `flag` and the path when the temporary file cannot be created, a
+// write fails (a full disk) or the rename fails; the temporary file is removed on every error,
+// also when `writer` throws.
+inline void write_output_atomically(const std::string& path, const std::string& flag,
+                                    const std::function<void(std::ostream&)>& writer) {
+  const std::string shown = excerpt(path, 200);
+  std::string temporary = path + ".tmp-XXXXXX";
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) throw InputError(flag + " " + shown + ": cannot create a file in its folder");
+  // mkstemp's 0600 would outlive the rename: give the file the mode a plain open would.
+  const mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  close(fd);
+  try {
+    {
+      std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+      if (!file) throw InputError(flag + " " + shown + ": cannot open the file for writing");
+      writer(file);
+      file.flush();
+      check_written(file, flag + " " + shown);
+    }
+    std::error_code error;
+    std::filesystem::rename(temporary, path, error);
+    if (error) throw InputError(flag + " " + shown + ": cannot replace the file (" + error.message() + ")");
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
 }
 
 }  // namespace clustersim

@@ -17,14 +17,7 @@
 namespace clustersim {
 namespace step_segments_test {
 
-ModelSpec small_gpt() {
-  ModelSpec m = testing::gpt3_175b();
-  m.layers = 12;
-  m.hidden = 2048;
-  m.ffn_hidden = 4 * 2048;
-  m.heads = 16;
-  return m;
-}
+ModelSpec small_gpt() { return testing::small_gpt(12); }
 
 struct Case {
   Layout layout;

@@ -12,23 +12,9 @@ namespace clustersim {
 namespace training_simulation_test {
 
 // A GPT of 12 layers, h 2048: small enough to simulate every rank of 16 GPUs quickly.
-ModelSpec small_gpt() {
-  ModelSpec m = testing::gpt3_175b();
-  m.name = "gpt-small";
-  m.layers = 12;
-  m.hidden = 2048;
-  m.ffn_hidden = 4 * 2048;
-  m.heads = 16;
-  return m;
-}
+ModelSpec small_gpt() { return testing::small_gpt(12); }
 
-TrainingSpec small_training(int64_t global_batch = 32) {
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = global_batch;
-  t.micro_batch = 1;
-  return t;
-}
+TrainingSpec small_training(int64_t global_batch = 32) { return testing::sequences(2048, global_batch); }
 
 TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
   const Cluster cluster(testing::h100_cluster(2));

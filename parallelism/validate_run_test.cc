@@ -26,23 +26,9 @@ std::string refusal(const std::function<void()>& check) {
 }
 
 // A GPT of 12 layers, h 2048, 16 heads on 16 H100 (2 nodes of 8).
-ModelSpec small_gpt() {
-  ModelSpec m = testing::gpt3_175b();
-  m.name = "gpt-small";
-  m.layers = 12;
-  m.hidden = 2048;
-  m.ffn_hidden = 4 * 2048;
-  m.heads = 16;
-  return m;
-}
+ModelSpec small_gpt() { return testing::small_gpt(12); }
 
-TrainingSpec small_training(int64_t global_batch = 32) {
-  TrainingSpec t;
-  t.seq_len = 2048;
-  t.global_batch = global_batch;
-  t.micro_batch = 1;
-  return t;
-}
+TrainingSpec small_training(int64_t global_batch = 32) { return testing::sequences(2048, global_batch); }
 
 // PyTorch modules under autocast over fp32 parameters (no FSDP), without dropout (not modelled).
 void make_eager(TrainingSpec& t) {

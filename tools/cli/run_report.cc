@@ -120,11 +120,14 @@ std::string describe_pods(const Cluster& cluster, const Layout& layout) {
   const FabricSpec& fabric = cluster.spec().fabric;
   const int pods = cluster.pod_count();
   const int pod_gpus = cluster.gpus_in_node(0) * fabric.pod_nodes;
-  std::string s = fmt::format("{} {} of {} nodes ({} GPUs", pods, pods == 1 ? "pod" : "pods", fabric.pod_nodes, pod_gpus);
+  auto nodes = [](int n) { return fmt::format("{} {}", n, n == 1 ? "node" : "nodes"); };
+  std::string s = fmt::format("{} {} of {} ({} GPUs", pods, pods == 1 ? "pod" : "pods", nodes(fabric.pod_nodes), pod_gpus);
   const int last = cluster.node_count() - (pods - 1) * fabric.pod_nodes;
-  if (last != fabric.pod_nodes) s += fmt::format("; the last holds {} nodes", last);
+  if (last != fabric.pod_nodes) s += fmt::format("; the last holds {}", nodes(last));
   s += fmt::format("), {} pods, leaf 1:{:g}, core 1:{:g}", name_of_pod_type(fabric.pod_type), fabric.oversubscription,
                    fabric.core_oversubscription);
+  // One pod has no traffic above it: the fabric is its pod's two-tier one.
+  if (pods == 1) s += " (one pod: no traffic crosses the core; the same as a two-tier fabric)";
   std::string inside;
   for (const PodSpan& span : pod_spans(cluster, layout)) {
     if (span.max_pods == 1) {

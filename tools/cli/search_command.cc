@@ -217,13 +217,17 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
   if (shown == 0) {
     out << fmt::format("  no feasible layout: all {} candidates were rejected\n", r.candidates.size());
   } else {
+    // Layouts that differ only in their rank order would read as one: the order gets a column then.
+    std::set<std::string> shown_orders;
+    for (size_t k = 0; k < shown; ++k) shown_orders.insert(r.candidates[r.ranking[k].index].layout.order);
+    const bool show_order = shown_orders.size() > 1;
     out << fmt::format("  {:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<9} {:<16} {:>6} {:>9} {:>10} {:>6} "
                        "{:>7} {:>7} {:>8} {:>8} {:>7} {:>7}{}{} {:>6}\n",
                        "rank", "tp", "pp", "dp", "vpp", "mb", "sp", "zero", "recompute", "schedule", "batch",
                        "step s", "tokens/s", "MFU", "peak GB", "free GB", "compute", "exp.comm", "bubble", "optim.",
                        cost ? fmt::format(" {:>11}", space.gpu_hour_price > 0 ? "cost/Mtok" : "GPU-h/Mtok") : "",
                        s.campaign ? fmt::format(" {:>8}{}", "days", campaign_column_header(space.objective)) : "",
-                       "screen");
+                       show_order ? fmt::format("{:>7}  order", "screen") : "screen");
     for (size_t k = 0; k < shown; ++k) {
       const RankedLayout& rl = r.ranking[k];
       const LayoutCandidate& c = r.candidates[rl.index];
@@ -243,7 +247,8 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                          s.campaign ? fmt::format(" {:>8.2f}{}", m.campaign_wall_s / 86'400.0,
                                                   campaign_column(space.objective, m))
                                     : "",
-                         rl.screening_rank);
+                         show_order ? fmt::format("{:>7}  {}", rl.screening_rank, c.layout.order)
+                                    : fmt::format("{}", rl.screening_rank));
     }
     out << fmt::format("  (times in seconds, of the slowest rank; GB = 1e9 bytes;{} screen = rank after the screening "
                        "pass)\n",

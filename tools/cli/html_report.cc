@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <tuple>
 
 #include "campaign/campaign.h"
@@ -507,6 +508,11 @@ void write_run_html(const TrainingReport& r, const RunContext& c, const HtmlRepo
   write_breakdown(r, out);
   write_memory(r, out);
   write_energy_and_campaign(r, c, out);
+  // Everything `run` prints (the pods of a three-tier fabric, MoE routing and accuracy, the
+  // collectives and power models, ...), as it prints it.
+  std::ostringstream text;
+  write_run_summary(r, c, text);
+  out << "<h2 id=\"run\">The run's text report</h2>\n<pre id=\"run-text\">" << html_escape(text.str()) << "</pre>\n";
   write_tail(source, out);
 }
 

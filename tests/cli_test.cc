@@ -53,6 +53,18 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
+// --quiet leaves standard error empty (no progress, no closing "searched ..." line): with --json
+// the combined output is the JSON document alone. Without it the closing line is there.
+TEST(Cli, QuietSearchWritesNothingButItsResult) {
+  const std::string search = "search " + std::string(CLUSTERSIM_SOURCE_DIR) +
+                             "/scenarios/search/gpt3-1.3b-2-dgx-h100.yaml --json --threads 1";
+  const Result quiet = run(search + " --quiet");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_TRUE(nlohmann::json::accept(quiet.output)) << quiet.output.substr(0, 400);
+  const Result loud = run(search);
+  EXPECT_NE(loud.output.find("searched "), std::string::npos);
+}
+
 // --json's memory per stage: the columns add up to the total, `other` to its three parts, and under
 // FSDP the gathered and cast weights are their own column.
 TEST(Cli, MemoryColumnsAddUp) {

@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
                                      kMaxSearchThreads));
   search_cmd->add_option("--csv", search.csv, "write every simulated layout to this CSV file")->check(non_empty_path);
   search_cmd->add_flag("--json", search.json, "print JSON instead of the table");
-  search_cmd->add_flag("!--no-progress", search.progress, "no progress bar on standard error");
+  search_cmd->add_flag("!--no-progress", search.progress,
+                       "no progress on standard error (a bar on a terminal, otherwise a line every 5 s)");
+  search_cmd->add_flag("--quiet", search.quiet, "no progress and no closing summary line on standard error");
 
   ReportOptions report_options;
   CLI::App* report_cmd =

@@ -62,30 +62,44 @@ std::string describe_candidate(const LayoutCandidate& c) {
 }
 
 // Draws "screen [#####.....] 1234/5678 21.7% ETA 0:32" on standard error, at most 10 times a second.
+// Progress of a search phase on standard error: on a terminal a bar with an ETA redrawn in place
+// (at most every 100 ms); otherwise one line every kLineInterval once a phase has run that long
+// (logs of batch jobs: a short search prints nothing); kOff prints nothing.
 class ProgressBar {
  public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  enum class Mode { kOff, kBar, kLines };
+  static constexpr std::chrono::seconds kLineInterval{5};
+  explicit ProgressBar(Mode mode) : mode_(mode) {}
   ~ProgressBar() { finish(); }
 
   void update(std::string_view phase, size_t done, size_t total) {
-    if (!enabled_) return;
+    if (mode_ == Mode::kOff) return;
     const auto now = std::chrono::steady_clock::now();
     if (phase != phase_) {
       finish();
       phase_ = std::string(phase);
       start_ = now;
+      last_ = now;
     }
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-    const int width = 30;
-    const int filled = static_cast<int>(fraction * width);
     std::string eta = "--:--";
     if (done > 0) {
       const int seconds = static_cast<int>(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
       eta = fmt::format("{}:{:02d}", seconds / 60, seconds % 60);
     }
+    if (mode_ == Mode::kLines) {
+      if (now - last_ < kLineInterval) return;
+      last_ = now;
+      std::fprintf(stderr, "search: %s %zu/%zu (%.1f%%), %.0f s so far, ETA %s\n", phase_.c_str(), done, total,
+                   100 * fraction, elapsed, eta.c_str());
+      std::fflush(stderr);
+      return;
+    }
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int width = 30;
+    const int filled = static_cast<int>(fraction * width);
     std::fprintf(stderr, "\r%-7s [%s%s] %zu/%zu %5.1f%% ETA %s ", phase_.c_str(), std::string(filled, '#').c_str(),
                  std::string(width - filled, '.').c_str(), done, total, 100 * fraction, eta.c_str());
     std::fflush(stderr);
@@ -98,7 +112,7 @@ class ProgressBar {
   }
 
  private:
-  bool enabled_;
+  Mode mode_;
   bool drawn_ = false;
   std::string phase_;
   std::chrono::steady_clock::time_point start_{};
@@ -578,7 +592,9 @@ SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& p
       if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));
     }
   }
-  ProgressBar bar(root && options.progress && isatty(fileno(stderr)) != 0);
+  ProgressBar bar(!root || !options.progress || options.quiet ? ProgressBar::Mode::kOff
+                  : isatty(fileno(stderr)) != 0                  ? ProgressBar::Mode::kBar
+                                                                 : ProgressBar::Mode::kLines);
   SearchOptions search_options;
   search_options.threads = options.threads;
   search_options.partition = &partition;
@@ -601,7 +617,7 @@ int search_command(const SearchCommandOptions& options, SearchPartition& partiti
   if (partition.rank() != 0) return 0;
   const SearchResult& result = outcome.result;
   const Scenario& scenario = outcome.prepared.scenario;
-  std::cerr << fmt::format("searched {} candidates ({} simulated) in {:.2f} s on {} process(es): {:.1f} simulated "
+  if (!options.quiet) std::cerr << fmt::format("searched {} candidates ({} simulated) in {:.2f} s on {} process(es): {:.1f} simulated "
                            "layouts/s\n",
                            result.candidates.size(), result.evaluated, outcome.wall_s, partition.size(),
                            static_cast<double>(result.evaluated) / std::max(outcome.wall_s, 1e-9));

@@ -7,7 +7,8 @@
 // count, and the winner as `--set` overrides for `clustersim run`. Under `mpirun -np N` the
 // candidates are split across the processes and only rank 0 writes; the output is byte-identical
 // to a one-process run (wall time and speed go to standard error, never standard output).
-// A progress bar with ETA is drawn on standard error when it is a terminal.
+// Progress goes to standard error: a bar with an ETA on a terminal, otherwise one line every 5 s
+// once a phase has run that long; --no-progress or --quiet silences it.
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -33,7 +34,8 @@ struct SearchCommandOptions {
   int threads = 0;                // worker threads per process (0: all cores), at most kMaxSearchThreads
   std::string csv;                // write every simulated layout here ("" = no file)
   bool json = false;              // JSON instead of the table
-  bool progress = true;           // progress bar on standard error when it is a terminal
+  bool progress = true;           // progress on standard error: a bar on a terminal, else a line every 5 s
+  bool quiet = false;             // --quiet: no progress and no closing "searched ..." line
 };
 
 // A finished search of a scenario.

@@ -25,7 +25,7 @@ Bandwidth ring_share(const Cluster& cluster, const std::vector<GpuId>& ring) {
   Bandwidth share;
   bool first = true;
   for (const auto& [link, flows] : flows_on_link) {
-    const Bandwidth per_flow = cluster.links()[static_cast<size_t>(link)].bandwidth / flows;
+    const Bandwidth per_flow = cluster.link(static_cast<size_t>(link)).bandwidth / flows;
     if (first || per_flow < share) share = per_flow;
     first = false;
   }
@@ -128,7 +128,7 @@ class RouteFigures {
     if (it != hops_.end()) return it->second;
     const Route& route = cluster_.route(a, b);
     Bandwidth narrowest = Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
-    for (LinkId link : route.links) narrowest = std::min(narrowest, cluster_.links()[link].bandwidth);
+    for (LinkId link : route.links) narrowest = std::min(narrowest, cluster_.link(link).bandwidth);
     return hops_.emplace(key, std::make_pair(route.latency, narrowest)).first->second;
   }
 

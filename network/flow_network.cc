@@ -34,10 +34,10 @@ class FlowNetwork::Impl {
       : sim_(sim),
         cluster_(cluster),
         options_(options),
-        link_flows_(cluster.links().size()),
-        carried_(cluster.links().size(), 0),
-        link_mark_(cluster.links().size(), 0),
-        link_index_(cluster.links().size(), -1) {}
+        link_flows_(cluster.link_count()),
+        carried_(cluster.link_count(), 0),
+        link_mark_(cluster.link_count(), 0),
+        link_index_(cluster.link_count(), -1) {}
 
   FlowId start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {
     if (src == dst) {
@@ -188,7 +188,7 @@ class FlowNetwork::Impl {
 
     solver_.reset();
     for (LinkId link : component_links_) {
-      link_index_[link] = solver_.add_link(cluster_.links()[link].bandwidth.bytes_per_second());
+      link_index_[link] = solver_.add_link(cluster_.link(link).bandwidth.bytes_per_second());
     }
     for (uint32_t slot : component_flows_) {
       local_links_.clear();

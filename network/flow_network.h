@@ -71,7 +71,7 @@ class FlowNetwork {
   // Number of flows currently transferring.
   size_t active_flows() const;
   // Total bytes that have crossed `link` so far (for tests and link-utilisation reports).
-  // Throws InputError for a link id outside 0 .. cluster.links().size()-1.
+  // Throws InputError for a link id outside 0 .. cluster.link_count()-1.
   Bytes bytes_carried(LinkId link) const;
   // Current rate of an active flow; zero bandwidth if the flow is finished or unknown.
   Bandwidth current_rate(FlowId flow) const;

@@ -222,8 +222,8 @@ TEST(FlowNetwork, IntraNodeFlowsNeverTouchNics) {
   sim.run();
   EXPECT_EQ(completed, 56);
   int64_t nvlink_bytes = 0;
-  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
-    const Link& link = cluster.links()[l];
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.link_count()); ++l) {
+    const Link& link = cluster.link(l);
     if (link.kind == LinkKind::kNvLink) {
       nvlink_bytes += network.bytes_carried(l).count();
     } else {
@@ -297,8 +297,8 @@ TEST(FlowNetwork, PcieWithoutPeerToPeerGoesThroughTheCpu) {
   EXPECT_EQ(flows.done(0), at(cluster.route(0, 4).latency + transfer_time(size, share)));
   int64_t inter_socket_bytes = 0;
   int64_t host_bridge_bytes = 0;
-  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
-    const Link& link = cluster.links()[l];
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.link_count()); ++l) {
+    const Link& link = cluster.link(l);
     if (link.kind == LinkKind::kInterSocket) inter_socket_bytes += network.bytes_carried(l).count();
     if (cluster.vertex_kind(link.to) == VertexKind::kCpu && link.kind == LinkKind::kPcie) {
       host_bridge_bytes += network.bytes_carried(l).count();

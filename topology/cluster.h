@@ -27,7 +27,7 @@
 namespace clustersim {
 
 using GpuId = int32_t;     // global GPU index: node-major, 0 .. gpu_count()-1
-using LinkId = int32_t;    // index into Cluster::links()
+using LinkId = int32_t;    // 0 .. Cluster::link_count() - 1
 using VertexId = int32_t;  // index of a graph vertex
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeafSwitch, kSpineSwitch, kHostMemory, kCoreSwitch };
@@ -68,7 +68,12 @@ class Cluster {
   const NodeSpec& node_spec(int node) const;
   const ClusterSpec& spec() const;
 
-  const std::vector<Link>& links() const;
+  // The directed links, 0 .. link_count() - 1. link() builds the Link from the compact storage
+  // (ends and a shared class of bandwidth, latency and kind); InternalError for an unknown id.
+  size_t link_count() const;
+  Link link(LinkId id) const;
+  // Every link in id order, copied (tests and small clusters; 32 bytes a link).
+  std::vector<Link> all_links() const;
   int vertex_count() const;
   VertexKind vertex_kind(VertexId v) const;
   std::string vertex_name(VertexId v) const;  // "node3/gpu5", "node0/nvswitch", "rail2/leaf0", "spine7"

@@ -30,9 +30,9 @@ TEST(Cluster, GpuIdsAreNodeMajor) {
 TEST(Cluster, NamesLinksByTheirEnds) {
   const Cluster cluster(test_specs::cluster(test_specs::pcie_node(true), 3, test_specs::fabric(FabricType::kFatTree, 4)));
   int intra = 0, fabric = 0;
-  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
-    const std::string& from = cluster.vertex_name(cluster.links()[l].from);
-    const std::string& to = cluster.vertex_name(cluster.links()[l].to);
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.link_count()); ++l) {
+    const std::string& from = cluster.vertex_name(cluster.link(l).from);
+    const std::string& to = cluster.vertex_name(cluster.link(l).to);
     const std::string prefix = from.substr(0, from.find('/') + 1);
     if (!prefix.empty() && to.starts_with(prefix)) {
       ++intra;
@@ -46,15 +46,15 @@ TEST(Cluster, NamesLinksByTheirEnds) {
   EXPECT_GT(fabric, 0);
   EXPECT_EQ(cluster.link_name(0).rfind("node0/", 0), 0u) << cluster.link_name(0);
   EXPECT_EQ(cluster.link_name(0).find("node0/", 1), std::string::npos) << cluster.link_name(0);
-  EXPECT_THROW(cluster.link_name(static_cast<LinkId>(cluster.links().size())), InternalError);
+  EXPECT_THROW(cluster.link_name(static_cast<LinkId>(cluster.link_count())), InternalError);
 }
 
 TEST(Cluster, LinksComeInBothDirections) {
   const Cluster cluster(test_specs::cluster(test_specs::pcie_node(true), 3, test_specs::fabric(FabricType::kFatTree, 4)));
   std::multiset<std::pair<VertexId, VertexId>> forward;
-  for (const Link& link : cluster.links()) forward.insert({link.from, link.to});
-  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links().size()); ++l) {
-    const Link& link = cluster.links()[l];
+  for (const Link& link : cluster.all_links()) forward.insert({link.from, link.to});
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.link_count()); ++l) {
+    const Link& link = cluster.link(l);
     EXPECT_EQ(forward.count({link.to, link.from}), 1U) << cluster.link_name(l);
     EXPECT_TRUE(link.bandwidth.is_positive()) << cluster.link_name(l);
   }
@@ -76,10 +76,10 @@ TEST(Cluster, HeterogeneousNodesBuild) {
       const Route& route = cluster.route(a, b);
       EXPECT_FALSE(route.links.empty());
       EXPECT_GT(route.latency, Duration::zero());
-      EXPECT_EQ(cluster.links()[route.links.front()].from, cluster.gpu_vertex(a));
-      EXPECT_EQ(cluster.links()[route.links.back()].to, cluster.gpu_vertex(b));
+      EXPECT_EQ(cluster.link(route.links.front()).from, cluster.gpu_vertex(a));
+      EXPECT_EQ(cluster.link(route.links.back()).to, cluster.gpu_vertex(b));
       for (size_t i = 1; i < route.links.size(); ++i) {
-        EXPECT_EQ(cluster.links()[route.links[i - 1]].to, cluster.links()[route.links[i]].from);
+        EXPECT_EQ(cluster.link(route.links[i - 1]).to, cluster.link(route.links[i]).from);
       }
     }
   }
@@ -94,7 +94,7 @@ TEST(Cluster, InterNodeRoutesUseTheAffineNics) {
     EXPECT_EQ(cluster.nic_of(g), node.nic_of_gpu[g]);
     std::set<VertexId> nics;
     for (LinkId link : cluster.route(g, 8 + (7 - g)).links) {
-      const VertexId to = cluster.links()[link].to;
+      const VertexId to = cluster.link(link).to;
       if (cluster.vertex_kind(to) == VertexKind::kNic) nics.insert(to);
     }
     EXPECT_EQ(nics, (std::set<VertexId>{cluster.nic_vertex(0, node.nic_of_gpu[g]), cluster.nic_vertex(1, node.nic_of_gpu[7 - g])}));

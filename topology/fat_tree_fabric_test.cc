@@ -29,9 +29,9 @@ TEST(FatTreeFabric, LeafUplinksAreDownlinksOverOversubscription) {
   const int spines = static_cast<int>(std::ceil(leaf_ports / oversubscription));
   EXPECT_EQ(count_vertices(cluster, VertexKind::kLeafSwitch), leaves);
   EXPECT_EQ(count_vertices(cluster, VertexKind::kSpineSwitch), spines);
-  const VertexId leaf0 = cluster.links()[cluster.route(0, 8 * 4).links[2]].to;  // GPU 0's NIC → its leaf
+  const VertexId leaf0 = cluster.link(cluster.route(0, 8 * 4).links[2]).to;  // GPU 0's NIC → its leaf
   double uplink = 0;
-  for (const Link& link : cluster.links()) {
+  for (const Link& link : cluster.all_links()) {
     if (link.from == leaf0 && link.kind == LinkKind::kSwitchToSwitch) uplink += link.bandwidth.bytes_per_second();
   }
   EXPECT_NEAR(uplink, leaf_ports * node.nic.bandwidth.bytes_per_second() / oversubscription, 1e-3);
@@ -52,7 +52,7 @@ TEST(FatTreeFabric, CrossLeafRoutesSpreadOverSpines) {
   for (uint64_t hash = 0; hash < 256; ++hash) {
     const Route& route = cluster.route(0, other_leaf, hash);
     ASSERT_EQ(route.links.size(), 2U + 4U + 2U);
-    spines.insert(cluster.links()[route.links[3]].to);
+    spines.insert(cluster.link(route.links[3]).to);
   }
   EXPECT_EQ(spines.size(), 16U);
   const Route& route = cluster.route(0, other_leaf);
@@ -65,7 +65,7 @@ TEST(FatTreeFabric, OneSpineCarriesHalfTheDownlinks) {
   const NodeSpec node = test_specs::nvswitch_node(1, 1);
   const Cluster cluster(test_specs::cluster(node, 4, test_specs::fabric(FabricType::kFatTree, 2, 2.0)));
   const Route& route = cluster.route(0, 2);
-  const Link& trunk = cluster.links()[route.links[3]];
+  const Link& trunk = cluster.link(route.links[3]);
   EXPECT_EQ(trunk.kind, LinkKind::kSwitchToSwitch);
   EXPECT_DOUBLE_EQ(trunk.bandwidth.bytes_per_second(), 2 * node.nic.bandwidth.bytes_per_second() / 2.0);
 }

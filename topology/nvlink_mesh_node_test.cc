@@ -45,10 +45,10 @@ TEST(NvLinkMeshNode, PairsWithoutAnEdgeGoThroughOneGpu) {
     const Route& route = cluster.route(0, 5, hash);
     ASSERT_EQ(route.links.size(), 2U);
     EXPECT_EQ(route.latency, node.nvlink_latency * 2);
-    const VertexId via = cluster.links()[route.links[0]].to;
+    const VertexId via = cluster.link(route.links[0]).to;
     EXPECT_EQ(cluster.vertex_kind(via), VertexKind::kGpu);
     intermediates.insert(via);
-    for (LinkId link : route.links) EXPECT_EQ(cluster.links()[link].kind, LinkKind::kNvLink);
+    for (LinkId link : route.links) EXPECT_EQ(cluster.link(link).kind, LinkKind::kNvLink);
   }
   EXPECT_EQ(intermediates, (std::set<VertexId>{cluster.gpu_vertex(1), cluster.gpu_vertex(4)}));
 }
@@ -61,7 +61,7 @@ TEST(NvLinkMeshNode, FarPairsFallBackToPcie) {
   node.mesh = {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}};  // a line: 0 and 3 are three hops apart
   const Cluster cluster = one_node(node);
   EXPECT_EQ(cluster.route(0, 2).links.size(), 2U);
-  for (LinkId link : cluster.route(0, 3).links) EXPECT_NE(cluster.links()[link].kind, LinkKind::kNvLink);
+  for (LinkId link : cluster.route(0, 3).links) EXPECT_NE(cluster.link(link).kind, LinkKind::kNvLink);
 }
 
 // Only the used GPUs are built; edges to unused GPUs disappear and routes stay valid.

@@ -20,8 +20,8 @@ TEST(NvSwitchNode, RouteGoesThroughTheSwitchAtFullNvLinkBandwidth) {
       if (a == b) continue;
       const Route& route = cluster.route(a, b);
       ASSERT_EQ(route.links.size(), 2U);
-      const Link& up = cluster.links()[route.links[0]];
-      const Link& down = cluster.links()[route.links[1]];
+      const Link& up = cluster.link(route.links[0]);
+      const Link& down = cluster.link(route.links[1]);
       EXPECT_EQ(up.from, cluster.gpu_vertex(a));
       EXPECT_EQ(cluster.vertex_kind(up.to), VertexKind::kNvSwitch);
       EXPECT_EQ(down.to, cluster.gpu_vertex(b));
@@ -39,7 +39,7 @@ TEST(NvSwitchNode, IntraNodeRoutesUseOnlyNvLink) {
   for (GpuId a = 0; a < 8; ++a) {
     for (GpuId b = 0; b < 8; ++b) {
       if (a == b) continue;
-      for (LinkId link : cluster.route(a, b).links) EXPECT_EQ(cluster.links()[link].kind, LinkKind::kNvLink);
+      for (LinkId link : cluster.route(a, b).links) EXPECT_EQ(cluster.link(link).kind, LinkKind::kNvLink);
     }
   }
 }

@@ -13,13 +13,13 @@ namespace pcie_node_test {
 
 std::vector<VertexKind> vertices_on(const Cluster& cluster, const Route& route) {
   std::vector<VertexKind> kinds;
-  for (LinkId link : route.links) kinds.push_back(cluster.vertex_kind(cluster.links()[link].to));
+  for (LinkId link : route.links) kinds.push_back(cluster.vertex_kind(cluster.link(link).to));
   return kinds;
 }
 
 bool uses_kind(const Cluster& cluster, const Route& route, LinkKind kind) {
   return std::any_of(route.links.begin(), route.links.end(),
-                     [&](LinkId link) { return cluster.links()[link].kind == kind; });
+                     [&](LinkId link) { return cluster.link(link).kind == kind; });
 }
 
 Cluster one_node(bool peer_to_peer) {
@@ -72,7 +72,7 @@ TEST(PcieNode, GpuAndDefaultNicShareASwitch) {
     const Route& route = cluster.route(g, node.gpus + g);
     // GPU → switch → NIC → switch → NIC → switch → GPU
     ASSERT_EQ(route.links.size(), 6U);
-    EXPECT_EQ(cluster.links()[route.links[1]].to, cluster.nic_vertex(0, cluster.nic_of(g)));
+    EXPECT_EQ(cluster.link(route.links[1]).to, cluster.nic_vertex(0, cluster.nic_of(g)));
   }
 }
 

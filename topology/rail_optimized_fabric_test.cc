@@ -10,7 +10,7 @@ namespace rail_optimized_fabric_test {
 
 VertexId leaf_of(const Cluster& cluster, const Route& route) {
   for (LinkId link : route.links) {
-    if (cluster.links()[link].kind == LinkKind::kNicToSwitch) return cluster.links()[link].to;
+    if (cluster.link(link).kind == LinkKind::kNicToSwitch) return cluster.link(link).to;
   }
   return -1;
 }
@@ -18,7 +18,7 @@ VertexId leaf_of(const Cluster& cluster, const Route& route) {
 int switches_on(const Cluster& cluster, const Route& route) {
   int n = 0;
   for (LinkId link : route.links) {
-    const VertexKind kind = cluster.vertex_kind(cluster.links()[link].to);
+    const VertexKind kind = cluster.vertex_kind(cluster.link(link).to);
     n += (kind == VertexKind::kLeafSwitch || kind == VertexKind::kSpineSwitch) ? 1 : 0;
   }
   return n;

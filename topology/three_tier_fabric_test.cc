@@ -41,7 +41,7 @@ TEST(ThreeTierFabric, EachTierDividesItsDownlinksByItsOversubscription) {
   EXPECT_EQ(count_vertices(cluster, VertexKind::kCoreSwitch), 8);
   double pod0_core_uplink = 0;
   double leaf0_uplink = 0;
-  for (const Link& link : cluster.links()) {
+  for (const Link& link : cluster.all_links()) {
     const std::string from = cluster.vertex_name(link.from);
     if (link.kind != LinkKind::kSwitchToSwitch) continue;
     if (from.rfind("pod0/spine", 0) == 0 && cluster.vertex_kind(link.to) == VertexKind::kCoreSwitch) {
@@ -83,10 +83,10 @@ TEST(ThreeTierFabric, OnePodIsTheTwoTierFabric) {
   for (FabricType type : {FabricType::kFatTree, FabricType::kRailOptimized}) {
     const Cluster two_tier(test_specs::cluster(node, 6, test_specs::fabric(type, 4, 2.0)));
     const Cluster one_pod(test_specs::cluster(node, 6, three_tier(type, 6, 4, 2.0, 7.0)));
-    ASSERT_EQ(two_tier.links().size(), one_pod.links().size());
-    for (size_t l = 0; l < two_tier.links().size(); ++l) {
-      const Link& a = two_tier.links()[l];
-      const Link& b = one_pod.links()[l];
+    ASSERT_EQ(two_tier.link_count(), one_pod.link_count());
+    for (size_t l = 0; l < two_tier.link_count(); ++l) {
+      const Link a = two_tier.link(static_cast<LinkId>(l));
+      const Link b = one_pod.link(static_cast<LinkId>(l));
       EXPECT_EQ(a.bandwidth, b.bandwidth) << l;
       EXPECT_EQ(a.latency, b.latency) << l;
       EXPECT_EQ(a.kind, b.kind) << l;
@@ -119,7 +119,7 @@ TEST(ThreeTierFabric, RailOptimizedPodsKeepRailsInsideThePod) {
   // The last pod (2 of its 4 nodes) keeps a full pod's core uplinks: 8 leaves × NIC / (7 × 2) each.
   const Bandwidth full_pod = node.nic.bandwidth * (8.0 / (7.0 * 2));
   int uplinks = 0;
-  for (const Link& link : cluster.links()) {
+  for (const Link& link : cluster.all_links()) {
     if (link.kind != LinkKind::kSwitchToSwitch || cluster.vertex_kind(link.to) != VertexKind::kCoreSwitch) continue;
     EXPECT_NEAR(link.bandwidth.bytes_per_second(), full_pod.bytes_per_second(), 1e-6 * full_pod.bytes_per_second());
     ++uplinks;

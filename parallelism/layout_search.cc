@@ -493,7 +493,7 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
     // auto: double until the winner holds. Every process takes the same steps: the winner is
     // decided on outcomes that gather_outcomes() made identical everywhere.
     const size_t limit = std::min(n, static_cast<size_t>(std::max(space.top, space.rerank_max)));
-    take(top);
+    take(std::min(limit, std::max(top, static_cast<size_t>(space.rerank_first))));
     size_t champion = winner();
     while (true) {
       if (taken == n) {

@@ -17,13 +17,14 @@
 //      stage (the same call `clustersim run` makes, at its cheapest setting);
 //   5. re-ranking: the best screened layouts are simulated again at the scenario's own fidelity and
 //      representative setting, and the final order is theirs. How many (search.rerank):
-//      - auto (the default): the best `top` first; then the set is doubled (the next as many in
-//        screening order) until the winner of the doubled set is the winner of the set before it
-//        (RerankStop::kStable), every simulated layout has been re-ranked (kWholeSpace), or
-//        search.rerank_max layouts have been (kLimit: the winner may lie further down). Screening
-//        errors are not bounded, so a stable winner is the best of what was re-ranked, checked
-//        against twice as many; layout_search_test.cc shows a space whose analytical winner is not
-//        its flow winner, found by the doubling and missed by re-ranking `top` alone;
+//      - auto (the default): the best max(top, 10) first (SearchSpace::rerank_first); then the
+//        set is doubled (the next as many in screening order) until the winner of the doubled set
+//        is the winner of the set before it (RerankStop::kStable), every simulated layout has been
+//        re-ranked (kWholeSpace), or search.rerank_max layouts have been (kLimit: the winner may
+//        lie further down). The screening error is not bounded, so a stable winner is the best of
+//        what was re-ranked, checked against twice as many; tests/search_scenarios_test.cc shows a
+//        space whose analytical winner is not its flow winner, found by the doubling and missed by
+//        re-ranking the first round alone;
 //      - a count N: the best max(top, N), once (kFixed); 0: none (kOff).
 //      layout_search_test.cc shows on small spaces that the final top K equals the top K of
 //      simulating every layout at the scenario's fidelity. Layouts whose fidelity is the
@@ -196,7 +197,7 @@ struct SearchResult {
   bool reranked = false;                    // some layouts re-simulated (their fidelity differs from screening)
   // The best screened layouts taken at the scenario's fidelity (re-simulated where it differs from
   // the screening's); 0 without re-ranking. rerank_rounds: that count after each round, ascending
-  // (auto: top, 2·top, 4·top, ..., cut at the space and search.rerank_max).
+  // (auto: max(top, 10), then doubled, cut at the space and search.rerank_max).
   size_t reranked_layouts = 0;
   std::vector<size_t> rerank_rounds;
   RerankStop rerank_stop = RerankStop::kNotNeeded;

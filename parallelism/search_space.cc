@@ -139,6 +139,9 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
   if (space.rerank < 0 && space.rerank != kRerankAuto) {
     throw InputError(fmt::format("search.rerank = {}: must be auto or >= 0", space.rerank));
   }
+  if (space.rerank_first < 1) {
+    throw InputError(fmt::format("the first re-ranking round of {} layouts: must be >= 1", space.rerank_first));
+  }
   if (space.rerank_max < 1) {
     throw InputError(fmt::format("search.rerank_max = {}: must be >= 1", space.rerank_max));
   }

@@ -69,6 +69,10 @@ inline constexpr int kMaxSearchRerank = 1'000'000;
 // measurement: eight times the 20 that a fixed re-ranking simulated before auto (four doublings of
 // the default top of 10), which keeps the worst case of a 64-GPU flow search within minutes.
 inline constexpr int kDefaultRerankMax = 160;
+// The first round of search.rerank: auto takes the best max(search.top, kAutoRerankFirst): half the
+// 20 that the fixed re-ranking took by default, so that with its first doubling auto re-ranks at
+// least as many layouts as the fixed default did, whatever the top.
+inline constexpr int kAutoRerankFirst = 10;
 
 // search.rerank's text: "auto" (kRerankAuto) or a whole number 0..kMaxSearchRerank. Throws
 // InputError naming what is valid.
@@ -118,6 +122,8 @@ struct SearchSpace {
   // (at least `top`; 0 = none).
   int rerank = kRerankAuto;
   int rerank_max = kDefaultRerankMax;
+  // auto's first round: the best max(top, rerank_first) (no YAML key; tests start lower).
+  int rerank_first = kAutoRerankFirst;
   // Bound on the layouts the space may expand to (count_search_space), checked before expanding.
   int64_t max_candidates = kDefaultMaxSearchCandidates;
 };

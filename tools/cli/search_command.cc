@@ -211,6 +211,9 @@ std::string rerank_text(const SearchSpace& space, const SearchResult& r) {
                          "doubling, so a better layout may rank lower after screening (raise search.rerank_max); {}",
                          last, rounds_text(r), space.rerank_max, winner);
     case RerankStop::kFixed:
+      if (last == r.evaluated) {
+        return fmt::format("search.rerank = {}: every simulated layout ({}) re-ranked; {}", space.rerank, last, winner);
+      }
       return fmt::format("search.rerank = {}: the best {} re-ranked, not checked against more (search.rerank: auto "
                          "doubles them until the winner holds); {}",
                          space.rerank, last, winner);

@@ -184,8 +184,8 @@ void add_search_keys(Schema& s) {
   s.key(key_def("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
   s.key(integer("search.top", "layouts reported", "10", 1, kMaxSearchLayouts));
   s.key(key_def("search.rerank", ValueType::kString,
-                "best screened layouts re-simulated at the scenario's fidelity: auto (from search.top, doubled until "
-                "the winner holds, at most search.rerank_max) or a count (0: none)",
+                "best screened layouts re-simulated at the scenario's fidelity: auto (the best max(search.top, 10), "
+                "doubled until the winner holds, at most search.rerank_max) or a count (0: none)",
                 "auto"));
   s.key(integer("search.rerank_max", "most layouts search.rerank: auto re-simulates",
                 std::to_string(kDefaultRerankMax), 1, kMaxSearchRerank));

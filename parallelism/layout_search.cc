@@ -459,7 +459,8 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
       if (needs_rerank(evaluated[k])) again.push_back(k);
     }
     const std::vector<size_t> share = my_share(again, partition);
-    run_parallel(share, threads, "rerank", options, [&](size_t k) {
+    const std::string phase = fmt::format("rerank {}-{}", taken + 1, upto);  // screening positions, 1-based
+    run_parallel(share, threads, phase, options, [&](size_t k) {
       const LayoutCandidate& c = result.candidates[evaluated[k]];
       final_outcomes[k].metrics = evaluate_candidate(problem, c, problem.fidelity(c.layout), problem.representative);
     });

@@ -152,8 +152,9 @@ class SingleProcess final : public SearchPartition {
 struct SearchOptions {
   int threads = 0;                       // worker threads of this process; 0 = all cores
   SearchPartition* partition = nullptr;  // null: one process
-  // Called after each of this process's candidates (phase "screen", then "rerank"), from one
-  // thread at a time: done and total count this process's share.
+  // Called after each of this process's candidates (phase "screen", then "rerank A-B" for each
+  // re-ranking round, A-B its 1-based screening positions), from one thread at a time: done and
+  // total count this process's share of the phase.
   std::function<void(std::string_view phase, size_t done, size_t total)> progress;
 };
 

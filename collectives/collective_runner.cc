@@ -116,6 +116,20 @@ class CollectiveRunner::Impl {
   CollectiveChoice choose(const CollectiveRequest& request) { return price(request).selection.choice; }
   Duration estimate(const CollectiveRequest& request) { return price(request).selection.time; }
 
+  size_t transfer_count(const CollectiveRequest& request) {
+    const Priced& priced = price(request);
+    const TransferKey key{priced.shape, request.op, priced.selection.choice.algorithm,
+                          priced.selection.choice.protocol, request.size.count(), request.root,
+                          request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
+    auto it = transfer_counts_.find(key);
+    if (it != transfer_counts_.end()) return it->second;
+    const GroupLayout& layout = *layouts_[static_cast<size_t>(priced.shape)];
+    const AlgorithmEntry& entry = algorithm_entry(priced.selection.choice.algorithm);
+    const StepCosts costs = step_costs(entry.algorithm, priced.selection.choice.protocol, layout);
+    const size_t count = entry.plan(request, layout, costs, options_).size();
+    return transfer_counts_.emplace(key, count).first->second;
+  }
+
  private:
   struct Priced {
     int shape = 0;
@@ -133,6 +147,7 @@ class CollectiveRunner::Impl {
   };
 
   using SelectionKey = std::tuple<int, CollectiveOp, CollectiveAlgorithm, Protocol, int64_t, int, uint64_t>;
+  using TransferKey = SelectionKey;  // with the chosen algorithm and protocol in place of the request's
 
   // Validates the request and returns its shape and selection, computing them once.
   const Priced& price(const CollectiveRequest& request) {
@@ -248,6 +263,7 @@ class CollectiveRunner::Impl {
   std::map<std::vector<int64_t>, int> shape_of_key_;
   std::vector<std::unique_ptr<GroupLayout>> layouts_;
   std::map<SelectionKey, Priced> selections_;
+  std::map<TransferKey, size_t> transfer_counts_;
 
   std::map<uint64_t, Execution> executions_;
   uint64_t next_execution_ = 0;
@@ -266,5 +282,9 @@ void CollectiveRunner::start(const CollectiveRequest& request, Completion on_com
 CollectiveChoice CollectiveRunner::choose(const CollectiveRequest& request) const { return impl_->choose(request); }
 
 Duration CollectiveRunner::estimate(const CollectiveRequest& request) const { return impl_->estimate(request); }
+
+size_t CollectiveRunner::transfer_count(const CollectiveRequest& request) const {
+  return impl_->transfer_count(request);
+}
 
 }  // namespace clustersim

@@ -56,6 +56,12 @@ class CollectiveRunner {
   // fidelity and by the selector; cheap enough to call thousands of times per layout search.
   Duration estimate(const CollectiveRequest& request) const;
 
+  // The number of point-to-point transfers `request` starts at flow fidelity (the size of the
+  // chosen algorithm's TransferPlan; at analytical fidelity it starts none): what a flow-fidelity
+  // run of it costs the simulator (parallelism/work_estimate.h). Built once per (group shape, op,
+  // algorithm, protocol, size, root) and cached. Throws InputError as start() does.
+  size_t transfer_count(const CollectiveRequest& request) const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

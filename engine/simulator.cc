@@ -45,6 +45,19 @@ Time Simulator::run() {
   return now_;
 }
 
+Time Simulator::run(uint64_t interval, const std::function<void()>& progress) {
+  if (interval == 0) throw InternalError("Simulator::run: a progress interval of 0 events");
+  uint64_t next = events_executed_ + interval;
+  while (!queue_.empty()) {
+    execute_next();
+    if (events_executed_ == next) {
+      progress();
+      next += interval;
+    }
+  }
+  return now_;
+}
+
 void Simulator::run_until(Time until) {
   while (!queue_.empty() && queue_.next_time() <= until) execute_next();
   if (now_ < until) now_ = until;

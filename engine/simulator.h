@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/units.h"
 #include "engine/event_queue.h"
@@ -27,6 +28,10 @@ class Simulator {
 
   // Runs events until none is pending. Returns the time of the last event.
   Time run();
+  // Runs as run(), calling `progress` after every `interval` (> 0) events it executes: how a long
+  // run reports how far it got (clustersim run's progress lines). `progress` may read the
+  // simulator but not schedule or cancel events. Throws InternalError for an interval of 0.
+  Time run(uint64_t interval, const std::function<void()>& progress);
   // Runs events with time <= `until`; later events stay queued and the clock stops at `until`.
   void run_until(Time until);
 

@@ -6,12 +6,17 @@
 // it, so that each of these is declared once and passed on as one value.
 
 #include <cstdint>
+#include <functional>
 
 #include "collectives/fidelity.h"
 
 namespace clustersim {
 
 struct CollectiveProfile;  // calibrated fits (collectives/collective_profile.h)
+
+// Events between two calls of SimulationOptions::progress: about 0.1 s of a flow-fidelity run
+// (0.75-1.0 M events/s, parallelism/work_estimate.h), 5 ms of an analytical one.
+inline constexpr uint64_t kProgressIntervalEvents = 1 << 16;
 
 struct SimulationOptions {
   Fidelity fidelity = Fidelity::kAnalytical;
@@ -27,6 +32,9 @@ struct SimulationOptions {
   // (tools/data/h200-2026-12-01-power/README.md, "Launch-queue depth": the 1,022nd launch
   // behind a long kernel blocked until it ended; CUDA's pending-launch limit is about 1,024).
   int64_t launch_queue_depth = 1022;
+  // Called with the events the step's simulation has executed so far, every
+  // kProgressIntervalEvents events (empty: never): how a long run reports its progress.
+  std::function<void(uint64_t events)> progress;
 };
 
 }  // namespace clustersim

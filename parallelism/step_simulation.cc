@@ -120,7 +120,11 @@ class StepSimulation {
       Rank* rank = r.get();
       sim_.schedule_at(Time::zero(), [this, rank] { advance(*rank); });
     }
-    sim_.run();
+    if (options_.progress) {
+      sim_.run(kProgressIntervalEvents, [this] { options_.progress(sim_.events_executed()); });
+    } else {
+      sim_.run();
+    }
     StepResult result;
     Time end = Time::zero();
     for (size_t i = 0; i < ranks_.size(); ++i) {

@@ -21,7 +21,38 @@ namespace {
 
 double seconds(Duration d) { return d.to_seconds(); }
 
+// The work of every step the run will simulate (RunWork).
+RunWork estimate_run_work(const Cluster& cluster, const Layout& layout, const TrainingPrograms& programs,
+                          const StepSimulationOptions& sim, const TrainingSimulationOptions& options, bool jittered) {
+  RunWork work;
+  work.fidelity = sim.fidelity;
+  work.step = estimate_step_work(cluster, layout, programs.stages, programs.microbatches, sim);
+  work.steps = 1 + (sim.power != nullptr ? 1 : 0) + (!options.stragglers.empty() && options.straggler_baseline ? 1 : 0);
+  work.events = work.step.events() * static_cast<uint64_t>(work.steps);
+  work.seconds = work.step.seconds(sim.fidelity) * work.steps;
+  if (jittered) {
+    SimulationOptions every_rank = sim;
+    every_rank.representative = false;
+    const StepWork sampled = estimate_step_work(cluster, layout, programs.stages, programs.microbatches, every_rank);
+    work.steps += options.jitter->steps;
+    work.events += sampled.events() * static_cast<uint64_t>(options.jitter->steps);
+    work.seconds += sampled.seconds(sim.fidelity) * options.jitter->steps;
+  }
+  return work;
+}
+
 }  // namespace
+
+void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source) {
+  if (max_events == 0 || work.events <= max_events) return;
+  throw InputError(fmt::format(
+      "{}{}simulation.max_events: this run is estimated at {:.3g} simulation events ({} step(s) of {} simulated "
+      "rank(s) and {} flow transfers each, {} fidelity: about {} on one core), above the bound of {:.3g}; raise "
+      "simulation.max_events (0 = no bound), or use simulation.fidelity: analytical or a smaller layout",
+      source, source.empty() ? "" : ": ", static_cast<double>(work.events), work.steps, work.step.simulated_ranks,
+      work.step.transfers, name_of(work.fidelity), describe_estimated_seconds(work.seconds),
+      static_cast<double>(max_events)));
+}
 
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,
                                  const Layout& layout, const TrainingSimulationOptions& options) {
@@ -94,23 +125,41 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     // Their common line, when they share one.
     if (sim.representative) sim.representative_line = *line;
     report.stragglers_simulated_every_rank = !sim.representative;
-    if (options.straggler_baseline) {
-      StepSimulationOptions plain = sim;
-      plain.rank_programs.clear();
-      plain.representative = options.representative;
-      plain.representative_line = RankCoord{};
-      plain.record_trace = false;
-      report.step_time_without_stragglers_s =
-          seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, plain).step_time);
-    }
   }
-  report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
+  const bool jittered = options.jitter && options.jitter->cv > 0 && options.jitter->steps > 0;
+  if (jittered && layout.world_size() > kMaxJitterGpus) {
+    throw InputError(fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the layout has {}",
+                                 kMaxJitterGpus, layout.world_size()));
+  }
+  report.work = estimate_run_work(cluster, layout, report.programs, sim, options, jittered);
+  if (options.on_estimate) options.on_estimate(report.work);
+  // Every simulate_step of the run, with the progress callback counting on from the steps before.
+  uint64_t events_before = 0;
+  auto simulate = [&](StepSimulationOptions step_options) {
+    if (options.on_progress) {
+      step_options.progress = [&options, &events_before, total = report.work.events](uint64_t events) {
+        options.on_progress(events_before + events, total);
+      };
+    }
+    StepResult result = simulate_step(cluster, layout, report.programs.stages, report.microbatches, step_options);
+    events_before += result.events;
+    return result;
+  };
+  if (!options.stragglers.empty() && options.straggler_baseline) {
+    StepSimulationOptions plain = sim;
+    plain.rank_programs.clear();
+    plain.representative = options.representative;
+    plain.representative_line = RankCoord{};
+    plain.record_trace = false;
+    report.step_time_without_stragglers_s = seconds(simulate(plain).step_time);
+  }
+  report.step = simulate(sim);
   if (sim.power != nullptr) {
     // Steady state of back-to-back steps: each GPU's governor starts where the previous step left it.
     // One iteration from idle; its residual (start vs end average of the second run) is reported in
     // GpuEnergy::start_end_power_w.
     for (const RankBreakdown& r : report.step.ranks) sim.initial_power_w.push_back(r.final_power_w);
-    report.step = simulate_step(cluster, layout, report.programs.stages, report.microbatches, sim);
+    report.step = simulate(sim);
     double joules = 0;
     Duration full;
     Duration actual;
@@ -134,13 +183,9 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     }
   }
 
-  if (options.jitter && options.jitter->cv > 0 && options.jitter->steps > 0) {
+  if (jittered) {
     const StepJitter& jitter = *options.jitter;
     const int world = layout.world_size();
-    if (world > kMaxJitterGpus) {
-      throw InputError(fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the layout has {}",
-                                   kMaxJitterGpus, world));
-    }
     std::vector<double> speed(static_cast<size_t>(world), 1.0);
     for (const Straggler& g : options.stragglers) speed[static_cast<size_t>(g.gpu)] = g.speed;
     const RankGrid grid(layout);
@@ -167,7 +212,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
         }
         js.rank_programs[static_cast<size_t>(g)] = &it->second.stages[static_cast<size_t>(grid.coord_of(g).pp)];
       }
-      const double t = seconds(simulate_step(cluster, layout, report.programs.stages, report.microbatches, js).step_time);
+      const double t = seconds(simulate(js).step_time);
       sum += t;
       report.jitter.min_step_s = std::min(report.jitter.min_step_s, t);
       report.jitter.max_step_s = std::max(report.jitter.max_step_s, t);
@@ -177,6 +222,7 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     report.jitter.mean_step_s = sum / jitter.steps;
   }
 
+  report.events = events_before;
   report.flops = step_flops(model, training);
   report.step_time_s = seconds(report.step.step_time);
   const double peak = gpu.peak(training.compute_dtype).flop_per_second();

@@ -8,7 +8,9 @@
 // s × s score matrix (Megatron-LM, Korthikanti et al. 2022; PaLM App. B); HFU adds the recomputed
 // forward FLOPs.
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <optional>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "parallelism/simulation_options.h"
 #include "parallelism/step_simulation.h"
 #include "parallelism/validate_run.h"
+#include "parallelism/work_estimate.h"
 #include "topology/cluster.h"
 #include "workloads/model_flops.h"
 #include "workloads/model_spec.h"
@@ -44,6 +47,17 @@ struct StepJitter {
   uint64_t seed = 1;
 };
 
+// The work of a run (parallelism/work_estimate.h): the estimate of the step as the run simulates
+// it, and of every step it simulates (a second one under the power model, one without stragglers,
+// the sampled steps with jitter, which simulate every rank).
+struct RunWork {
+  StepWork step;
+  int steps = 1;           // steps simulated
+  uint64_t events = 0;     // estimated engine events of all of them
+  double seconds = 0;      // at the measured events per second of the fidelity (StepWork::seconds)
+  Fidelity fidelity = Fidelity::kAnalytical;
+};
+
 // SimulationOptions (fidelity, representative, trace, collective profile, launch queue: what every
 // step it simulates is simulated with) and what the training simulation itself uses.
 struct TrainingSimulationOptions : SimulationOptions {
@@ -65,6 +79,12 @@ struct TrainingSimulationOptions : SimulationOptions {
   bool straggler_baseline = true;
   // Sampled steps with jitter (on top of the stragglers): TrainingReport::jitter.
   std::optional<StepJitter> jitter;
+  // Called once with the run's estimate before the first step is simulated; it may throw to refuse
+  // the run (check_run_work), and nothing is simulated then.
+  std::function<void(const RunWork&)> on_estimate;
+  // Called about every kProgressIntervalEvents events with the events executed so far over every
+  // step and RunWork::events (the done count may pass the estimate).
+  std::function<void(uint64_t done, uint64_t estimated)> on_progress;
 };
 
 // The steps sampled with jitter: their mean and spread (s), against the step without it.
@@ -129,7 +149,13 @@ struct TrainingReport {
   double step_time_without_stragglers_s = 0;
   bool stragglers_simulated_every_rank = false;
   JitterReport jitter;
+  RunWork work;                        // the estimate the run was checked against
+  uint64_t events = 0;                 // engine events executed, every simulated step
 };
+
+// Throws InputError, prefixed with `source` (the scenario file; "" for none) and naming
+// simulation.max_events, when `work` is estimated above `max_events` events (0 = no bound).
+void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source);
 
 // Validates the run (validate_run, parallelism/validate_run.h: InputError naming fields and valid
 // values), builds the programs and simulates one step; also InputError for a straggler outside the

@@ -438,6 +438,10 @@ Schema build_scenario_schema() {
                 "largest expert- or context-parallel group (max(ep, cp)) simulated with flow fidelity under auto: "
                 "an all-to-all of n ranks is n(n-1) flows",
                 "64", 1, kMaxClusterGpus));
+  s.key(integer("simulation.max_events",
+                "refuse a run estimated at more simulation events than this, before it starts (about 11 min of a "
+                "flow-fidelity run on one core at 0.75 M events/s; parallelism/work_estimate.h); 0 = no bound",
+                "500000000", 0, 1e15));
   s.key(key_def("simulation.representative", ValueType::kBool,
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));
   s.key(key_def("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
@@ -1213,6 +1217,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
                                                      : FidelityChoice::kAuto;
   s.simulation.flow_max_gpus = static_cast<int>(doc.get_int("simulation.flow_max_gpus"));
   s.simulation.flow_max_all_to_all_ranks = static_cast<int>(doc.get_int("simulation.flow_max_all_to_all_ranks"));
+  s.simulation.max_events = static_cast<uint64_t>(doc.get_int("simulation.max_events"));
   s.simulation.representative = doc.get_bool("simulation.representative");
   s.simulation.allow_idle_gpus = doc.get_bool("simulation.allow_idle_gpus");
   if (const std::string power = doc.get_string("simulation.power_model"); power != "auto") {

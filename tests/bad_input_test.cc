@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdio>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -138,6 +139,21 @@ TEST(BadInput, FlowFidelityBeyondItsLimitsIsRefusedNamingTheFlag) {
   expect_refused("collective --op all_to_all --nodes 2048 --fidelity flow",
                  {"--fidelity flow", "268419072 transfers", "1024 GPUs"});
   expect_refused("collective --nodes 4096 --fidelity flow", {"--fidelity flow", "32768 GPUs", "16384"});
+}
+
+// A run estimated above simulation.max_events is refused before it starts, naming the file, the
+// key and what moves it: Llama-3-405B on 16,384 H100 at flow fidelity is 1.7e8 flow transfers
+// (parallelism/work_estimate.h); the refusal comes from the estimate, in well under a second.
+TEST(BadInput, ARunBeyondItsEventBoundIsRefusedBeforeItStarts) {
+  const auto start = std::chrono::steady_clock::now();
+  expect_refused("run " + scenario("llama3-405b-16k-h100.yaml") + " --set simulation.fidelity=flow",
+                 {"llama3-405b-16k-h100.yaml: simulation.max_events: this run is estimated at",
+                  "flow fidelity", "above the bound of 5e+08", "simulation.fidelity: analytical"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set simulation.max_events=1000",
+                 {"simulation.max_events", "above the bound of 1e+03"});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --set simulation.max_events=-1",
+                 {"simulation.max_events"});
 }
 
 // The pod keys of a three-tier fabric (topology/three_tier_fabric.h), refused at their line with

@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", run.trace, "write a Chrome trace-event JSON file (open in Perfetto)")
       ->check(non_empty_path);
   run_cmd->add_flag("--reproducible", run.reproducible, "report sim.wall_s as 0 (byte-identical output)");
+  bool run_no_progress = false;
+  bool run_quiet = false;
+  run_cmd->add_flag("--no-progress", run_no_progress,
+                    "no estimate and no progress on standard error (a bar on a terminal, otherwise a line every 5 s, "
+                    "for runs estimated at 2 s or more)");
+  run_cmd->add_flag("--quiet", run_quiet, "as --no-progress");
   std::string layout_from;
   int layout_rank = 1;
   CLI::Option* layout_from_option =
@@ -252,6 +258,7 @@ int main(int argc, char** argv) {
           sets.insert(sets.end(), run.sets.begin(), run.sets.end());  // the user's --set win
           run.sets = std::move(sets);
         }
+        run.progress = !run_no_progress && !run_quiet;
         return run_command(run, std::cout);
       }
       if (report_cmd->parsed()) {

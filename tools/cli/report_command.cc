@@ -57,6 +57,7 @@ int report_command(const ReportOptions& options, std::ostream& messages) {
     run_options.scenario = options.scenario;
     run_options.sets = options.sets;
     run_options.record_trace = true;
+    run_options.progress = true;  // the estimate and progress of a long step, as `run`
     run.emplace(simulate_run(run_options));
     writer = [&](std::ostream& out) { write_run_html(run->report, run->context(), source, out); };
   }

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <fmt/format.h>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #include "collectives/collective_profile.h"
@@ -17,6 +18,7 @@
 #include "scenarios/scenario.h"
 #include "tools/common/output_file.h"
 #include "tools/cli/chrome_trace.h"
+#include "tools/cli/progress_bar.h"
 #include "tools/cli/run_report.h"
 
 namespace clustersim {
@@ -67,6 +69,24 @@ RunOutcome simulate_run(const RunOptions& options) {
   sim.collective_profile = collective_profile ? &*collective_profile : nullptr;
   sim.power_model = power_model_applies(scenario.simulation, sim.compute_profile);
 
+  // The bound and the estimate before anything is simulated, then progress on standard error.
+  ProgressBar bar("run", options.progress ? ProgressBar::mode_for_stderr() : ProgressBar::Mode::kOff, "events");
+  bool announced = false;  // progress only for runs whose estimate was stated: short runs print nothing
+  sim.on_estimate = [&](const RunWork& work) {
+    check_run_work(work, scenario.simulation.max_events, scenario.source);
+    if (!options.progress || work.seconds < kAnnouncedRunSeconds) return;
+    announced = true;
+    std::cerr << fmt::format("run: estimated {:.3g} simulation events ({} step(s) of {} simulated rank(s), {} flow "
+                             "transfers each, {} fidelity): about {} on one core\n",
+                             static_cast<double>(work.events), work.steps, work.step.simulated_ranks,
+                             work.step.transfers, name_of(work.fidelity), describe_estimated_seconds(work.seconds));
+  };
+  if (options.progress) {
+    sim.on_progress = [&bar, &announced](uint64_t done, uint64_t estimated) {
+      if (announced) bar.update("simulate", done, estimated);
+    };
+  }
+
   outcome.fidelity = sim.fidelity;
   const auto start = std::chrono::steady_clock::now();
   outcome.report = [&] {
@@ -82,6 +102,7 @@ RunOutcome simulate_run(const RunOptions& options) {
           scenario.model.hidden));
     }
   }();
+  bar.finish();
   const TrainingReport& report = outcome.report;
   if (scenario.campaign) {
     outcome.campaign = simulate_campaign(

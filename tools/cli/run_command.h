@@ -1,6 +1,6 @@
 #pragma once
 
-// `clustersim run SCENARIO [--set a.b=v ...] [--json] [--trace FILE] [--reproducible]`
+// `clustersim run SCENARIO [--set a.b=v ...] [--json] [--trace FILE] [--reproducible] [--no-progress] [--quiet]`
 
 #include <optional>
 #include <ostream>
@@ -29,7 +29,15 @@ struct RunOptions {
   std::string layout_from_file;  // with --layout-from: its path and --rank, named in layout errors
   int layout_from_rank = 0;
   std::ostream* warnings = nullptr;
+  // Before a run estimated at kAnnouncedRunSeconds or more, one line on standard error with the
+  // estimate (parallelism/work_estimate.h); during such a run, progress as clustersim search's
+  // (tools/cli/progress_bar.h); shorter runs print neither. The CLI turns it on unless
+  // --no-progress or --quiet.
+  bool progress = false;
 };
+
+// Runs estimated at this many seconds or more state their estimate before they start.
+inline constexpr double kAnnouncedRunSeconds = 2.0;
 
 // One simulated step of a scenario (and its campaign, if it has one), with what the reports need.
 struct RunOutcome {

@@ -496,6 +496,10 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   j["host_model"] = r.host_model;
   j["calibration"] = c.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.calibration);
   j["sim"] = {{"events", r.step.events},
+              {"run_events", r.events},
+              {"estimated_events", r.work.events},
+              {"estimated_transfers_per_step", r.work.step.transfers},
+              {"simulated_steps", r.work.steps},
               {"wall_s", c.wall_s},
               {"fidelity", std::string(name_of(c.fidelity))},
               {"simulated_ranks", r.step.ranks.size()},

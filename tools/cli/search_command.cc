@@ -23,6 +23,7 @@
 #include "cost_models/calibration_profile.h"
 #include "tools/common/output_file.h"
 #include "tools/cli/run_command.h"
+#include "tools/cli/progress_bar.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/shell_line.h"
 
@@ -60,64 +61,6 @@ std::string describe_candidate(const LayoutCandidate& c) {
   return fmt::format("{}{} · micro batch {} · recompute {} · global batch {}", describe_layout(c.layout), stages,
                      c.micro_batch, name_of(c.recompute), c.global_batch);
 }
-
-// Draws "screen [#####.....] 1234/5678 21.7% ETA 0:32" on standard error, at most 10 times a second.
-// Progress of a search phase on standard error: on a terminal a bar with an ETA redrawn in place
-// (at most every 100 ms); otherwise one line every kLineInterval once a phase has run that long
-// (logs of batch jobs: a short search prints nothing); kOff prints nothing.
-class ProgressBar {
- public:
-  enum class Mode { kOff, kBar, kLines };
-  static constexpr std::chrono::seconds kLineInterval{5};
-  explicit ProgressBar(Mode mode) : mode_(mode) {}
-  ~ProgressBar() { finish(); }
-
-  void update(std::string_view phase, size_t done, size_t total) {
-    if (mode_ == Mode::kOff) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (phase != phase_) {
-      finish();
-      phase_ = std::string(phase);
-      start_ = now;
-      last_ = now;
-    }
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-    std::string eta = "--:--";
-    if (done > 0) {
-      const int seconds = static_cast<int>(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
-      eta = fmt::format("{}:{:02d}", seconds / 60, seconds % 60);
-    }
-    if (mode_ == Mode::kLines) {
-      if (now - last_ < kLineInterval) return;
-      last_ = now;
-      std::fprintf(stderr, "search: %s %zu/%zu (%.1f%%), %.0f s so far, ETA %s\n", phase_.c_str(), done, total,
-                   100 * fraction, elapsed, eta.c_str());
-      std::fflush(stderr);
-      return;
-    }
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const int width = 30;
-    const int filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r%-7s [%s%s] %zu/%zu %5.1f%% ETA %s ", phase_.c_str(), std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done, total, 100 * fraction, eta.c_str());
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-
-  void finish() {
-    if (drawn_) std::fprintf(stderr, "\n");
-    drawn_ = false;
-  }
-
- private:
-  Mode mode_;
-  bool drawn_ = false;
-  std::string phase_;
-  std::chrono::steady_clock::time_point start_{};
-  std::chrono::steady_clock::time_point last_{};
-};
 
 // "1, 2, 4, 8" or "1, 2, 3, ..., 1024 (40 values)".
 template <typename T>
@@ -649,9 +592,8 @@ SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& p
       if (!csv) throw InputError(fmt::format("--csv {}: cannot open the file for writing", options.csv));
     }
   }
-  ProgressBar bar(!root || !options.progress || options.quiet ? ProgressBar::Mode::kOff
-                  : isatty(fileno(stderr)) != 0                  ? ProgressBar::Mode::kBar
-                                                                 : ProgressBar::Mode::kLines);
+  ProgressBar bar("search", root && options.progress && !options.quiet ? ProgressBar::mode_for_stderr()
+                                                                         : ProgressBar::Mode::kOff);
   SearchOptions search_options;
   search_options.threads = options.threads;
   search_options.partition = &partition;

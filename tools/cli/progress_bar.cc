@@ -1,0 +1,68 @@
+#include "tools/cli/progress_bar.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace clustersim {
+
+namespace {
+
+std::string count_text(uint64_t n) {
+  if (n >= 1'000'000) return fmt::format("{:.1f}M", static_cast<double>(n) / 1e6);
+  return fmt::format("{}", n);
+}
+
+}  // namespace
+
+ProgressBar::Mode ProgressBar::mode_for_stderr() { return isatty(fileno(stderr)) != 0 ? Mode::kBar : Mode::kLines; }
+
+void ProgressBar::update(std::string_view phase, uint64_t done, uint64_t total) {
+  if (mode_ == Mode::kOff) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (phase != phase_) {
+    finish();
+    phase_ = std::string(phase);
+    start_ = now;
+    last_ = now;
+  }
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
+  std::string eta = "--:--";
+  if (done > 0 && done < total) {
+    const auto seconds =
+        static_cast<int64_t>(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+    eta = fmt::format("{}:{:02d}", seconds / 60, seconds % 60);
+  }
+  const std::string counts =
+      fmt::format("{}/{}{}{}", count_text(done), count_text(total), unit_.empty() ? "" : " ", unit_);
+  if (mode_ == Mode::kLines) {
+    if (now - last_ < kLineInterval) return;
+    last_ = now;
+    std::fputs(fmt::format("{}: {} {} ({:.1f}%), {:.0f} s so far, ETA {}\n", command_, phase_, counts,
+                           100 * fraction, elapsed, eta)
+                   .c_str(),
+               stderr);
+    std::fflush(stderr);
+    return;
+  }
+  if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  const int width = 30;
+  const int filled = static_cast<int>(fraction * width);
+  std::fputs(fmt::format("\r{:<7} [{}{}] {} {:5.1f}% ETA {} ", phase_, std::string(filled, '#'),
+                         std::string(width - filled, '.'), counts, 100 * fraction, eta)
+                 .c_str(),
+             stderr);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (drawn_) std::fputs("\n", stderr);
+  drawn_ = false;
+}
+
+}  // namespace clustersim

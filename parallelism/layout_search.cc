@@ -50,6 +50,30 @@ std::string_view describe(RejectReason reason) {
   return "?";
 }
 
+std::string_view name_of(RerankStop stop) {
+  switch (stop) {
+    case RerankStop::kNotNeeded: return "not_needed";
+    case RerankStop::kOff: return "off";
+    case RerankStop::kFixed: return "fixed";
+    case RerankStop::kStable: return "stable";
+    case RerankStop::kWholeSpace: return "all";
+    case RerankStop::kLimit: return "limit";
+  }
+  return "?";
+}
+
+std::string_view describe(RerankStop stop) {
+  switch (stop) {
+    case RerankStop::kNotNeeded: return "every layout's fidelity is the screening's: nothing to re-simulate";
+    case RerankStop::kOff: return "re-ranking off (search.rerank: 0)";
+    case RerankStop::kFixed: return "a fixed count (search.rerank), not checked against more";
+    case RerankStop::kStable: return "the winner held when the re-ranked layouts doubled";
+    case RerankStop::kWholeSpace: return "every simulated layout re-ranked";
+    case RerankStop::kLimit: return "search.rerank_max reached before the winner held over a doubling";
+  }
+  return "?";
+}
+
 namespace {
 
 // Which rule of validate_layout() (in its order) or TrainingSpec::validate() `c` breaks, given that
@@ -415,35 +439,94 @@ SearchResult search_layouts(const SearchProblem& given, const SearchOptions& opt
     return ranks_before(space.objective, result.outcomes[a].metrics, a, result.outcomes[b].metrics, b);
   };
   std::sort(evaluated.begin(), evaluated.end(), screened_before);
-  const size_t keep = std::min(evaluated.size(), static_cast<size_t>(std::max(space.top, space.rerank)));
-  const std::vector<size_t> best(evaluated.begin(), evaluated.begin() + static_cast<std::ptrdiff_t>(keep));
 
-  // Re-ranking at the scenario's fidelity, for the layouts where it differs from the screening.
-  // final_outcomes[k] and `again` are positions in `best`: a space of millions of candidates holds
-  // their outcomes once.
-  std::vector<CandidateOutcome> final_outcomes(best.size());
-  std::vector<size_t> again;
-  for (size_t k = 0; k < best.size(); ++k) {
-    final_outcomes[k] = result.outcomes[best[k]];
-    if (space.rerank > 0 &&
-        (problem.fidelity(result.candidates[best[k]].layout) != Fidelity::kAnalytical || !problem.representative)) {
-      again.push_back(k);
+  // Re-ranking at the scenario's fidelity, for the layouts where it differs from the screening, of
+  // the best `taken` screened layouts. final_outcomes[k] are positions in `evaluated`: a space of
+  // millions of candidates holds their outcomes once.
+  const size_t n = evaluated.size();
+  const size_t top = std::min(n, static_cast<size_t>(std::max(space.top, 1)));
+  auto needs_rerank = [&](size_t i) {
+    return problem.fidelity(result.candidates[i].layout) != Fidelity::kAnalytical || !problem.representative;
+  };
+  std::vector<CandidateOutcome> final_outcomes;
+  size_t taken = 0;
+  // Takes positions [taken, upto) of the screening order, re-simulating those that need it.
+  auto take = [&](size_t upto) {
+    final_outcomes.resize(upto);
+    std::vector<size_t> again;
+    for (size_t k = taken; k < upto; ++k) {
+      final_outcomes[k] = result.outcomes[evaluated[k]];
+      if (needs_rerank(evaluated[k])) again.push_back(k);
     }
-  }
-  result.reranked = !again.empty();
-  if (result.reranked) {
     const std::vector<size_t> share = my_share(again, partition);
-    run_parallel(share, threads, "rerank", options, [&](size_t k) {
-      const LayoutCandidate& c = result.candidates[best[k]];
+    const std::string phase = fmt::format("rerank {}-{}", taken + 1, upto);  // screening positions, 1-based
+    run_parallel(share, threads, phase, options, [&](size_t k) {
+      const LayoutCandidate& c = result.candidates[evaluated[k]];
       final_outcomes[k].metrics = evaluate_candidate(problem, c, problem.fidelity(c.layout), problem.representative);
     });
     gather_outcomes(partition, share, final_outcomes);
+    if (!again.empty()) result.reranked = true;
+    taken = upto;
+    result.rerank_rounds.push_back(upto);
+  };
+  // The position of the best of the taken layouts at their final fidelity.
+  auto winner = [&] {
+    size_t best = 0;
+    for (size_t k = 1; k < taken; ++k) {
+      if (ranks_before(space.objective, final_outcomes[k].metrics, evaluated[k], final_outcomes[best].metrics,
+                       evaluated[best])) {
+        best = k;
+      }
+    }
+    return best;
+  };
+  const bool any = space.rerank != 0 && std::any_of(evaluated.begin(), evaluated.end(), needs_rerank);
+  if (!any) {
+    result.rerank_stop = space.rerank == 0 ? RerankStop::kOff : RerankStop::kNotNeeded;
+    const size_t keep = space.rerank > 0 ? std::min(n, static_cast<size_t>(std::max(space.top, space.rerank))) : top;
+    final_outcomes.resize(keep);
+    for (size_t k = 0; k < keep; ++k) final_outcomes[k] = result.outcomes[evaluated[k]];
+    taken = keep;
+  } else if (space.rerank > 0) {
+    result.rerank_stop = RerankStop::kFixed;
+    take(std::min(n, static_cast<size_t>(std::max(space.top, space.rerank))));
+  } else {
+    // auto: double until the winner holds. Every process takes the same steps: the winner is
+    // decided on outcomes that gather_outcomes() made identical everywhere.
+    const size_t limit = std::min(n, static_cast<size_t>(std::max(space.top, space.rerank_max)));
+    take(std::min(limit, std::max(top, static_cast<size_t>(space.rerank_first))));
+    size_t champion = winner();
+    while (true) {
+      if (taken == n) {
+        result.rerank_stop = RerankStop::kWholeSpace;
+        break;
+      }
+      if (taken >= limit) {
+        result.rerank_stop = RerankStop::kLimit;
+        break;
+      }
+      const size_t before = taken;
+      take(std::min(2 * before, limit));
+      const size_t doubled_champion = winner();
+      if (taken == n) {
+        result.rerank_stop = RerankStop::kWholeSpace;
+        break;
+      }
+      if (doubled_champion == champion && taken == 2 * before) {
+        result.rerank_stop = RerankStop::kStable;
+        break;
+      }
+      champion = doubled_champion;
+    }
   }
-  for (size_t k = 0; k < best.size(); ++k) {
+  if (result.rerank_stop != RerankStop::kOff && result.rerank_stop != RerankStop::kNotNeeded) {
+    result.reranked_layouts = taken;
+  }
+  for (size_t k = 0; k < taken; ++k) {
     RankedLayout r;
-    r.index = best[k];
+    r.index = evaluated[k];
     r.metrics = final_outcomes[k].metrics;
-    r.screening = result.outcomes[best[k]].metrics;
+    r.screening = result.outcomes[evaluated[k]].metrics;
     r.screening_rank = static_cast<int>(k + 1);
     result.ranking.push_back(r);
   }

@@ -15,10 +15,21 @@
 //      without pricing ops or simulating; the peak plus the headroom must fit the GPU;
 //   4. screening: simulate_training() at the analytical fidelity with one representative rank per
 //      stage (the same call `clustersim run` makes, at its cheapest setting);
-//   5. re-ranking: the best `rerank` screened layouts are simulated again at the scenario's own
-//      fidelity and representative setting, and the final order is theirs. layout_search_test.cc
-//      shows on small spaces that the final top K equals the top K of simulating every layout at
-//      the scenario's fidelity.
+//   5. re-ranking: the best screened layouts are simulated again at the scenario's own fidelity and
+//      representative setting, and the final order is theirs. How many (search.rerank):
+//      - auto (the default): the best max(top, 10) first (SearchSpace::rerank_first); then the
+//        set is doubled (the next as many in screening order) until the winner of the doubled set
+//        is the winner of the set before it (RerankStop::kStable), every simulated layout has been
+//        re-ranked (kWholeSpace), or search.rerank_max layouts have been (kLimit: the winner may
+//        lie further down). The screening error is not bounded, so a stable winner is the best of
+//        what was re-ranked, checked against twice as many; tests/search_scenarios_test.cc shows a
+//        space whose analytical winner is not its flow winner, found by the doubling and missed by
+//        re-ranking the first round alone;
+//      - a count N: the best max(top, N), once (kFixed); 0: none (kOff).
+//      layout_search_test.cc shows on small spaces that the final top K equals the top K of
+//      simulating every layout at the scenario's fidelity. Layouts whose fidelity is the
+//      screening's keep their screening figures; when that holds for every layout, nothing is
+//      re-simulated (kNotNeeded).
 // Ranking: the objective (better first), ties broken by the lower peak memory, then by the
 // candidate's position in the space, so the result does not depend on threads or processes.
 
@@ -141,8 +152,9 @@ class SingleProcess final : public SearchPartition {
 struct SearchOptions {
   int threads = 0;                       // worker threads of this process; 0 = all cores
   SearchPartition* partition = nullptr;  // null: one process
-  // Called after each of this process's candidates (phase "screen", then "rerank"), from one
-  // thread at a time: done and total count this process's share.
+  // Called after each of this process's candidates (phase "screen", then "rerank A-B" for each
+  // re-ranking round, A-B its 1-based screening positions), from one thread at a time: done and
+  // total count this process's share of the phase.
   std::function<void(std::string_view phase, size_t done, size_t total)> progress;
 };
 
@@ -152,6 +164,21 @@ struct RankedLayout {
   LayoutMetrics screening;    // at the screening fidelity
   int screening_rank = 0;     // 1-based position after screening
 };
+
+// Why the re-ranking (step 5 above) stopped where it did.
+enum class RerankStop {
+  kNotNeeded,   // every layout's fidelity is the screening's: nothing to re-simulate
+  kOff,         // search.rerank: 0
+  kFixed,       // search.rerank: N, the best max(top, N) re-ranked once
+  kStable,      // auto: the winner held when the re-ranked set doubled
+  kWholeSpace,  // auto: every simulated layout was re-ranked
+  kLimit,       // auto: search.rerank_max reached before the winner held over a doubling
+};
+
+// "not_needed", "off", "fixed", "stable", "all", "limit".
+std::string_view name_of(RerankStop stop);
+// One line for people: "the winner held when the re-ranked layouts doubled".
+std::string_view describe(RerankStop stop);
 
 struct RejectionSummary {
   RejectReason reason = RejectReason::kLayoutRule;
@@ -163,11 +190,18 @@ struct RejectionSummary {
 struct SearchResult {
   std::vector<LayoutCandidate> candidates;  // the whole space, in expansion order
   std::vector<CandidateOutcome> outcomes;   // screening outcome of each candidate
-  std::vector<RankedLayout> ranking;        // the re-ranked best layouts, best first (<= max(top, rerank))
+  std::vector<RankedLayout> ranking;        // the re-ranked best layouts, best first (reranked_layouts of them,
+                                            // or without re-ranking the best top screened; see RerankStop)
   std::vector<RejectionSummary> rejected;   // reasons with a non-zero count, in RejectReason order
   size_t evaluated = 0;                     // candidates simulated
   Fidelity screening_fidelity = Fidelity::kAnalytical;
   bool reranked = false;                    // some layouts re-simulated (their fidelity differs from screening)
+  // The best screened layouts taken at the scenario's fidelity (re-simulated where it differs from
+  // the screening's); 0 without re-ranking. rerank_rounds: that count after each round, ascending
+  // (auto: max(top, 10), then doubled, cut at the space and search.rerank_max).
+  size_t reranked_layouts = 0;
+  std::vector<size_t> rerank_rounds;
+  RerankStop rerank_stop = RerankStop::kNotNeeded;
 };
 
 // The checks of steps 1-3 for one candidate, then the screening simulation. Throws InternalError

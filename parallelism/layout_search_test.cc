@@ -216,6 +216,9 @@ void expect_same(const SearchResult& a, const SearchResult& b) {
     EXPECT_EQ(a.ranking[k].metrics.step_time_s, b.ranking[k].metrics.step_time_s);
     EXPECT_EQ(a.ranking[k].screening_rank, b.ranking[k].screening_rank);
   }
+  EXPECT_EQ(a.reranked_layouts, b.reranked_layouts);
+  EXPECT_EQ(a.rerank_rounds, b.rerank_rounds);
+  EXPECT_EQ(a.rerank_stop, b.rerank_stop);
   ASSERT_EQ(a.rejected.size(), b.rejected.size());
   for (size_t k = 0; k < a.rejected.size(); ++k) {
     EXPECT_EQ(a.rejected[k].reason, b.rejected[k].reason);
@@ -249,6 +252,96 @@ TEST(LayoutSearch, ThreadsAndProcessesDoNotChangeTheResult) {
   }
   for (auto& t : threads) t.join();
   for (const auto& r : results) expect_same(reference, r);
+}
+
+// The best of the ranked layouts whose screening rank is at most `screened` (the winner of the
+// re-ranked set before its last doubling), by the final metrics.
+size_t winner_of_first(const SearchResult& r, SearchObjective objective, int screened) {
+  const RankedLayout* best = nullptr;
+  for (const RankedLayout& l : r.ranking) {
+    if (l.screening_rank > screened) continue;
+    if (best == nullptr || ranks_before(objective, l.metrics, l.index, best->metrics, best->index)) best = &l;
+  }
+  return best == nullptr ? r.candidates.size() : best->index;
+}
+
+TEST(LayoutSearch, AutoRerankDoublesFromTopUntilTheWinnerHolds) {
+  Fixture f;
+  f.problem.space.top = 1;
+  f.problem.space.rerank_first = 1;  // rounds of 1, 2, 4, ... on this small space
+  ASSERT_EQ(f.problem.space.rerank, kRerankAuto);  // the default
+  const SearchResult r = search_layouts(f.problem);
+  ASSERT_GE(r.evaluated, 8U);
+  ASSERT_FALSE(r.rerank_rounds.empty());
+  // 1, 2, 4, ... screened layouts, each round twice the one before, cut only by the space.
+  EXPECT_EQ(r.rerank_rounds.front(), 1U);
+  for (size_t k = 1; k < r.rerank_rounds.size(); ++k) {
+    EXPECT_EQ(r.rerank_rounds[k], std::min(2 * r.rerank_rounds[k - 1], r.evaluated)) << k;
+  }
+  EXPECT_EQ(r.reranked_layouts, r.rerank_rounds.back());
+  EXPECT_EQ(r.ranking.size(), r.reranked_layouts);
+  ASSERT_TRUE(r.rerank_stop == RerankStop::kStable || r.rerank_stop == RerankStop::kWholeSpace)
+      << name_of(r.rerank_stop);
+  if (r.rerank_stop == RerankStop::kStable) {
+    ASSERT_GE(r.rerank_rounds.size(), 2U);
+    const int before = static_cast<int>(r.rerank_rounds[r.rerank_rounds.size() - 2]);
+    EXPECT_EQ(winner_of_first(r, f.problem.space.objective, before), r.ranking.front().index);
+    // Before the last round the winner changed at every doubling, else the search had stopped there.
+    for (size_t k = 1; k + 1 < r.rerank_rounds.size(); ++k) {
+      EXPECT_NE(winner_of_first(r, f.problem.space.objective, static_cast<int>(r.rerank_rounds[k - 1])),
+                winner_of_first(r, f.problem.space.objective, static_cast<int>(r.rerank_rounds[k])))
+          << k;
+    }
+  }
+  for (const RankedLayout& l : r.ranking) EXPECT_EQ(l.metrics.fidelity, Fidelity::kFlow);
+  // Doubling once more does not change the winner: the best of twice as many re-ranked layouts.
+  SearchProblem again = f.problem;
+  again.space.rerank = static_cast<int>(2 * r.reranked_layouts);
+  const SearchResult doubled = search_layouts(again);
+  EXPECT_EQ(doubled.rerank_stop, RerankStop::kFixed);
+  EXPECT_EQ(doubled.reranked_layouts, std::min(2 * r.reranked_layouts, r.evaluated));
+  EXPECT_EQ(doubled.ranking.front().index, r.ranking.front().index);
+}
+
+TEST(LayoutSearch, RerankMaxBoundsTheDoublingAndAFixedCountIsTakenOnce) {
+  Fixture f;
+  f.problem.space.top = 1;
+  f.problem.space.rerank_first = 1;
+  f.problem.space.rerank_max = 1;  // no doubling allowed: the bound is reached at once
+  const SearchResult bounded = search_layouts(f.problem);
+  EXPECT_EQ(bounded.rerank_stop, RerankStop::kLimit);
+  EXPECT_EQ(bounded.rerank_rounds, std::vector<size_t>{1});
+  EXPECT_EQ(bounded.reranked_layouts, 1U);
+
+  f.problem.space.rerank_max = 3;  // 1, 2, then at most 3
+  const SearchResult three = search_layouts(f.problem);
+  if (three.rerank_stop == RerankStop::kStable) {
+    EXPECT_EQ(three.rerank_rounds, (std::vector<size_t>{1, 2}));
+  } else {
+    EXPECT_EQ(three.rerank_stop, RerankStop::kLimit);
+    EXPECT_EQ(three.rerank_rounds, (std::vector<size_t>{1, 2, 3}));
+  }
+
+  f.problem.space.rerank = 3;  // a count: max(top, 3) once, whatever the winner does
+  const SearchResult fixed = search_layouts(f.problem);
+  EXPECT_EQ(fixed.rerank_stop, RerankStop::kFixed);
+  EXPECT_EQ(fixed.rerank_rounds, std::vector<size_t>{3});
+  EXPECT_EQ(fixed.ranking.size(), 3U);
+
+  f.problem.space.rerank = 0;  // none: the top screened layouts at the screening's figures
+  const SearchResult off = search_layouts(f.problem);
+  EXPECT_EQ(off.rerank_stop, RerankStop::kOff);
+  EXPECT_FALSE(off.reranked);
+  EXPECT_EQ(off.reranked_layouts, 0U);
+  ASSERT_EQ(off.ranking.size(), 1U);
+  EXPECT_EQ(off.ranking.front().metrics.fidelity, Fidelity::kAnalytical);
+
+  f.problem.space.rerank = kRerankAuto;
+  f.problem.fidelity_for = [](const Layout&) { return Fidelity::kAnalytical; };  // the screening's own
+  const SearchResult same = search_layouts(f.problem);
+  EXPECT_EQ(same.rerank_stop, RerankStop::kNotNeeded);
+  EXPECT_FALSE(same.reranked);
+  EXPECT_TRUE(same.rerank_rounds.empty());
 }
 
 TEST(LayoutSearch, TiesGoToLowerMemoryThenToTheEarlierCandidate) {

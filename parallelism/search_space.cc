@@ -1,6 +1,7 @@
 #include "parallelism/search_space.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace clustersim {
 
@@ -34,6 +36,17 @@ SearchObjective parse_search_objective(std::string_view text) {
   throw InputError(fmt::format("unknown search objective \"{}\" (valid: tokens_per_s, step_time, mfu, cost_per_token, "
                                "time_to_train, cost, energy)",
                                text));
+}
+
+int parse_search_rerank(std::string_view text) {
+  if (text == "auto") return kRerankAuto;
+  int value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < 0 || value > kMaxSearchRerank) {
+    throw InputError(fmt::format("\"{}\" is not auto or a whole number of layouts in [0, {}] (0: none re-simulated)",
+                                 excerpt(text, 60), kMaxSearchRerank));
+  }
+  return value;
 }
 
 TrainingSpec LayoutCandidate::training(const TrainingSpec& base) const {
@@ -123,7 +136,15 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
     }
   }
   if (space.top < 1) throw InputError(fmt::format("search.top = {}: must be >= 1", space.top));
-  if (space.rerank < 0) throw InputError(fmt::format("search.rerank = {}: must be >= 0", space.rerank));
+  if (space.rerank < 0 && space.rerank != kRerankAuto) {
+    throw InputError(fmt::format("search.rerank = {}: must be auto or >= 0", space.rerank));
+  }
+  if (space.rerank_first < 1) {
+    throw InputError(fmt::format("the first re-ranking round of {} layouts: must be >= 1", space.rerank_first));
+  }
+  if (space.rerank_max < 1) {
+    throw InputError(fmt::format("search.rerank_max = {}: must be >= 1", space.rerank_max));
+  }
   if (space.gpu_hour_price < 0) {
     throw InputError(fmt::format("search.gpu_hour_price = {}: must be >= 0", space.gpu_hour_price));
   }

@@ -60,6 +60,23 @@ enum class SearchObjective { kTokensPerSecond, kStepTime, kMfu, kCostPerToken, k
 
 // "tokens_per_s", "step_time", "mfu", "cost_per_token", "time_to_train", "cost", "energy".
 std::string_view name_of(SearchObjective objective);
+
+// SearchSpace::rerank's value for search.rerank: auto.
+inline constexpr int kRerankAuto = -1;
+// The bound of search.rerank and search.rerank_max.
+inline constexpr int kMaxSearchRerank = 1'000'000;
+// search.rerank_max's default: the most layouts search.rerank: auto re-simulates. A choice, not a
+// measurement: eight times the 20 that a fixed re-ranking simulated before auto (four doublings of
+// the default top of 10), which keeps the worst case of a 64-GPU flow search within minutes.
+inline constexpr int kDefaultRerankMax = 160;
+// The first round of search.rerank: auto takes the best max(search.top, kAutoRerankFirst): half the
+// 20 that the fixed re-ranking took by default, so that with its first doubling auto re-ranks at
+// least as many layouts as the fixed default did, whatever the top.
+inline constexpr int kAutoRerankFirst = 10;
+
+// search.rerank's text: "auto" (kRerankAuto) or a whole number 0..kMaxSearchRerank. Throws
+// InputError naming what is valid.
+int parse_search_rerank(std::string_view text);
 // Throws InputError naming the valid objectives.
 SearchObjective parse_search_objective(std::string_view text);
 
@@ -99,8 +116,14 @@ struct SearchSpace {
   Bytes memory_headroom;        // free memory every GPU must keep at its peak
   bool tp_within_node = true;   // every tensor-parallel group inside one node
   // Output.
-  int top = 10;     // layouts reported
-  int rerank = 20;  // best screened layouts re-simulated at the scenario's fidelity
+  int top = 10;  // layouts reported
+  // Best screened layouts re-simulated at the scenario's fidelity: kRerankAuto (layout_search.h,
+  // "re-ranking": doubled from `top` until the winner holds, at most rerank_max), or that many
+  // (at least `top`; 0 = none).
+  int rerank = kRerankAuto;
+  int rerank_max = kDefaultRerankMax;
+  // auto's first round: the best max(top, rerank_first) (no YAML key; tests start lower).
+  int rerank_first = kAutoRerankFirst;
   // Bound on the layouts the space may expand to (count_search_space), checked before expanding.
   int64_t max_candidates = kDefaultMaxSearchCandidates;
 };
@@ -168,7 +191,7 @@ void check_search_space_size(const SearchSpace& space, const Layout& base, const
                              const SearchContext& context);
 
 // Checks the space itself, before any candidate: lists present but empty, values out of range,
-// top or rerank below 1, a memory headroom not below `capacity` (impossible constraint). Throws
+// top below 1, rerank below 0 (other than auto), rerank_max below 1, a memory headroom not below `capacity` (impossible constraint). Throws
 // InputError naming the search.* key, the value and what is valid.
 void validate_search_space(const SearchSpace& space, Bytes capacity);
 

@@ -284,6 +284,30 @@ TEST(SearchSpace, AnEmptySpaceIsAnInputError) {
   }
 }
 
+TEST(SearchSpace, RerankIsAutoOrACount) {
+  EXPECT_EQ(parse_search_rerank("auto"), kRerankAuto);
+  EXPECT_EQ(parse_search_rerank("0"), 0);
+  EXPECT_EQ(parse_search_rerank("40"), 40);
+  EXPECT_EQ(parse_search_rerank(std::to_string(kMaxSearchRerank)), kMaxSearchRerank);
+  for (const char* bad : {"", "Auto", "-1", "2.5", "1e3", "20 layouts", "1000001", "99999999999"}) {
+    EXPECT_THROW(parse_search_rerank(bad), InputError) << bad;
+  }
+  try {
+    parse_search_rerank("fast");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("auto or a whole number"), std::string::npos) << e.what();
+  }
+  SearchSpace s;
+  EXPECT_EQ(s.rerank, kRerankAuto);  // the default
+  EXPECT_NO_THROW(validate_search_space(s, Bytes::gigabytes(80)));
+  s.rerank_max = 0;
+  EXPECT_THROW(validate_search_space(s, Bytes::gigabytes(80)), InputError);
+  s.rerank_max = kDefaultRerankMax;
+  s.rerank = -2;  // neither auto nor a count
+  EXPECT_THROW(validate_search_space(s, Bytes::gigabytes(80)), InputError);
+}
+
 TEST(SearchSpace, MalformedValuesAndImpossibleConstraintsNameTheirKey) {
   const Bytes capacity = Bytes::gigabytes(80);
   auto message = [&](const SearchSpace& s) {

@@ -183,8 +183,12 @@ void add_search_keys(Schema& s) {
   s.key(key_def("search.memory_headroom", ValueType::kBytes, "memory every GPU must keep free at its peak", "0 GiB"));
   s.key(key_def("search.tp_within_node", ValueType::kBool, "every tensor-parallel group inside one node", "true"));
   s.key(integer("search.top", "layouts reported", "10", 1, kMaxSearchLayouts));
-  s.key(integer("search.rerank", "best screened layouts re-simulated at the scenario's fidelity (0: none)", "20", 0,
-                kMaxSearchLayouts));
+  s.key(key_def("search.rerank", ValueType::kString,
+                "best screened layouts re-simulated at the scenario's fidelity: auto (the best max(search.top, 10), "
+                "doubled until the winner holds, at most search.rerank_max) or a count (0: none)",
+                "auto"));
+  s.key(integer("search.rerank_max", "most layouts search.rerank: auto re-simulates",
+                std::to_string(kDefaultRerankMax), 1, kMaxSearchRerank));
   s.key(integer("search.max_candidates",
                 "most layouts the space may hold, counted before it is expanded (about 0.5 KB each while held)",
                 std::to_string(kDefaultMaxSearchCandidates), 1, kMaxSearchCandidates));
@@ -842,7 +846,12 @@ SearchSpace load_search(const ConfigDocument& doc) {
   sp.memory_headroom = doc.get_bytes("search.memory_headroom");
   sp.tp_within_node = doc.get_bool("search.tp_within_node");
   sp.top = static_cast<int>(doc.get_int("search.top"));
-  sp.rerank = static_cast<int>(doc.get_int("search.rerank"));
+  try {
+    sp.rerank = parse_search_rerank(doc.get_string("search.rerank"));
+  } catch (const InputError& e) {
+    throw doc.error_at("search.rerank", e.what());
+  }
+  sp.rerank_max = static_cast<int>(doc.get_int("search.rerank_max"));
   sp.max_candidates = doc.get_int("search.max_candidates");
   return sp;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,6 +71,12 @@ Result run(const std::string& args, const std::string& prefix = "") {
 std::string scenario(const std::string& name) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name; }
 
 const std::string kSmall = scenario("search/gpt3-1.3b-2-dgx-h100.yaml");
+// A search whose flow winner ranks 17th after screening (tests/search_scenarios_test.cc,
+// TheDoublingFindsAFlowWinnerThatTheScreeningRanksLow): search.rerank: auto takes several rounds.
+const std::string kRerankRounds = scenario("search/sc21-gpt-1.7b.yaml") +
+                                  " --set training.global_batch=64 --set cluster.fabric.type=fat-tree"
+                                  " --set cluster.fabric.oversubscription=8 --set cluster.fabric.leaf_ports=16"
+                                  " --set search.top=1";
 
 TEST(SearchCli, OutputIsByteIdenticalForAnyThreadCount) {
   const Result one = run("search " + kSmall + " --threads 1 --csv " + temp("t1.csv"));
@@ -101,6 +109,77 @@ TEST(SearchCli, MpirunWithTwoProcessesGivesTheSameOutput) {
   EXPECT_NE(mpi.err.find("on 2 process(es)"), std::string::npos) << mpi.err;
   const Result table = run("search " + kSmall, prefix);
   EXPECT_EQ(table.out, run("search " + kSmall).out);
+  // Re-ranking rounds whose winner changes: every process takes the same rounds.
+  const Result rounds = run("search " + kRerankRounds + " --json", prefix);
+  ASSERT_EQ(rounds.exit_code, 0) << rounds.err;
+  EXPECT_EQ(rounds.out, run("search " + kRerankRounds + " --json").out);
+  EXPECT_GT(nlohmann::json::parse(rounds.out)["rerank"]["rounds"].size(), 2U);
+}
+
+// The summary's re-ranking line as it opens for `layouts` layouts re-ranked by auto.
+std::string fmt_line(size_t layouts) { return "  re-ranking  auto: " + std::to_string(layouts) + " re-ranked"; }
+
+// How many layouts were re-ranked and why it stopped, said alike by the text, --json and --csv.
+TEST(SearchCli, OutputsSayHowManyWereRerankedAndWhy) {
+  const Result json = run("search " + kRerankRounds + " --json --csv " + temp("rerank.csv"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  const auto& rerank = j["rerank"];
+  EXPECT_EQ(rerank["stop"], "stable");
+  EXPECT_EQ(rerank["max"].get<int>(), 160);
+  const std::vector<size_t> rounds = rerank["rounds"].get<std::vector<size_t>>();
+  ASSERT_GE(rounds.size(), 2U);
+  EXPECT_EQ(rounds.front(), 10U);  // max(top 1, 10)
+  for (size_t k = 1; k < rounds.size(); ++k) EXPECT_EQ(rounds[k], 2 * rounds[k - 1]);
+  const size_t layouts = rerank["layouts"].get<size_t>();
+  EXPECT_EQ(layouts, rounds.back());
+  EXPECT_GT(j["top"][0]["screening_rank"].get<int>(), 10);
+
+  // CSV: one row per simulated layout; `layouts` of them re-ranked, the best of those the winner.
+  std::istringstream csv(read(temp("rerank.csv")));
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::string> header;
+  {
+    std::istringstream h(line);
+    for (std::string cell; std::getline(h, cell, ',');) header.push_back(cell);
+  }
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  ASSERT_LT(column("rerank_stop"), header.size());
+  size_t rows = 0, reranked = 0;
+  double best_final = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::istringstream l(line);
+    for (std::string cell; std::getline(l, cell, ',');) cells.push_back(cell);
+    if (line.back() == ',') cells.emplace_back();
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    ++rows;
+    EXPECT_EQ(cells[column("rerank_stop")], "stable");
+    if (cells[column("reranked")] == "true") {
+      ++reranked;
+      EXPECT_EQ(cells[column("final_fidelity")], "flow");
+      best_final = std::max(best_final, std::stod(cells[column("final_tokens_per_s")]));
+    } else {
+      EXPECT_EQ(cells[column("final_tokens_per_s")], "");
+    }
+  }
+  EXPECT_EQ(rows, j["evaluated"].get<size_t>());
+  EXPECT_EQ(reranked, layouts);
+  EXPECT_EQ(best_final, j["top"][0]["tokens_per_s"].get<double>());
+
+  const Result text = run("search " + kRerankRounds);
+  EXPECT_NE(text.out.find(fmt_line(layouts)), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stopped: the winner held"), std::string::npos) << text.out;
+
+  const Result fixed = run("search " + kRerankRounds + " --json --set search.rerank=10");
+  const auto f = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(f["rerank"]["stop"], "fixed");
+  EXPECT_EQ(f["rerank"]["layouts"].get<size_t>(), 10U);
+  EXPECT_TRUE(f["rerank"]["max"].is_null());
+  EXPECT_LE(f["top"][0]["screening_rank"].get<int>(), 10);  // the first round alone misses the flow winner
 }
 
 TEST(SearchCli, RunTakesTheLayoutBackFromTheSearchResult) {
@@ -245,6 +324,16 @@ TEST(SearchCli, MalformedInputExitsWith2AndNamesTheKey) {
   r = run("search " + kSmall + " --set 'search.order=[tp-dp]'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("search.order"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set search.rerank=fast");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.rerank"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is not auto or a whole number of layouts in [0, 1000000]"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set search.rerank=-3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.rerank"), std::string::npos) << r.err;
+  r = run("search " + kSmall + " --set search.rerank_max=0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("search.rerank_max"), std::string::npos) << r.err;
   r = run("search " + scenario("llama3-8b-dgx-h100.yaml"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no search: section"), std::string::npos) << r.err;

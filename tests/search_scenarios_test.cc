@@ -98,5 +98,66 @@ TEST(SearchScenarios, L6WithIdleGpusFindsLayoutsWithinTheGpusAndTheBatch) {
   EXPECT_TRUE(natural);
 }
 
+// search.rerank: auto on the shipped searches that re-rank and finish in a few seconds (every
+// shipped one: search_slow_test.cc): the winner is the one of re-ranking twice as many again.
+TEST(SearchScenarios, WinnersHoldWhenTheRerankedSetDoublesAgain) {
+  for (const char* name : {"gpt3-1.3b-2-dgx-h100", "sc21-gpt-1.7b", "sc21-gpt-3.6b"}) {
+    const std::string path = kSource + "/scenarios/search/" + name + ".yaml";
+    const Scenario s = load_scenario(path, {}, "", LayoutCheck::kDeferToSearch);
+    const Cluster cluster(s.cluster);
+    SearchProblem problem = search_problem(s, cluster);
+    ASSERT_EQ(problem.space.rerank, kRerankAuto) << path;
+    const SearchResult r = search_layouts(problem);
+    ASSERT_TRUE(r.reranked) << path;
+    ASSERT_FALSE(r.ranking.empty()) << path;
+    EXPECT_TRUE(r.rerank_stop == RerankStop::kStable || r.rerank_stop == RerankStop::kWholeSpace)
+        << path << ": " << name_of(r.rerank_stop);
+    problem.space.rerank = static_cast<int>(2 * r.reranked_layouts);
+    const SearchResult doubled = search_layouts(problem);
+    EXPECT_EQ(doubled.reranked_layouts, std::min(2 * r.reranked_layouts, r.evaluated)) << path;
+    EXPECT_EQ(doubled.ranking.front().index, r.ranking.front().index) << path;
+    EXPECT_EQ(doubled.ranking.front().metrics.step_time_s, r.ranking.front().metrics.step_time_s) << path;
+  }
+}
+
+// A space whose analytical winner is not its flow winner: GPT 1.7B on 32 A100 (sc21-gpt-1.7b) with
+// a global batch of 64 on an 8:1 oversubscribed fat-tree of 16-port leaves. Re-ranking every
+// simulated layout at flow fidelity gives the truth; the flow winner ranks below the first
+// re-ranking round after screening, so re-ranking that round alone misses it and auto's doubling
+// finds it.
+TEST(SearchScenarios, TheDoublingFindsAFlowWinnerThatTheScreeningRanksLow) {
+  const std::vector<Override> overrides = {
+      {"training.global_batch", "64"},         {"cluster.fabric.type", "fat-tree"},
+      {"cluster.fabric.oversubscription", "8"}, {"cluster.fabric.leaf_ports", "16"},
+      {"search.top", "1"}};
+  const Scenario s =
+      load_scenario(kSource + "/scenarios/search/sc21-gpt-1.7b.yaml", overrides, "", LayoutCheck::kDeferToSearch);
+  const Cluster cluster(s.cluster);
+  SearchProblem problem = search_problem(s, cluster);
+  SearchProblem every = problem;
+  every.space.rerank = kMaxSearchRerank;
+  const SearchResult truth = search_layouts(every);
+  ASSERT_EQ(truth.reranked_layouts, truth.evaluated);
+  const RankedLayout& flow_winner = truth.ranking.front();
+  ASSERT_EQ(flow_winner.metrics.fidelity, Fidelity::kFlow);
+  // The case: the flow winner is not the analytical one, and lies beyond the first round.
+  ASSERT_GT(flow_winner.screening_rank, kAutoRerankFirst);
+
+  const SearchResult first_round_only = [&] {
+    SearchProblem p = problem;
+    p.space.rerank = kAutoRerankFirst;
+    return search_layouts(p);
+  }();
+  EXPECT_NE(first_round_only.ranking.front().index, flow_winner.index);
+
+  const SearchResult r = search_layouts(problem);  // search.rerank: auto
+  EXPECT_EQ(r.ranking.front().index, flow_winner.index);
+  EXPECT_EQ(r.ranking.front().metrics.step_time_s, flow_winner.metrics.step_time_s);
+  EXPECT_EQ(r.ranking.front().screening_rank, flow_winner.screening_rank);
+  EXPECT_GE(r.reranked_layouts, static_cast<size_t>(flow_winner.screening_rank));
+  EXPECT_LT(r.reranked_layouts, r.evaluated);  // found without re-ranking everything
+  EXPECT_EQ(r.rerank_stop, RerankStop::kStable);
+}
+
 }  // namespace search_scenarios_test
 }  // namespace clustersim

@@ -22,12 +22,21 @@ const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
 using testing::search_scenarios;
 
-// Every shipped search runs to the end with the scenario's own settings.
+// Every shipped search runs to the end with the scenario's own settings; where it re-ranks with
+// search.rerank: auto, re-ranking twice as many layouts again keeps its winner.
 TEST(SearchScenariosSlow, EveryShippedSearchRuns) {
   for (const auto& path : search_scenarios()) {
     const Scenario s = load_scenario(path, {}, "", LayoutCheck::kDeferToSearch);
     const Cluster cluster(s.cluster);
-    const SearchResult r = search_layouts(search_problem(s, cluster));
+    SearchProblem problem = search_problem(s, cluster);
+    const SearchResult r = search_layouts(problem);
+    if (r.reranked && problem.space.rerank == kRerankAuto) {
+      EXPECT_TRUE(r.rerank_stop == RerankStop::kStable || r.rerank_stop == RerankStop::kWholeSpace)
+          << path << ": " << name_of(r.rerank_stop);
+      problem.space.rerank = static_cast<int>(2 * r.reranked_layouts);
+      const SearchResult doubled = search_layouts(problem);
+      EXPECT_EQ(doubled.ranking.front().index, r.ranking.front().index) << path;
+    }
     if (path.find("turing-nlg-530b-5128") != std::string::npos) {
       EXPECT_TRUE(r.ranking.empty()) << path;
     } else {

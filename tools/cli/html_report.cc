@@ -526,8 +526,12 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
   figure_row("candidates", fmt::format("{} in the space, {} simulated, {} rejected", result.candidates.size(),
                                        result.evaluated, rejected),
              out);
-  figure_row("simulation", fmt::format("screened at {} fidelity{}; {:.2f} s", name_of(result.screening_fidelity),
-                                       result.reranked ? ", the best re-ranked at the scenario's own" : "", wall_s),
+  figure_row("simulation",
+             fmt::format("screened at {} fidelity{}; {:.2f} s", name_of(result.screening_fidelity),
+                         result.reranked ? fmt::format(", the best {} re-ranked at the scenario's own ({})",
+                                                       result.reranked_layouts, describe(result.rerank_stop))
+                                         : "",
+                         wall_s),
              out);
   out << "</table>\n";
 

@@ -131,6 +131,41 @@ std::string campaign_column(SearchObjective o, const LayoutMetrics& m) {
   return "";
 }
 
+// "10, 20, 40": the re-ranked count after each round.
+std::string rounds_text(const SearchResult& r) { return fmt::format("{}", fmt::join(r.rerank_rounds, ", ")); }
+
+// How many layouts were re-ranked and why it stopped there, for the summary's re-ranking line.
+std::string rerank_text(const SearchSpace& space, const SearchResult& r) {
+  const size_t rounds = r.rerank_rounds.size();
+  const size_t last = rounds > 0 ? r.rerank_rounds[rounds - 1] : 0;
+  const size_t before = rounds > 1 ? r.rerank_rounds[rounds - 2] : 0;
+  const int winner_screened = r.ranking.empty() ? 0 : r.ranking.front().screening_rank;
+  const std::string winner = fmt::format("the winner ranked {} after screening", winner_screened);
+  switch (r.rerank_stop) {
+    case RerankStop::kStable:
+      return fmt::format("auto: {} re-ranked ({}); stopped: the winner held when the re-ranked layouts doubled from {} "
+                         "to {}; {}",
+                         last, rounds_text(r), before, last, winner);
+    case RerankStop::kWholeSpace:
+      return fmt::format("auto: {} re-ranked ({}); stopped: every simulated layout re-ranked; {}", last, rounds_text(r),
+                         winner);
+    case RerankStop::kLimit:
+      return fmt::format("auto: {} re-ranked ({}); stopped at search.rerank_max = {} before the winner held over a "
+                         "doubling, so a better layout may rank lower after screening (raise search.rerank_max); {}",
+                         last, rounds_text(r), space.rerank_max, winner);
+    case RerankStop::kFixed:
+      if (last == r.evaluated) {
+        return fmt::format("search.rerank = {}: every simulated layout ({}) re-ranked; {}", space.rerank, last, winner);
+      }
+      return fmt::format("search.rerank = {}: the best {} re-ranked, not checked against more (search.rerank: auto "
+                         "doubles them until the winner holds); {}",
+                         space.rerank, last, winner);
+    case RerankStop::kOff:
+    case RerankStop::kNotNeeded: break;
+  }
+  return "";
+}
+
 void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult& r, int top,
                    const std::vector<std::string>& user_sets, std::ostream& out) {
   const SearchSpace& space = *s.search;
@@ -157,8 +192,9 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                                     [](const RankedLayout& l) { return l.metrics.fidelity == Fidelity::kFlow; });
     out << fmt::format("  simulation  screened at analytical fidelity with one rank per stage; the best {} "
                        "re-simulated as `clustersim run` would ({} at flow fidelity, {})\n",
-                       r.ranking.size(), flow,
+                       r.reranked_layouts, flow,
                        s.simulation.representative ? "one rank per stage" : "every rank");
+    out << fmt::format("  re-ranking  {}\n", rerank_text(space, r));
   } else if (r.evaluated == 0) {
     out << "  simulation  none (every candidate was rejected before simulation)\n";
   } else {
@@ -430,6 +466,12 @@ nlohmann::ordered_json search_json(const Scenario& s, const SearchResult& r, int
   j["objective"] = std::string(name_of(space.objective));
   j["candidates"] = r.candidates.size();
   j["evaluated"] = r.evaluated;
+  // How many of the best screened layouts were taken at the scenario's fidelity, after each round,
+  // and why it stopped (RerankStop's names).
+  j["rerank"] = {{"layouts", r.reranked_layouts},
+                 {"rounds", r.rerank_rounds},
+                 {"stop", std::string(name_of(r.rerank_stop))},
+                 {"max", space.rerank == kRerankAuto ? nlohmann::ordered_json(space.rerank_max) : nlohmann::ordered_json()}};
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   const size_t shown = std::min(r.ranking.size(), static_cast<size_t>(top));
   for (size_t k = 0; k < shown; ++k) {
@@ -483,22 +525,37 @@ void write_search_json(const Scenario& s, const SearchResult& r, int top, const 
 }
 
 void write_search_csv(const SearchResult& r, std::ostream& out) {
+  // The screening's figures of every simulated layout; then whether it was among the re-ranked
+  // layouts, its figures at the scenario's fidelity if so (empty if not), and why the re-ranking
+  // stopped (the same in every row; RerankStop's names).
   out << "index,tp,pp,dp,cp,vpp,micro_batch,global_batch,recompute,zero,dp_shard,sequence_parallel,schedule,order,stage_layers,"
          "gpus,microbatches,step_time_s,tokens_per_s,mfu,hfu,gpu_seconds_per_token,peak_bytes,headroom_bytes,"
-         "compute_s,exposed_comm_s,bubble_s,optimizer_s,other_s,fidelity\n";
+         "compute_s,exposed_comm_s,bubble_s,optimizer_s,other_s,fidelity,reranked,final_step_time_s,"
+         "final_tokens_per_s,final_fidelity,rerank_stop\n";
+  std::map<size_t, const LayoutMetrics*> reranked;
+  for (size_t k = 0; k < r.ranking.size() && r.reranked_layouts > 0; ++k) {
+    reranked[r.ranking[k].index] = &r.ranking[k].metrics;
+  }
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const CandidateOutcome& o = r.outcomes[i];
     if (o.rejected) continue;
     const LayoutCandidate& c = r.candidates[i];
     const LayoutMetrics& m = o.metrics;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
+    const auto final_metrics = reranked.find(i);
+    const std::string final_columns =
+        final_metrics == reranked.end()
+            ? std::string("false,,,")
+            : fmt::format("true,{},{},{}", final_metrics->second->step_time_s, final_metrics->second->tokens_per_s,
+                          name_of(final_metrics->second->fidelity));
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
                        c.layout.tp, c.layout.pp, c.layout.dp, c.layout.cp, c.layout.vpp, c.micro_batch,
                        c.global_batch, name_of(c.recompute), c.layout.zero_stage, c.layout.dp_shard,
                        c.layout.sequence_parallel,
                        name_of(c.layout.schedule), c.layout.order, fmt::join(c.layout.stage_layers, " "), m.gpus,
                        m.microbatches, m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token,
                        m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute, m.breakdown.exposed_comm,
-                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, std::string(name_of(m.fidelity)));
+                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, std::string(name_of(m.fidelity)),
+                       final_columns, name_of(r.rerank_stop));
   }
 }
 

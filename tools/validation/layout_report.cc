@@ -73,7 +73,8 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
   out << fmt::format(
       "Model {} ({} layers, h {}{}), {} {} ({} {} of {}), sequence {} tokens, global batch {}, {}. Objective: {}. "
       "{} candidate layouts, {} simulated at the analytical fidelity with one rank per stage; the best {} "
-      "re-simulated at the scenario's fidelity ({} for {} GPUs), which decides the final order.\n\n",
+      "re-simulated at the scenario's fidelity ({} for {} GPUs), which decides the final order (re-ranking "
+      "stopped: {}).\n\n",
       scenario.model.name, scenario.model.layers, scenario.model.hidden,
       scenario.model.moe.enabled()
           ? fmt::format(", {} experts of {}, top-{}", scenario.model.moe.num_experts, scenario.model.moe.moe_ffn_hidden,
@@ -82,8 +83,8 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
       gpus, gpus == 1 ? "GPU" : "GPUs", cluster.node_count(), cluster.node_count() == 1 ? "node" : "nodes",
       cluster.node_spec(0).name, scenario.training.seq_len, scenario.training.global_batch,
       name_of(scenario.training.compute_dtype), name_of(space.objective), result.candidates.size(), result.evaluated,
-      std::min<size_t>(result.ranking.size(), static_cast<size_t>(std::max(space.top, space.rerank))),
-      name_of(resolve_fidelity(scenario.simulation, gpus)), gpus);
+      result.reranked_layouts,
+      name_of(resolve_fidelity(scenario.simulation, gpus)), gpus, describe(result.rerank_stop));
   if (order.empty()) {
     out << "No layout is feasible.\n";
   }

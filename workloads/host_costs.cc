@@ -38,6 +38,8 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
                          profile != nullptr ? "; the calibration profile has no host_costs" : "");
   }
   // Not in profiles: the Python-level overheads of train_step.py's modules, measured once.
+  // Not in profiles either: the normalisation backward kernel, measured once (host_costs.py).
+  c.backward_norm = Duration::microseconds(D::kBackwardNormUs);
   c.module_call = Duration::microseconds(D::kModuleCallUs);
   c.view = Duration::microseconds(D::kViewUs);
   c.split_call = Duration::microseconds(D::kSplitCallUs);
@@ -46,10 +48,11 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
   c.large_backward_elementwise = Duration::microseconds(D::kLargeBackwardElementwiseUs);
   c.source = fmt::format(
       "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
-      "{} / {} per elementwise / GEMM kernel (+{} / +{} for an elementwise output of 1 MiB or more); {} per "
-      "optimizer tensor, {} per NCCL call, {} per sync{}{}",
+      "{} / {} / {} per elementwise / GEMM / norm kernel (+{} / +{} for an elementwise output of 1 MiB or more); "
+      "{} per optimizer tensor, {} per NCCL call, {} per sync{}{}",
       name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
-      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.large_elementwise),
+      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.backward_norm),
+      to_string(c.large_elementwise),
       to_string(c.large_backward_elementwise), to_string(c.optimizer_per_tensor),
       to_string(c.collective), to_string(c.sync),
       training.framework != Framework::kPytorchEager
@@ -72,6 +75,8 @@ Duration host_cost(const Op& op, const HostCosts& costs) {
     case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);
     case OpCost::kFlashAttention: return before + (backward ? costs.backward_gemm : costs.library);
     case OpCost::kMemoryBound: {
+      if (op.access == MemoryAccess::kNormalization && !backward) return before + costs.library;
+      if (op.access == MemoryAccess::kNormalizationBackward && backward) return before + costs.backward_norm;
       const bool large = static_cast<double>(op.bytes_written.count()) >= HostCostDefaults::kLargeOutputBytes;
       const Duration base = backward ? costs.backward_elementwise : costs.elementwise;
       const Duration extra = backward ? costs.large_backward_elementwise : costs.large_elementwise;

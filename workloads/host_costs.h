@@ -8,7 +8,8 @@
 //   tools/data/h200-2026-12-02-host/README.md (tools/reference/host_costs.py):
 //     forward, autograd on: an elementwise op 14.1 µs, F.linear 36.0 µs, layer_norm 34.1 µs;
 //     backward (autograd's C++ engine), per launched kernel: elementwise 20.0 µs, linear 34.0 µs
-//       (two GEMMs per linear), layer_norm 33.2 µs;
+//       (two GEMMs per linear), layer_norm 33.2 µs (its input-gradient kernel; the affine chain's
+//       gamma/beta kernel costs about an elementwise kernel more: 51.3 µs per op);
 //     t.item() 13.0 µs; torch.distributed.all_reduce (NCCL, the call path) 34.1 µs;
 //     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
 //   tools/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
@@ -39,6 +40,9 @@ struct HostCostDefaults {
   static constexpr double kElementwiseUs = 14.1;
   static constexpr double kLinearUs = 36.0;          // F.linear: a GEMM op of pytorch-eager
   static constexpr double kLibraryUs = 34.1;         // layer_norm: normalisation, attention (SDPA)
+  // A normalisation's input-gradient kernel (layer_norm chain without affine: 33.6 µs per op over
+  // 1.01 launches). Its weight-gradient kernel is a reduction, priced as a backward elementwise one.
+  static constexpr double kBackwardNormUs = 33.2;
   static constexpr double kMegatronGemmUs = 90.0;    // Megatron-Core's linear layers
   static constexpr double kBackwardElementwiseUs = 20.0;
   static constexpr double kBackwardGemmUs = 34.0;    // also attention's backward
@@ -62,7 +66,8 @@ struct HostCostDefaults {
 struct HostCosts {
   Duration elementwise;           // a memory-bound forward op
   Duration gemm;                  // a GEMM forward op
-  Duration library;               // a fused attention forward op
+  Duration library;               // a fused attention or normalisation forward op
+  Duration backward_norm;         // a normalisation's input-gradient kernel (the defaults' figure)
   Duration backward_elementwise;  // each memory-bound kernel of the backward
   Duration backward_gemm;         // each GEMM or attention kernel of the backward
   Duration optimizer_per_tensor;  // the optimizer step, per parameter tensor it updates
@@ -83,8 +88,10 @@ struct HostCosts {
 HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile = nullptr);
 
 // The host time to issue `op` (one kernel) by its pass and cost kind, plus the host-only calls
-// before it (module calls and views); communication ops are NCCL calls (`collective`).
-// Recompute ops are forward ops.
+// before it (module calls and views); communication ops are NCCL calls (`collective`); a
+// normalisation (MemoryAccess::kNormalization) is a library call (`library`, F.layer_norm's
+// measured host time, not an elementwise op's), its input-gradient kernel
+// (kNormalizationBackward) `backward_norm`. Recompute ops are forward ops.
 Duration host_cost(const Op& op, const HostCosts& costs);
 
 }  // namespace clustersim

@@ -207,6 +207,23 @@ TEST(PytorchEagerOps, LayerForwardListsTheModulesViewsAndSplitsOfTrainStep) {
   EXPECT_EQ(host_cost(find(gpt.layer_forward(), "qkv"), costs), Duration::microseconds(HostCostDefaults::kLinearUs));
 }
 
+// A normalisation is a library call on the host (F.layer_norm's measured 34.1 µs forward, 33.2 µs
+// for its input-gradient kernel; tools/data/h200-2026-12-02-host/README.md), not an elementwise op
+// (14.1 / 20.0 µs); its weight-gradient reduction stays a backward elementwise kernel. Plus the
+// module calls before it (Block, Fp32Norm, the norm: 3 x 0.87 µs before the first norm).
+TEST(PytorchEagerOps, NormalisationsCostALibraryCallOnTheHost) {
+  const Transformer gpt(gpt_1_3b(), eager(2048, 4, Recompute::kNone));
+  const HostCosts costs = host_costs(eager(2048, 4, Recompute::kNone));
+  EXPECT_NEAR(host_cost(find(gpt.layer_forward(), "input_norm"), costs).to_microseconds(),
+              HostCostDefaults::kLibraryUs + 3 * HostCostDefaults::kModuleCallUs, 1e-9);
+  EXPECT_NEAR(host_cost(find(gpt.layer_forward(), "post_attention_norm"), costs).to_microseconds(),
+              HostCostDefaults::kLibraryUs + 2 * HostCostDefaults::kModuleCallUs, 1e-9);
+  EXPECT_EQ(host_cost(find(gpt.layer_backward(), "input_norm.backward"), costs),
+            Duration::microseconds(HostCostDefaults::kBackwardNormUs));
+  EXPECT_EQ(host_cost(find(gpt.layer_backward(), "input_norm.weight_grad"), costs),
+            Duration::microseconds(HostCostDefaults::kBackwardElementwiseUs));
+}
+
 TEST(PytorchEagerOps, CheckpointKeepsTheLayerInputAndStopsRecomputingAtFc2) {
   ModelSpec m = gpt_1_3b();
   m.max_position_embeddings = 4096;  // the reference's gpt-1.3b-4k-recompute

@@ -67,11 +67,12 @@ void expect_within(const Reference& ref, const char* mode, double predicted_ms, 
 
 // The GPU waits for the host for most of each step, as measured (the power run's GPU ran at
 // 120–270 W of 700 during them), and the predicted step stays within the error it reaches today
-// (−1 % to −16 %: host costs measured per op in isolation, with the modules' calls, views and
-// splits, normalisations as library calls and the larger host cost of elementwise ops with outputs
-// of 1 MiB or more priced by their own measurements, still miss the autograd engine's kernel-free
-// nodes and the rest of the Python around the ops; and the measured steps themselves move by
-// −12 … +16 % between days: tools/data/h200-2026-12-02-step-phases/README.md). The op
+// (−10 % to +3 %: host costs measured per op in isolation, with the modules' calls, views and
+// splits, normalisations as library calls, the autograd engine's kernel-free nodes of views and
+// the larger host cost of elementwise ops with outputs of 1 MiB or more priced by their own
+// measurements; the rest of the Python around the ops is not priced, and the measured steps
+// themselves move by −12 … +16 % between days: tools/data/h200-2026-12-02-step-phases/README.md;
+// gpt-350m-s256-b1, the farthest at −10 %, measured 43.0 ms there against 48.8 ms here). The op
 // lists launch what a profiled step launches (PyTorch 2.11, one H200, 2026-12-02) but for cuBLAS's
 // own memsets and split-K reductions: 1,606 launches against 1,609 for llama-220m-s512-b1, 678
 // against 679 for gpt-125m-s256-b1. A change of the host model that moves the error shows here.
@@ -79,7 +80,7 @@ TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
   for (const Reference& ref : kReferences) {
     const Predicted p = predict(ref, "");
     EXPECT_GT(p.host_bound_ms, 0.5 * p.step_ms) << ref.config;
-    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.17);
+    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.11);
   }
 }
 

@@ -44,6 +44,7 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
   c.view = Duration::microseconds(D::kViewUs);
   c.split_call = Duration::microseconds(D::kSplitCallUs);
   c.split_piece = Duration::microseconds(D::kSplitPieceUs);
+  c.grad_view_node = Duration::microseconds(D::kGradViewNodeUs);
   c.large_elementwise = Duration::microseconds(D::kLargeElementwiseUs);
   c.large_backward_elementwise = Duration::microseconds(D::kLargeBackwardElementwiseUs);
   c.source = fmt::format(
@@ -57,8 +58,10 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
       to_string(c.collective), to_string(c.sync),
       training.framework != Framework::kPytorchEager
           ? std::string()
-          : fmt::format("; {} per module call, {} per view, {} + {} per piece per split", to_string(c.module_call),
-                        to_string(c.view), to_string(c.split_call), to_string(c.split_piece)),
+          : fmt::format("; {} per module call, {} per view, {} + {} per piece per split, {} per view's "
+                        "backward node",
+                        to_string(c.module_call), to_string(c.view), to_string(c.split_call),
+                        to_string(c.split_piece), to_string(c.grad_view_node)),
       training.cuda_graphs == CudaGraphs::kNone
           ? std::string()
           : fmt::format("; CUDA graphs ({}): {} per captured kernel", name_of(training.cuda_graphs),
@@ -69,7 +72,8 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
 Duration host_cost(const Op& op, const HostCosts& costs) {
   const bool backward = op.pass == Pass::kBackward;
   const Duration before = costs.module_call * op.host_module_calls + costs.view * op.host_view_calls +
-                          costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces;
+                          costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces +
+                          costs.grad_view_node * op.host_grad_view_nodes;
   switch (op.cost) {
     case OpCost::kCommunication: return before + costs.collective;
     case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);

@@ -63,6 +63,7 @@ ComputeCostModel::ComputeCostModel(const GpuSpec& gpu, const CalibrationProfile*
   }
   memory_bandwidth_ = gpu.hbm_bandwidth * ComputeDefaults::kHbmEfficiency;
   kernel_gap_ = Duration::microseconds(ComputeDefaults::kKernelGapUs);
+  memory_latency_ = Duration::microseconds(ComputeDefaults::kMemoryKernelLatencyUs);
   dispatch_interval_ = Duration::microseconds(ComputeDefaults::kEagerDispatchUs);
   if (gpu.power_limit > Power::zero()) {
     power_.emplace(gpu, profile != nullptr && profile->power ? &*profile->power : nullptr);
@@ -165,7 +166,7 @@ Bandwidth ComputeCostModel::kernel_bandwidth(MemoryAccess access) const {
 }
 
 Duration ComputeCostModel::memory_bound_time(Bytes bytes, MemoryAccess access) const {
-  return at_speed(kernel_duration(transfer_time(bytes, kernel_bandwidth(access))));
+  return at_speed(kernel_duration(memory_latency_ + transfer_time(bytes, kernel_bandwidth(access))));
 }
 
 Duration ComputeCostModel::attention_time(const AttentionShape& shape, FusedAttentionKernel kernel, Bytes bytes,
@@ -203,7 +204,8 @@ Duration ComputeCostModel::attention_time(double kernel_flops, Bytes bytes, Data
 }
 
 std::string ComputeCostModel::describe() const {
-  const std::string launch = fmt::format("kernel gap {}", to_string(kernel_gap_));
+  const std::string launch = fmt::format("kernel gap {}, memory-kernel latency {}", to_string(kernel_gap_),
+                                         to_string(memory_latency_));
   if (profile_name_) return fmt::format("{} [{}]", profile_summary_, launch);
   return fmt::format(
       "datasheet defaults for {}: GEMM efficiency from the shape-aware default model (large-GEMM ceiling "

@@ -26,6 +26,17 @@ enum class AttentionDirection { kForward, kBackward };
 //     plus cudaLaunchKernel): the host cost of an eager elementwise op (workloads/host_costs.h); it
 //     does not enter a kernel's GPU time.
 //   kernel gap 1.23 µs: tiny kernels replayed from a CUDA graph.
+//   memory-kernel latency 0.871 µs: what a kernel that moves data costs beyond the kernel gap and
+//     its bytes at the copy rate. tools/data/h200-2026-11-29/memory.csv (the calibration profile's
+//     own run, device copies replayed from a CUDA graph): a 1 MiB copy (2,097,152 B moved) takes
+//     2.055 µs, against the profile's kernel gap 0.679 µs (a kernel that touches no memory) plus
+//     2,097,152 B at its copy rate 4151.27 GB/s (0.505 µs): 2.055 − 0.679 − 0.505 = 0.871 µs. With it
+//     gap + latency + bytes / rate reproduces that sweep's other copies within 0.45 µs from 4 MiB to
+//     128 MiB moved (2.56 / 3.00, 3.57 / 3.78, 5.59 / 5.83, 9.63 / 9.84, 17.72 / 17.69,
+//     33.88 / 33.44 µs predicted / measured), where without it every copy up to 64 MiB moved is
+//     predicted 0.8–1.3 µs too fast (the DRAM round trip and the end-of-kernel write drain that a
+//     kernel touching no memory skips). It applies to memory-bound kernels only: GEMM and attention
+//     times come from their own samples.
 //   fused attention 0.47 of the dense peak forward, 0.44 backward: cuDNN SDPA (the backend of
 //     Transformer Engine on Hopper), bf16, causal, head dim 128, 32 heads, s = 2048–4096, FLOPs
 //     counted causally (FlashAttention's benchmark convention); 435–467 TFLOP/s forward and
@@ -38,6 +49,7 @@ struct ComputeDefaults {
   static constexpr double kHbmEfficiency = 0.871;
   static constexpr double kEagerDispatchUs = 7.57;
   static constexpr double kKernelGapUs = 1.23;
+  static constexpr double kMemoryKernelLatencyUs = 0.871;
   static constexpr double kAttentionForwardEfficiency = 0.47;
   static constexpr double kAttentionBackwardEfficiency = 0.44;
   static constexpr double kSdpaFlashForwardEfficiency = 0.255;
@@ -53,9 +65,9 @@ struct ComputeDefaults {
 //                                   simulation's, parallelism/step_simulation.h)
 //   GEMM work       = max(FLOPs / (peak(dtype) × efficiency), bytes / HBM rate)
 //                     bytes = (M·K + K·N + M·N) × element size × batch (each operand once)
-//   memory-bound    = bytes moved / rate of its memory access kind (the HBM rate for kStream;
-//                     a profile's measured kernel rate or a default fraction of the HBM rate for
-//                     PyTorch's kernel paths, cost_models/memory_access.h)
+//   memory-bound    = memory-kernel latency + bytes moved / rate of its memory access kind (the
+//                     HBM rate for kStream; a profile's measured kernel rate or a default fraction
+//                     of the HBM rate for PyTorch's kernel paths, cost_models/memory_access.h)
 //   fused attention = max(kernel FLOPs / (peak × attention efficiency), bytes / HBM rate); for
 //                     PyTorch's SDPA flash kernel the profile's attention samples
 //                     (AttentionPredictor) or the default SDPA flash efficiencies
@@ -78,7 +90,7 @@ class ComputeCostModel {
   // The achieved fraction of peak for `shape` under the default model (no memory floor, no launch).
   double gemm_efficiency(const GemmShape& shape) const { return gemm_model_.efficiency(shape); }
   // Kernel duration of a memory-bound kernel moving `bytes` (bytes read + bytes written) by the
-  // access kind's rate (kernel_bandwidth()).
+  // access kind's rate (kernel_bandwidth()), plus the memory-kernel latency and the kernel gap.
   Duration memory_bound_time(Bytes bytes, MemoryAccess access = MemoryAccess::kStream) const;
   // The rate of a memory access kind: the HBM rate for kStream; else the profile's measured kernel
   // rate, or default_fraction_of_copy() × the HBM rate.
@@ -104,6 +116,8 @@ class ComputeCostModel {
 
   Bandwidth memory_bandwidth() const { return memory_bandwidth_; }
   Duration kernel_gap() const { return kernel_gap_; }
+  // ComputeDefaults::kMemoryKernelLatencyUs: added to every memory-bound kernel (see there).
+  Duration memory_kernel_latency() const { return memory_latency_; }
   // The profile's measured eager dispatch interval (tiny in-place adds from Python, no autograd),
   // else ComputeDefaults::kEagerDispatchUs. No model reads it since the host thread replaced the
   // dispatch floor: the step's host costs are workloads/host_costs.h's, measured with autograd on.
@@ -147,6 +161,7 @@ class ComputeCostModel {
   GemmEfficiencyModel gemm_model_;
   Bandwidth memory_bandwidth_;
   Duration kernel_gap_;
+  Duration memory_latency_;
   Duration dispatch_interval_;
   std::optional<GemmPredictor> predictor_;
   std::map<MemoryAccess, Bandwidth> kernel_bandwidths_;  // measured by the profile

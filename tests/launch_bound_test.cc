@@ -67,9 +67,12 @@ void expect_within(const Reference& ref, const char* mode, double predicted_ms, 
 
 // The GPU waits for the host for most of each step, as measured (the power run's GPU ran at
 // 120–270 W of 700 during them), and the predicted step stays within the error it reaches today
-// (−2 % to −17 %: host costs measured per op in isolation, with the modules' calls, views and
-// splits and the larger host cost of elementwise ops with outputs of 1 MiB or more priced by their
-// own measurements, still miss the rest of the Python around the ops). The op
+// (−10 % to +3 %: host costs measured per op in isolation, with the modules' calls, views and
+// splits, normalisations as library calls, the autograd engine's kernel-free nodes of views and
+// the larger host cost of elementwise ops with outputs of 1 MiB or more priced by their own
+// measurements; the rest of the Python around the ops is not priced, and the measured steps
+// themselves move by −12 … +16 % between days: tools/data/h200-2026-12-02-step-phases/README.md;
+// gpt-350m-s256-b1, the farthest at −10 %, measured 43.0 ms there against 48.8 ms here). The op
 // lists launch what a profiled step launches (PyTorch 2.11, one H200, 2026-12-02) but for cuBLAS's
 // own memsets and split-K reductions: 1,606 launches against 1,609 for llama-220m-s512-b1, 678
 // against 679 for gpt-125m-s256-b1. A change of the host model that moves the error shows here.
@@ -77,18 +80,20 @@ TEST(LaunchBound, ReferenceStepsAreHostBoundAndWithinTheirCommittedError) {
   for (const Reference& ref : kReferences) {
     const Predicted p = predict(ref, "");
     EXPECT_GT(p.host_bound_ms, 0.5 * p.step_ms) << ref.config;
-    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.20);
+    expect_within(ref, "eager", p.step_ms, ref.eager_ms, 0.11);
   }
 }
 
 // The same steps under training.cuda_graphs: step: one graph node's host cost per kernel, so the
 // GPU no longer waits for the host, and the step is the GPU's work, within the error it reaches
-// today (−10 % to −24 %; llama-220m-s512-b1 the farthest).
+// today (−6 % to −12 %; llama-220m-s512-b1 the farthest: its SDPA flash kernels at 512 tokens run
+// 4.5x the time the predictor, sampled at 1,024 tokens and more, gives them, 0.57 ms of the step;
+// tools/data/h200-2026-12-02-step-phases/README.md, section 3).
 TEST(LaunchBound, GraphReplayedStepsAreTheGpusWork) {
   for (const Reference& ref : kReferences) {
     const Predicted p = predict(ref, " --set training.cuda_graphs=step");
     EXPECT_LT(p.host_bound_ms, 0.01 * p.step_ms) << ref.config;
-    expect_within(ref, "graph", p.step_ms, ref.graph_ms, 0.275);
+    expect_within(ref, "graph", p.step_ms, ref.graph_ms, 0.13);
   }
 }
 

@@ -38,24 +38,30 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
                          profile != nullptr ? "; the calibration profile has no host_costs" : "");
   }
   // Not in profiles: the Python-level overheads of train_step.py's modules, measured once.
+  // Not in profiles either: the normalisation backward kernel, measured once (host_costs.py).
+  c.backward_norm = Duration::microseconds(D::kBackwardNormUs);
   c.module_call = Duration::microseconds(D::kModuleCallUs);
   c.view = Duration::microseconds(D::kViewUs);
   c.split_call = Duration::microseconds(D::kSplitCallUs);
   c.split_piece = Duration::microseconds(D::kSplitPieceUs);
+  c.grad_view_node = Duration::microseconds(D::kGradViewNodeUs);
   c.large_elementwise = Duration::microseconds(D::kLargeElementwiseUs);
   c.large_backward_elementwise = Duration::microseconds(D::kLargeBackwardElementwiseUs);
   c.source = fmt::format(
       "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
-      "{} / {} per elementwise / GEMM kernel (+{} / +{} for an elementwise output of 1 MiB or more); {} per "
-      "optimizer tensor, {} per NCCL call, {} per sync{}{}",
+      "{} / {} / {} per elementwise / GEMM / norm kernel (+{} / +{} for an elementwise output of 1 MiB or more); "
+      "{} per optimizer tensor, {} per NCCL call, {} per sync{}{}",
       name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
-      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.large_elementwise),
+      to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.backward_norm),
+      to_string(c.large_elementwise),
       to_string(c.large_backward_elementwise), to_string(c.optimizer_per_tensor),
       to_string(c.collective), to_string(c.sync),
       training.framework != Framework::kPytorchEager
           ? std::string()
-          : fmt::format("; {} per module call, {} per view, {} + {} per piece per split", to_string(c.module_call),
-                        to_string(c.view), to_string(c.split_call), to_string(c.split_piece)),
+          : fmt::format("; {} per module call, {} per view, {} + {} per piece per split, {} per view's "
+                        "backward node",
+                        to_string(c.module_call), to_string(c.view), to_string(c.split_call),
+                        to_string(c.split_piece), to_string(c.grad_view_node)),
       training.cuda_graphs == CudaGraphs::kNone
           ? std::string()
           : fmt::format("; CUDA graphs ({}): {} per captured kernel", name_of(training.cuda_graphs),
@@ -66,12 +72,15 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
 Duration host_cost(const Op& op, const HostCosts& costs) {
   const bool backward = op.pass == Pass::kBackward;
   const Duration before = costs.module_call * op.host_module_calls + costs.view * op.host_view_calls +
-                          costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces;
+                          costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces +
+                          costs.grad_view_node * op.host_grad_view_nodes;
   switch (op.cost) {
     case OpCost::kCommunication: return before + costs.collective;
     case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);
     case OpCost::kFlashAttention: return before + (backward ? costs.backward_gemm : costs.library);
     case OpCost::kMemoryBound: {
+      if (op.access == MemoryAccess::kNormalization && !backward) return before + costs.library;
+      if (op.access == MemoryAccess::kNormalizationBackward && backward) return before + costs.backward_norm;
       const bool large = static_cast<double>(op.bytes_written.count()) >= HostCostDefaults::kLargeOutputBytes;
       const Duration base = backward ? costs.backward_elementwise : costs.elementwise;
       const Duration extra = backward ? costs.large_backward_elementwise : costs.large_elementwise;

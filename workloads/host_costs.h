@@ -8,7 +8,8 @@
 //   tools/data/h200-2026-12-02-host/README.md (tools/reference/host_costs.py):
 //     forward, autograd on: an elementwise op 14.1 µs, F.linear 36.0 µs, layer_norm 34.1 µs;
 //     backward (autograd's C++ engine), per launched kernel: elementwise 20.0 µs, linear 34.0 µs
-//       (two GEMMs per linear), layer_norm 33.2 µs;
+//       (two GEMMs per linear), layer_norm 33.2 µs (its input-gradient kernel; the affine chain's
+//       gamma/beta kernel costs about an elementwise kernel more: 51.3 µs per op);
 //     t.item() 13.0 µs; torch.distributed.all_reduce (NCCL, the call path) 34.1 µs;
 //     AdamW(fused=True) over 100 tensors: 1,009 µs per step, 10.1 µs per parameter tensor.
 //   tools/data/h200-2026-12-01-moe/README.md ("Host microbenchmarks"): Megatron-Core's
@@ -16,6 +17,10 @@
 //   tools/data/h200-2026-12-02-overheads/README.md (tools/reference/host_overheads.py):
 //     an nn.Module call's own overhead 0.87 µs, a view / transpose / reshape 2.3 µs, a split or
 //     chunk 1.08 µs + 1.57 µs per piece (the pytorch-eager op lists count them, Op::host_*_calls).
+//   tools/data/h200-2026-12-02-step-phases/README.md (tools/reference/host_step_phases.py):
+//     a kernel-free backward node of a view, 7.16 µs: the mean of ViewBackward0 6.58,
+//     TransposeBackward0 8.35 and UnsafeViewBackward0 6.54 µs per node (chains of 200, the empty
+//     chain's loss and leaf gradient subtracted; Op::host_grad_view_nodes counts them).
 //   tools/data/h200-2026-12-02-host-size/README.md (tools/reference/host_size_scaling.py):
 //     an elementwise op with an output of 1 MiB or more costs 9.6 µs more forward, 7.7 µs more per
 //     backward kernel (GEMMs flat; normalisation not stepped, not applied).
@@ -39,6 +44,9 @@ struct HostCostDefaults {
   static constexpr double kElementwiseUs = 14.1;
   static constexpr double kLinearUs = 36.0;          // F.linear: a GEMM op of pytorch-eager
   static constexpr double kLibraryUs = 34.1;         // layer_norm: normalisation, attention (SDPA)
+  // A normalisation's input-gradient kernel (layer_norm chain without affine: 33.6 µs per op over
+  // 1.01 launches). Its weight-gradient kernel is a reduction, priced as a backward elementwise one.
+  static constexpr double kBackwardNormUs = 33.2;
   static constexpr double kMegatronGemmUs = 90.0;    // Megatron-Core's linear layers
   static constexpr double kBackwardElementwiseUs = 20.0;
   static constexpr double kBackwardGemmUs = 34.0;    // also attention's backward
@@ -51,6 +59,9 @@ struct HostCostDefaults {
   static constexpr double kViewUs = 2.3;           // view 2.17, transpose 2.51, reshape 2.35, unsqueeze 2.15
   static constexpr double kSplitCallUs = 1.08;     // chunk(2) 4.22 = call + 2 pieces, split(4) 7.37 =
   static constexpr double kSplitPieceUs = 1.57;    //   call + 4 pieces: solved for the two
+  // A view's kernel-free backward node (h200-2026-12-02-step-phases, per node, net of the empty
+  // chain): ViewBackward0 6.58, TransposeBackward0 8.35, UnsafeViewBackward0 6.54; their mean.
+  static constexpr double kGradViewNodeUs = 7.16;
   // An elementwise op whose output is 1 MiB or more (h200-2026-12-02-host-size: a step between
   // 0.39 and 1.57 MB of output, at PyTorch's caching-allocator small/large pool boundary):
   static constexpr double kLargeOutputBytes = 1048576;
@@ -62,7 +73,8 @@ struct HostCostDefaults {
 struct HostCosts {
   Duration elementwise;           // a memory-bound forward op
   Duration gemm;                  // a GEMM forward op
-  Duration library;               // a fused attention forward op
+  Duration library;               // a fused attention or normalisation forward op
+  Duration backward_norm;         // a normalisation's input-gradient kernel (the defaults' figure)
   Duration backward_elementwise;  // each memory-bound kernel of the backward
   Duration backward_gemm;         // each GEMM or attention kernel of the backward
   Duration optimizer_per_tensor;  // the optimizer step, per parameter tensor it updates
@@ -73,6 +85,7 @@ struct HostCosts {
   Duration view;                  // a view, transpose or reshape: no kernel (Op::host_view_calls)
   Duration split_call;            // a split or chunk call (Op::host_split_calls) ...
   Duration split_piece;           // ... and each piece it returns (Op::host_split_pieces)
+  Duration grad_view_node;        // a view's kernel-free backward node (Op::host_grad_view_nodes)
   Duration large_elementwise;           // added to an elementwise op with a >= 1 MiB output, forward
   Duration large_backward_elementwise;  // ... and to such a backward kernel
   std::string source;             // one line for reports: which numbers are in force
@@ -83,8 +96,11 @@ struct HostCosts {
 HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile = nullptr);
 
 // The host time to issue `op` (one kernel) by its pass and cost kind, plus the host-only calls
-// before it (module calls and views); communication ops are NCCL calls (`collective`).
-// Recompute ops are forward ops.
+// before it (module calls and views, and in backward the kernel-free nodes of views);
+// communication ops are NCCL calls (`collective`); a
+// normalisation (MemoryAccess::kNormalization) is a library call (`library`, F.layer_norm's
+// measured host time, not an elementwise op's), its input-gradient kernel
+// (kNormalizationBackward) `backward_norm`. Recompute ops are forward ops.
 Duration host_cost(const Op& op, const HostCosts& costs);
 
 }  // namespace clustersim

@@ -97,6 +97,9 @@ struct Op {
   int host_view_calls = 0;
   int host_split_calls = 0;
   int host_split_pieces = 0;
+  // Backward only: the kernel-free autograd nodes of views (ViewBackward0, TransposeBackward0,
+  // UnsafeViewBackward0) that autograd's engine runs around this kernel (workloads/host_costs.h).
+  int host_grad_view_nodes = 0;
 };
 
 }  // namespace clustersim

@@ -285,7 +285,10 @@ std::vector<Op> layer_backward(const Dims& z) {
     add.memory("fc2.bias_grad", MemoryAccess::kReduction, 4 * Th, 0);
     add.memory("fc2.output_grad_cast", MemoryAccess::kWideningCast, 4 * Th, 2 * Th);
   }
-  add.gemm("fc2.dgrad", z.T, z.ffn, z.h, z.gemm);
+  // Each linear layer on the [b, s, h] stream: the kernel-free backward nodes of its output view
+  // (ViewBackward0 after addmm, UnsafeViewBackward0 after matmul's mm) and of its input's flatten
+  // (ViewBackward0), as a profiled PyTorch 2.11 step runs them (tools/data/h200-2026-12-02-kernels).
+  add.gemm("fc2.dgrad", z.T, z.ffn, z.h, z.gemm).host_grad_view_nodes = 2;
   add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
   if (z.swiglu) {
@@ -295,7 +298,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   } else {
     add.memory("activation.backward", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
   }
-  add.gemm("fc1.dgrad", z.T, z.h, z.fc1_out, z.gemm);
+  add.gemm("fc1.dgrad", z.T, z.h, z.fc1_out, z.gemm).host_grad_view_nodes = 2;
   add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
   if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
@@ -309,7 +312,7 @@ std::vector<Op> layer_backward(const Dims& z) {
     add.memory("proj.bias_grad", MemoryAccess::kReduction, 4 * Th, 0);
     add.memory("proj.output_grad_cast", MemoryAccess::kWideningCast, 4 * Th, 2 * Th);
   }
-  add.gemm("proj.dgrad", z.T, z.q, z.h, z.gemm);
+  add.gemm("proj.dgrad", z.T, z.q, z.h, z.gemm).host_grad_view_nodes = 2;
   add.gemm("proj.wgrad", z.h, z.q, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("proj.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.q * z.h, 4 * z.q * z.h);
   if (z.rope) add.memory("attention.output_copy.backward", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
@@ -321,6 +324,9 @@ std::vector<Op> layer_backward(const Dims& z) {
     op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
     op.attention_kernel = z.attention;
     op.gemm.dtype = DataType::kBf16;
+    // The output's transpose and reshape: TransposeBackward0 and ViewBackward0 (UnsafeViewBackward0
+    // where the reshape copied, after RoPE), no kernel.
+    op.host_grad_view_nodes = 2;
     op.flops = 8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
                static_cast<double>(z.q);
     op.kernel_flops = op.attention.backward_flops();
@@ -356,8 +362,11 @@ std::vector<Op> layer_backward(const Dims& z) {
     add.memory("rope.k.grad_transpose", MemoryAccess::kStrided, 2 * z.T * z.kv, 2 * z.T * z.kv);
     add.memory("rope.q.grad_transpose", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
   }
-  add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out());
-  add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm);
+  // q, k and v's transposes (TransposeBackward0) and views (ViewBackward0) run no kernel, but for
+  // RoPE's q and k, whose gradients arrive strided: their views copy (rope.*.grad_transpose above).
+  add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out())
+      .host_grad_view_nodes = 3 + (z.rope ? 1 : 3);
+  add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm).host_grad_view_nodes = 2;
   add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, true);
   if (z.grad_casts) add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
   if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
@@ -491,7 +500,8 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     back.memory("nll_loss.backward", MemoryAccess::kElementwise, 8 * z.T + 4, 4 * z.T);
     back.memory("nll_loss.input_cast.backward", MemoryAccess::kElementwise, 4 * TV, 2 * TV);
     back.memory("log_softmax.backward", MemoryAccess::kSoftmax, 4 * TV, 2 * TV);
-    back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm);
+    // The logits' view to [T, V] and F.linear's output and input views: three kernel-free nodes.
+    back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm).host_grad_view_nodes = 3;
     back.gemm("lm_head.wgrad", z.vocab, z.h, z.T, z.gemm, 0, true);
     if (z.grad_casts) back.memory("lm_head.weight_grad_cast", MemoryAccess::kWideningCast, 2 * Vh, 4 * Vh);
     back.memory("lm_head.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);

@@ -207,6 +207,46 @@ TEST(PytorchEagerOps, LayerForwardListsTheModulesViewsAndSplitsOfTrainStep) {
   EXPECT_EQ(host_cost(find(gpt.layer_forward(), "qkv"), costs), Duration::microseconds(HostCostDefaults::kLinearUs));
 }
 
+// The kernel-free backward nodes of views, per layer as a profiled PyTorch 2.11 step runs them
+// (tools/data/h200-2026-12-02-kernels: gpt-125m 10 ViewBackward0, 2 UnsafeViewBackward0 and 4
+// TransposeBackward0 per layer; llama-220m with RoPE 5, 5 and 4; 2 + 1 outside the layers), each
+// priced at the measured 7.16 µs.
+TEST(PytorchEagerOps, BackwardCountsTheKernelFreeNodesOfViews) {
+  auto nodes = [](const std::vector<Op>& ops) {
+    int n = 0;
+    for (const Op& op : ops) n += op.host_grad_view_nodes;
+    return n;
+  };
+  const Transformer gpt(gpt_1_3b(), eager(2048, 4, Recompute::kNone));
+  EXPECT_EQ(nodes(gpt.layer_backward()), 16);
+  EXPECT_EQ(nodes(gpt.layer_forward()), 0);
+  EXPECT_EQ(nodes(gpt.head_backward()), 3);
+  ModelSpec m = testing::llama2_7b();
+  m.make_vocab_size_divisible_by = 1;
+  const Transformer llama(m, eager(4096, 1, Recompute::kNone));
+  EXPECT_EQ(nodes(llama.layer_backward()), 14);
+  const HostCosts costs = host_costs(eager(2048, 4, Recompute::kNone));
+  EXPECT_NEAR(host_cost(find(gpt.layer_backward(), "qkv.dgrad"), costs).to_microseconds(),
+              HostCostDefaults::kBackwardGemmUs + 2 * HostCostDefaults::kGradViewNodeUs, 1e-9);
+}
+
+// A normalisation is a library call on the host (F.layer_norm's measured 34.1 µs forward, 33.2 µs
+// for its input-gradient kernel; tools/data/h200-2026-12-02-host/README.md), not an elementwise op
+// (14.1 / 20.0 µs); its weight-gradient reduction stays a backward elementwise kernel. Plus the
+// module calls before it (Block, Fp32Norm, the norm: 3 x 0.87 µs before the first norm).
+TEST(PytorchEagerOps, NormalisationsCostALibraryCallOnTheHost) {
+  const Transformer gpt(gpt_1_3b(), eager(2048, 4, Recompute::kNone));
+  const HostCosts costs = host_costs(eager(2048, 4, Recompute::kNone));
+  EXPECT_NEAR(host_cost(find(gpt.layer_forward(), "input_norm"), costs).to_microseconds(),
+              HostCostDefaults::kLibraryUs + 3 * HostCostDefaults::kModuleCallUs, 1e-9);
+  EXPECT_NEAR(host_cost(find(gpt.layer_forward(), "post_attention_norm"), costs).to_microseconds(),
+              HostCostDefaults::kLibraryUs + 2 * HostCostDefaults::kModuleCallUs, 1e-9);
+  EXPECT_EQ(host_cost(find(gpt.layer_backward(), "input_norm.backward"), costs),
+            Duration::microseconds(HostCostDefaults::kBackwardNormUs));
+  EXPECT_EQ(host_cost(find(gpt.layer_backward(), "input_norm.weight_grad"), costs),
+            Duration::microseconds(HostCostDefaults::kBackwardElementwiseUs));
+}
+
 TEST(PytorchEagerOps, CheckpointKeepsTheLayerInputAndStopsRecomputingAtFc2) {
   ModelSpec m = gpt_1_3b();
   m.max_position_embeddings = 4096;  // the reference's gpt-1.3b-4k-recompute

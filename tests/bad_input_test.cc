@@ -141,6 +141,16 @@ TEST(BadInput, FlowFidelityBeyondItsLimitsIsRefusedNamingTheFlag) {
   expect_refused("collective --nodes 4096 --fidelity flow", {"--fidelity flow", "32768 GPUs", "16384"});
 }
 
+// collective --html checks its path before simulating and leaves no file behind on error.
+TEST(BadInput, CollectiveHtmlPathIsCheckedFirst) {
+  expect_refused("collective --nodes 2 -b 8 -e 1M --html /nonexistent-folder/c.html",
+                 {"--html /nonexistent-folder/c.html"});
+  const std::string page = (std::filesystem::temp_directory_path() / "clustersim-bad-op.html").string();
+  std::filesystem::remove(page);
+  expect_refused("collective --nodes 2 --op no_such_op --html " + page, {"--op"});
+  EXPECT_FALSE(std::filesystem::exists(page));
+}
+
 // A run estimated above simulation.max_events is refused before it starts, naming the file, the
 // key and what moves it: Llama-3-405B on 16,384 H100 at flow fidelity is 1.7e8 flow transfers
 // (parallelism/work_estimate.h); the refusal comes from the estimate, in well under a second.

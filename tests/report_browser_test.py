@@ -12,6 +12,8 @@ DOM must hold what the simulation says, taken from other outputs of the same bin
   - one time-breakdown bar per simulated rank with a part per non-zero part, one memory bar per
     stage with a part per non-zero MemoryBreakdown field;
   - the energy and campaign sections exactly where `run --json` has them;
+  - `collective --html`: a series per algorithm that `collective --algo X --json` runs, each point
+    that run's busbw at its size, a square per row of the selector's `collective --json`;
   - a search: one circle per row of `search --csv`, the Pareto front computed here from that CSV,
     the winner the first layout of `search --json`, a row per rejection reason with its count;
   - the scenario text as the file holds it, the command line; body[data-ok="1"] (the inline script
@@ -107,7 +109,7 @@ def render(chromium, page, screenshot):
     return dom.stdout, console, seconds
 
 
-def check_page_basics(name, dom_text, console, scenario_path):
+def check_page_basics(name, dom_text, console, scenario_path, command="report"):
     dom = Dom()
     dom.feed(dom_text)
     body = dom.find("body")
@@ -115,10 +117,49 @@ def check_page_basics(name, dom_text, console, scenario_path):
           f"{name}: the inline script did not finish (body data-ok, data-error "
           f"{dom.elements[body[0]][1].get('data-error') if body else None})")
     check(not console, f"{name}: console messages: {console[:3]}")
-    with open(scenario_path, encoding="utf-8") as f:
-        check(dom.text[dom.by_id("scenario-text")] == f.read(), f"{name}: the scenario text differs from the file")
-    check("report" in dom.text[dom.by_id("command-line")], f"{name}: no command line")
+    if scenario_path:
+        with open(scenario_path, encoding="utf-8") as f:
+            check(dom.text[dom.by_id("scenario-text")] == f.read(), f"{name}: the scenario text differs from the file")
+    check(command in dom.text[dom.by_id("command-line")], f"{name}: no command line")
     return dom
+
+
+ALGORITHMS = ("ring", "tree", "nvls", "hierarchical", "pairwise")  # collectives/algorithm.h's registry
+
+
+def check_collective_report(args, name, flags):
+    """`collective --html`: one series per algorithm that `collective --algo X --json` runs, a point
+    per size at its busbw; the selector's choice a square per row of `collective --json`."""
+    page = os.path.join(args.build, f"report-{name}.html")
+    run([args.clustersim, "collective", *flags, "--html", page])
+    chosen = json.loads(run([args.clustersim, "collective", *flags, "--json"]).stdout)["results"]
+    expected = {}
+    for algo in ALGORITHMS:
+        result = subprocess.run([args.clustersim, "collective", *flags, "--algo", algo, "--json"],
+                                capture_output=True, text=True)
+        if result.returncode == 0:
+            expected[algo] = json.loads(result.stdout)["results"]
+        else:
+            check(result.returncode == 2, f"{name}: --algo {algo} exited {result.returncode}")
+    size = os.path.getsize(page)
+    dom_text, console, seconds = render(args.chromium, page, os.path.join(args.build, f"report-{name}.png"))
+    print(f"{name}: {size} bytes, DOM rendered in {seconds:.2f} s")
+    dom = check_page_basics(name, dom_text, console, None, command="collective")
+    series = {dom.elements[g][1]["data-algorithm"]: g for g in dom.find("g", "series")}
+    check(set(series) == set(expected), f"{name}: series {sorted(series)}, algorithms that run {sorted(expected)}")
+    for algo, g in series.items():
+        points = dom.find("circle", parent=g)
+        rows = expected.get(algo, [])
+        check(len(points) == len(rows), f"{name}: {algo}: {len(points)} points, {len(rows)} sizes")
+        for c, row in zip(points, rows):
+            text = dom.text[c]
+            check(f"{row['size_bytes']} B: {row['busbw_GBps']:.2f} GB/s" in text,
+                  f"{name}: {algo}: point '{text}' is not busbw {row['busbw_GBps']:.2f} at {row['size_bytes']} B")
+    squares = dom.find("rect", "chosen")
+    check(len(squares) == len(chosen), f"{name}: {len(squares)} chosen points, {len(chosen)} rows")
+    check(len(dom.find("li")) == len(ALGORITHMS) - len(expected),
+          f"{name}: {len(dom.find('li'))} algorithms said not to apply, {len(ALGORITHMS) - len(expected)} do not run")
+    return size, seconds
 
 
 def merged_rects(trace, resolution_ps):
@@ -249,6 +290,9 @@ def main():
         check_run_report(args, name, os.path.join(args.source, "scenarios", name + ".yaml"))
     check_search_report(args, "search-gpt3-1.3b-2-dgx-h100",
                         os.path.join(args.source, "scenarios", "search", "gpt3-1.3b-2-dgx-h100.yaml"))
+    check_collective_report(args, "collective-all_reduce-2-dgx-h100", ["--nodes", "2", "-b", "8", "-e", "1G"])
+    check_collective_report(args, "collective-all_to_all-4-dgx-h100",
+                            ["--nodes", "4", "--op", "all_to_all", "-b", "1K", "-e", "64M"])
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

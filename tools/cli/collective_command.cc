@@ -1,16 +1,21 @@
 #include "tools/cli/collective_command.h"
 
 #include <charconv>
+#include <filesystem>
+#include <iostream>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
+#include "collectives/algorithm.h"
 #include "core/error.h"
 #include "network/flow_network.h"
 #include "scenarios/hardware_presets.h"
 #include "tools/calibrator/collective_sizes.h"
+#include "tools/cli/html_report.h"
+#include "tools/common/output_file.h"
 #include "topology/cluster.h"
 
 namespace clustersim {
@@ -367,8 +372,43 @@ nlohmann::json collective_json(const CollectiveSweep& sweep) {
                         {"fidelity", name_of(sweep.fidelity)}};
 }
 
+std::vector<AlgorithmSweep> sweep_every_algorithm(const CollectiveCommandOptions& options) {
+  std::vector<AlgorithmSweep> sweeps;
+  for (const AlgorithmEntry& entry : algorithm_registry()) {
+    CollectiveCommandOptions forced = options;
+    forced.algorithm = entry.algorithm;
+    AlgorithmSweep one;
+    one.algorithm = entry.algorithm;
+    try {
+      one.sweep = simulate_collective_sweep(forced);
+    } catch (const InputError& e) {
+      one.why_not = e.what();
+    }
+    sweeps.push_back(std::move(one));
+  }
+  return sweeps;
+}
+
+namespace {
+
+void write_collective_page(const CollectiveCommandOptions& options, const CollectiveSweep& chosen) {
+  const std::vector<AlgorithmSweep> sweeps = sweep_every_algorithm(options);
+  const std::string title = fmt::format("{} on {} x {} ({} GPUs), {} fidelity", name_of(options.op), options.nodes,
+                                        options.node, chosen.ranks, name_of(chosen.fidelity));
+  write_output_atomically(options.html, "--html", [&](std::ostream& page) {
+    write_collective_html(title, chosen, sweeps, options.command_line, page);
+  });
+  std::error_code size_error;
+  const auto bytes = std::filesystem::file_size(options.html, size_error);
+  std::cerr << fmt::format("wrote {} ({} bytes)\n", options.html, size_error ? 0 : bytes);
+}
+
+}  // namespace
+
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
+  if (!options.html.empty()) check_writable_output(options.html, "--html", "collective.html");
   const CollectiveSweep sweep = simulate_collective_sweep(options);
+  if (!options.html.empty()) write_collective_page(options, sweep);
   if (options.json) {
     out << collective_json(sweep).dump(2) << "\n";
     return 0;

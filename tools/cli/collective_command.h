@@ -62,6 +62,10 @@ struct CollectiveCommandOptions {
   std::optional<Fidelity> fidelity;
   bool json = false;
   std::string data_dir;  // holds hardware/; empty: default_data_dir()
+  // --html FILE: also write a self-contained page of busbw against size, one line per algorithm
+  // that can run the op on this cluster (write_collective_html, tools/cli/html_report.h).
+  std::string html;
+  std::string command_line;  // the command as a shell line, shown on the page
 };
 
 // Above this many GPUs an all_to_all's n(n−1) flows exceed one phase of the flow model's budget
@@ -159,8 +163,21 @@ nlohmann::json collective_row_json(const CollectiveSweep& sweep, const Collectiv
 // The document of `clustersim collective --json` (the header comment above).
 nlohmann::json collective_json(const CollectiveSweep& sweep);
 
-// Runs the sweep and prints it to `out` (collective_json() with options.json). Returns the exit
-// code (0). Throws as simulate_collective_sweep(); the CLI maps InputError to exit code 2.
+// One sweep per algorithm of the registry (collectives/algorithm.h) with options' other flags, for
+// the page's chart: the algorithms that cannot run the op on the cluster come back with their
+// reason (the InputError of simulate_collective_sweep) and no rows.
+struct AlgorithmSweep {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  std::optional<CollectiveSweep> sweep;
+  std::string why_not;
+};
+std::vector<AlgorithmSweep> sweep_every_algorithm(const CollectiveCommandOptions& options);
+
+// Runs the sweep and prints it to `out` (collective_json() with options.json); with options.html,
+// checks the path can be written before simulating, then writes the page through a temporary file
+// renamed into place and says so on standard error. Returns the exit code (0). Throws as
+// simulate_collective_sweep() and InputError naming --html for a path that cannot be written; the
+// CLI maps InputError to exit code 2.
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out);
 
 }  // namespace clustersim

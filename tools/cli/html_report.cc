@@ -80,6 +80,11 @@ svg text{font-size:11px;fill:#333}.legend span{display:inline-block;margin-right
 .m-activations{fill:#e15759}.m-logits{fill:#b07aa1}.m-comm_buffers{fill:#edc948}.m-runtime_overhead{fill:#bab0ac}
 circle.candidate{fill:#4e79a7;fill-opacity:.45}circle.pareto{fill:#e15759;fill-opacity:1}
 circle.winner{fill:none;stroke:#222;stroke-width:2}polyline.pareto{fill:none;stroke:#e15759;stroke-width:1.5}
+polyline.algo{fill:none;stroke-width:1.8}rect.chosen{fill:#222}
+.a-ring{stroke:#4e79a7;fill:#4e79a7}.a-tree{stroke:#f28e2b;fill:#f28e2b}.a-nvls{stroke:#59a14f;fill:#59a14f}
+.a-hierarchical{stroke:#b07aa1;fill:#b07aa1}.a-pairwise{stroke:#e15759;fill:#e15759}.a-other{stroke:#79706e;fill:#79706e}
+span.a-ring i{background:#4e79a7}span.a-tree i{background:#f28e2b}span.a-nvls i{background:#59a14f}
+span.a-hierarchical i{background:#b07aa1}span.a-pairwise i{background:#e15759}
 line.capacity{stroke:#c00;stroke-width:1.5;stroke-dasharray:5 3}line.grid{stroke:#e5e5e5}
 )";
 
@@ -127,6 +132,13 @@ void write_head(const std::string& title, std::ostream& out) {
       << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body data-ok=\"0\">\n";
 }
 
+// The command that made the page, the note and the script; closes the page.
+void write_command_and_end(const std::string& command_line, std::ostream& out) {
+  out << "<h2 id=\"command\">Command</h2>\n<pre id=\"command-line\">" << html_escape(command_line)
+      << "</pre>\n<p class=\"note\">Written by clustersim; the charts are SVG in this file, nothing is fetched.</p>\n";
+  out << "<script>" << kScript << "</script>\n</body>\n</html>\n";
+}
+
 void write_tail(const HtmlReportSource& source, std::ostream& out) {
   out << "<h2 id=\"scenario\">Scenario</h2>\n<p>" << html_escape(source.scenario_path);
   if (!source.sets.empty()) {
@@ -134,9 +146,7 @@ void write_tail(const HtmlReportSource& source, std::ostream& out) {
     for (const std::string& set : source.sets) out << " <code>--set " << html_escape(set) << "</code>";
   }
   out << "</p>\n<pre id=\"scenario-text\">" << html_escape(source.scenario_text) << "</pre>\n";
-  out << "<h2 id=\"command\">Command</h2>\n<pre id=\"command-line\">" << html_escape(source.command_line)
-      << "</pre>\n<p class=\"note\">Written by clustersim; the charts are SVG in this file, nothing is fetched.</p>\n";
-  out << "<script>" << kScript << "</script>\n</body>\n</html>\n";
+  write_command_and_end(source.command_line, out);
 }
 
 void figure_row(const std::string& name, const std::string& value, std::ostream& out) {
@@ -650,6 +660,136 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
     out << "</table>\n";
   }
   write_tail(source, out);
+}
+
+namespace {
+
+// "8 B", "64 KiB", "1 GiB": a size on the chart's axis (powers of two in binary units).
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g} {}", std::round(bytes * 100) / 100, units[u]);
+}
+
+}  // namespace
+
+void write_collective_html(const std::string& title, const CollectiveSweep& chosen,
+                           const std::vector<AlgorithmSweep>& sweeps, const std::string& command_line,
+                           std::ostream& out) {
+  write_head("clustersim collective report: " + title, out);
+  out << "<h1>" << html_escape(title) << "</h1>\n<table class=\"figures\" id=\"summary\">\n";
+  figure_row("sizes", fmt::format("{} ({} to {} B)", chosen.rows.size(), chosen.rows.empty() ? 0 : chosen.rows.front().size,
+                                  chosen.rows.empty() ? 0 : chosen.rows.back().size),
+             out);
+  figure_row("bus factor", fmt::format("busbw = algbw × {:.4g} (nccl-tests' factor for this op over {} ranks)",
+                                       chosen.bus_factor, chosen.ranks),
+             out);
+  out << "</table>\n";
+
+  // The chart: every algorithm's busbw against log2(size).
+  double max_bw = 0;
+  double min_size = 0;
+  double max_size = 0;
+  bool first = true;
+  auto extend = [&](const CollectiveSweep& sw) {
+    for (const CollectiveRow& row : sw.rows) {
+      max_bw = std::max(max_bw, row.algbw_gbps() * sw.bus_factor);
+      const double size = static_cast<double>(row.size);
+      min_size = first ? size : std::min(min_size, size);
+      max_size = first ? size : std::max(max_size, size);
+      first = false;
+    }
+  };
+  extend(chosen);
+  for (const AlgorithmSweep& a : sweeps) {
+    if (a.sweep) extend(*a.sweep);
+  }
+  out << "<h2 id=\"busbw\">Bus bandwidth against size</h2>\n";
+  out << "<p class=\"legend\">";
+  for (const AlgorithmSweep& a : sweeps) {
+    if (!a.sweep) continue;
+    out << "<span class=\"a-" << name_of(a.algorithm) << "\"><i></i>" << name_of(a.algorithm) << "</span>";
+  }
+  out << "<span><i style=\"background:#222\"></i>the selector's choice (the table below)</span></p>\n";
+  if (!first) {
+    constexpr int kLeft = 70, kTop = 10, kWidth = 900, kHeight = 380, kBottom = 40;
+    const double lo = std::log2(min_size);
+    const double span = std::max(1.0, std::log2(max_size) - lo);
+    const double y_max = std::max(max_bw * 1.08, 1e-9);
+    const auto px = [&](double size) { return kLeft + (std::log2(size) - lo) / span * kWidth; };
+    const auto py = [&](double bw) { return kTop + kHeight - bw / y_max * kHeight; };
+    out << "<svg id=\"collective-chart\" width=\"" << kLeft + kWidth + 20 << "\" height=\"" << kTop + kHeight + kBottom
+        << "\">\n";
+    const int label_every = std::max(1, static_cast<int>(span) / 10 + 1);
+    for (int e = 0; e <= static_cast<int>(span); e += label_every) {
+      const double x = kLeft + e / span * kWidth;
+      out << "<line class=\"grid\" x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << kTop << "\" y2=\""
+          << kTop + kHeight << "\"/><text x=\"" << num(x) << "\" y=\"" << kTop + kHeight + 14
+          << "\" text-anchor=\"middle\">" << size_text(std::exp2(lo + e)) << "</text>\n";
+    }
+    for (double t : ticks(y_max)) {
+      if (t > y_max) break;
+      const double y = py(t);
+      out << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + kWidth << "\" y1=\"" << num(y)
+          << "\" y2=\"" << num(y) << "\"/><text x=\"" << kLeft - 4 << "\" y=\"" << num(y + 4)
+          << "\" text-anchor=\"end\">" << fmt::format("{:g}", t) << "</text>\n";
+    }
+    out << "<text x=\"" << kLeft + kWidth / 2 << "\" y=\"" << kTop + kHeight + 32
+        << "\" text-anchor=\"middle\">size (bytes, nccl-tests' size column)</text>\n";
+    out << "<text transform=\"translate(14," << kTop + kHeight / 2 << ") rotate(-90)\" text-anchor=\"middle\">busbw (GB/s)</text>\n";
+    for (const AlgorithmSweep& a : sweeps) {
+      if (!a.sweep || a.sweep->rows.empty()) continue;
+      const CollectiveSweep& sw = *a.sweep;
+      out << "<g class=\"series a-" << name_of(a.algorithm) << "\" data-algorithm=\"" << name_of(a.algorithm) << "\">";
+      out << "<polyline class=\"algo\" points=\"";
+      for (const CollectiveRow& row : sw.rows) {
+        out << num(px(static_cast<double>(row.size))) << "," << num(py(row.algbw_gbps() * sw.bus_factor)) << " ";
+      }
+      out << "\"/>";
+      for (const CollectiveRow& row : sw.rows) {
+        const double bw = row.algbw_gbps() * sw.bus_factor;
+        out << "<circle cx=\"" << num(px(static_cast<double>(row.size))) << "\" cy=\"" << num(py(bw))
+            << "\" r=\"3\"><title>" << name_of(a.algorithm) << " " << name_of(row.choice.protocol) << ", "
+            << row.size << " B: " << fmt::format("{:.2f}", bw) << " GB/s, "
+            << fmt::format("{:.2f}", row.time.to_microseconds()) << " us</title></circle>";
+      }
+      out << "</g>\n";
+    }
+    out << "<g class=\"chosen\">";
+    for (const CollectiveRow& row : chosen.rows) {
+      const double bw = row.algbw_gbps() * chosen.bus_factor;
+      out << "<rect class=\"chosen\" x=\"" << num(px(static_cast<double>(row.size)) - 2.5) << "\" y=\""
+          << num(py(bw) - 2.5) << "\" width=\"5\" height=\"5\"><title>chosen: " << name_of(row.choice.algorithm) << " "
+          << name_of(row.choice.protocol) << ", " << row.size << " B: " << fmt::format("{:.2f}", bw)
+          << " GB/s</title></rect>";
+    }
+    out << "</g>\n</svg>\n";
+  }
+  bool any_not = false;
+  for (const AlgorithmSweep& a : sweeps) {
+    if (a.sweep) continue;
+    if (!any_not) out << "<ul id=\"not-applicable\">\n";
+    any_not = true;
+    out << "<li>" << name_of(a.algorithm) << ": " << html_escape(a.why_not) << "</li>\n";
+  }
+  if (any_not) out << "</ul>\n";
+
+  out << "<h2 id=\"table\">The selector's choice per size</h2>\n<table class=\"list\" id=\"collective-table\">\n"
+      << "<tr><th>size (B)</th><th>count</th><th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th>"
+         "<th class=\"l\">algorithm</th><th class=\"l\">protocol</th></tr>\n";
+  for (const CollectiveRow& row : chosen.rows) {
+    out << fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td class=\"l\">{}</td>"
+                       "<td class=\"l\">{}</td></tr>\n",
+                       row.size, row.count, row.time.to_microseconds(), row.algbw_gbps(),
+                       row.algbw_gbps() * chosen.bus_factor, name_of(row.choice.algorithm),
+                       name_of(row.choice.protocol));
+  }
+  out << "</table>\n";
+  write_command_and_end(command_line, out);
 }
 
 }  // namespace clustersim

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/collective_command.h"
+
 #include "parallelism/layout_search.h"
 #include "parallelism/step_simulation.h"
 #include "tools/cli/run_report.h"
@@ -92,5 +94,13 @@ void write_run_html(const TrainingReport& report, const RunContext& context, con
 // The page of a finished search of `scenario` (its search: section); `wall_s` the search's seconds.
 void write_search_html(const Scenario& scenario, const SearchResult& result, int top, double wall_s,
                        const HtmlReportSource& source, std::ostream& out);
+
+// The page of `clustersim collective --html`: busbw (nccl-tests' bus bandwidth, GB/s) against size
+// (log2 axis), one polyline with a circle per size for each algorithm in `sweeps` that has rows,
+// the selector's choice (`chosen`, the sweep the table prints) as squares on top, a line per
+// algorithm that cannot run the op with its reason, the table of `chosen` and the command.
+void write_collective_html(const std::string& title, const CollectiveSweep& chosen,
+                           const std::vector<AlgorithmSweep>& sweeps, const std::string& command_line,
+                           std::ostream& out);
 
 }  // namespace clustersim

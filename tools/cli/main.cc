@@ -129,6 +129,10 @@ int main(int argc, char** argv) {
                        "auto | flow | analytical (auto: flow, but analytical for an all_to_all over more than 256 GPUs)")
       ->capture_default_str();
   coll_cmd->add_flag("--json", coll.json, "print JSON");
+  coll_cmd->add_option("--html", coll.html,
+                       "also write a self-contained HTML page: busbw against size for every algorithm that can run "
+                       "the op")
+      ->check(non_empty_path);
 
   std::string validate_collectives_csv, validate_out;
   CLI::App* validate_cmd = app.add_subcommand("validate", "compare predictions with measurements");
@@ -277,6 +281,7 @@ int main(int argc, char** argv) {
         coll_flags.step_factor_given = coll_cmd->count("-f") > 0;
         coll_flags.step_bytes_given = coll_cmd->count("-i") > 0;
         apply_collective_flags(coll_flags, coll);
+        coll.command_line = shell_line(std::vector<std::string>(argv, argv + argc));
         return run_collective_command(coll, std::cout);
       }
       if (validate_cmd->parsed()) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "workloads/aten_kernels.h"
 #include "workloads/deepep_traffic.h"
+#include "workloads/op_list_builder.h"
 #include "workloads/pytorch_eager_ops.h"
 
 namespace clustersim {
@@ -19,82 +20,6 @@ enum class SavePolicy {
   kSelective,  // attention-core s² tensors dropped (recomputed)
   kInputOnly,  // full recompute: only the layer input
   kNothing,    // a recompute pass: what it re-materialises is transient
-};
-
-// Appends ops with the shapes and sizes of one rank. All sizes are element counts × bytes.
-class OpListBuilder {
- public:
-  // `tp`: tensor-parallel size, for the FP8 casts ahead of sequence-parallel all-gathers.
-  OpListBuilder(std::vector<Op>& ops, Pass pass, int64_t tp = 1) : ops_(ops), pass_(pass), tp_(tp) {}
-
-  // An FP8 GEMM (Transformer Engine's FP8 linear layers) first quantizes its activation operand A
-  // (the layer input, or in backward the output gradient) from 16 bits: TE's fused cast-transpose
-  // reads it once and writes the FP8 copy and its transpose (2 + 1 + 1 bytes per element), the
-  // transpose serving the weight-gradient GEMM later, which therefore casts nothing (a_transposed).
-  // A sequence-parallel all-gather right before the GEMM gathers the FP8 copy: the cast runs on this
-  // rank's 1/tp of the rows before it and the gather moves one byte per element (TE's FP8 all-gather).
-  // Weights are cast once per step (TE caches them across microbatches) and are not listed; TE keeps
-  // the FP8 copies for backward, but saved activations stay counted in 16 bits.
-  Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, DataType dtype, int64_t saved_bytes = 0,
-           int64_t batch = 1, bool a_transposed = false) {
-    if (dtype == DataType::kFp8 && !a_transposed) fp8_cast(m * k * batch);
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kGemm;
-    op.pass = pass_;
-    op.gemm = GemmShape{m, n, k, batch, dtype, a_transposed};
-    op.flops = op.gemm.flops();
-    op.kernel_flops = op.flops;
-    const int64_t e = bytes_per_element(dtype);
-    op.bytes_read = Bytes::of((m * k + k * n) * batch * e);
-    op.bytes_written = Bytes::of(m * n * batch * e);
-    op.saved = Bytes::of(saved_bytes);
-    ops_.push_back(op);
-    return ops_.back();
-  }
-
-  Op& memory(std::string_view name, int64_t read_bytes, int64_t written_bytes, int64_t saved_bytes = 0) {
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kMemoryBound;
-    op.pass = pass_;
-    op.bytes_read = Bytes::of(read_bytes);
-    op.bytes_written = Bytes::of(written_bytes);
-    op.saved = Bytes::of(saved_bytes);
-    ops_.push_back(op);
-    return ops_.back();
-  }
-
-  Op& comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps = 1) {
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kCommunication;
-    op.pass = pass_;
-    op.comm = kind;
-    op.comm_bytes = Bytes::of(bytes);
-    op.comm_steps = steps;
-    ops_.push_back(op);
-    return ops_.back();
-  }
-
- private:
-  void fp8_cast(int64_t elements) {
-    constexpr int64_t kSourceBytes = 2;  // bf16 activations (fp8 recipes keep 16-bit activations)
-    if (!ops_.empty() && ops_.back().cost == OpCost::kCommunication && ops_.back().comm == CommKind::kTpAllGather) {
-      Op gather = ops_.back();
-      ops_.pop_back();
-      const int64_t shard = elements / tp_;
-      memory("fp8_cast", shard * kSourceBytes, 2 * shard);
-      gather.comm_bytes = gather.comm_bytes.divided_ceil(kSourceBytes);
-      ops_.push_back(gather);
-      return;
-    }
-    memory("fp8_cast", elements * kSourceBytes, 2 * elements);
-  }
-
-  std::vector<Op>& ops_;
-  Pass pass_;
-  int64_t tp_;
 };
 
 // Per-rank sizes shared by the builders.
@@ -290,8 +215,7 @@ double causal_kernel_flops(const Sizes& z) {
 void append_aten(OpListBuilder& add, std::string_view name, const std::vector<AtenKernel>& kernels, int64_t saved,
                  bool attention_core = false) {
   for (size_t i = 0; i < kernels.size(); ++i) {
-    Op& op = add.memory(name, kernels[i].read, kernels[i].written, i == 0 ? saved : 0);
-    op.access = kernels[i].access;
+    Op& op = add.kernel(name, kernels[i], i == 0 ? saved : 0);
     op.attention_core = attention_core;
   }
 }
@@ -679,7 +603,7 @@ void moe_backward(OpListBuilder& add, const Sizes& z) {
 std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, LayerKind kind) {
   std::vector<Op> ops;
   ops.reserve(40);
-  OpListBuilder add(ops, pass, z.tp_size);
+  OpListBuilder add(ops, pass, Fp8Casts::kTransformerEngine, z.tp_size);
   const bool all = policy == SavePolicy::kAll || policy == SavePolicy::kSelective;
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.seq_tokens * z.h;
@@ -697,7 +621,7 @@ std::vector<Op> layer_forward_ops(const Sizes& z, Pass pass, SavePolicy policy, 
 std::vector<Op> layer_backward_ops(const Sizes& z, LayerKind kind) {
   std::vector<Op> ops;
   ops.reserve(48);
-  OpListBuilder add(ops, Pass::kBackward, z.tp_size);
+  OpListBuilder add(ops, Pass::kBackward, Fp8Casts::kTransformerEngine, z.tp_size);
   const int64_t seq_hidden = z.hidden_tokens();
   const int64_t mask = z.hidden_mask ? z.seq_tokens * z.h : 0;
   add.memory("mlp_residual.backward", seq_hidden + mask, seq_hidden);
@@ -779,7 +703,7 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
     if (training_.recompute == Recompute::kFull) {
       ops.recompute = layer_forward_ops(sz, Pass::kRecompute, SavePolicy::kNothing, kind);
     } else if (policy == SavePolicy::kSelective) {
-      OpListBuilder add(ops.recompute, Pass::kRecompute);
+      OpListBuilder add(ops.recompute, Pass::kRecompute, Fp8Casts::kTransformerEngine, sz.tp_size);
       attention_core_forward(add, sz, SavePolicy::kNothing);
     }
     ops.backward = layer_backward_ops(sz, kind);
@@ -801,14 +725,14 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
   {
     // Vocabulary-parallel lookup: each rank gathers the rows of its vocabulary shard, then the
     // partial embeddings are summed over tp (reduce-scattered along the sequence with sp).
-    OpListBuilder add(embedding_forward_, Pass::kForward);
+    OpListBuilder add(embedding_forward_, Pass::kForward, Fp8Casts::kTransformerEngine);
     add.memory("embedding", z.tokens * (z.h * z.e + 8), z.full_hidden());
     if (z.tp) {
       add.comm(z.sp ? "embedding.tp_reduce_scatter" : "embedding.tp_all_reduce",
                z.sp ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, z.full_hidden());
     }
     add.memory("embedding_dropout", (z.learned ? 2 : 1) * seq_hidden, seq_hidden + mask, mask);
-    OpListBuilder back(embedding_backward_, Pass::kBackward);
+    OpListBuilder back(embedding_backward_, Pass::kBackward, Fp8Casts::kTransformerEngine);
     back.memory("embedding_dropout.backward", seq_hidden + mask, seq_hidden);
     if (z.sp) back.comm("embedding.tp_all_gather.backward", CommKind::kTpAllGather, z.full_hidden());
     // Dense gradient of the [vocab/tp, h] table, accumulated into the main gradient.
@@ -818,7 +742,7 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
     embedding_activation_bytes_ = sum_saved(embedding_forward_);
   }
   {
-    OpListBuilder add(head_forward_, Pass::kForward);
+    OpListBuilder add(head_forward_, Pass::kForward, Fp8Casts::kTransformerEngine);
     norm_forward(add, z, "final_norm", seq_hidden, true);
     if (z.sp) add.comm("head.tp_all_gather", CommKind::kTpAllGather, z.full_hidden());
     add.gemm("lm_head", z.tokens, z.vocab, z.h, z.act, z.sp ? seq_hidden : z.full_hidden());
@@ -835,7 +759,7 @@ Transformer::Transformer(ModelSpec model, TrainingSpec training, ShardSpec shard
         add.comm(name, CommKind::kTpAllReduce, z.tokens * 4);
       }
     }
-    OpListBuilder back(head_backward_, Pass::kBackward);
+    OpListBuilder back(head_backward_, Pass::kBackward, Fp8Casts::kTransformerEngine);
     back.memory("cross_entropy.backward", logits * 8, logits * (4 + z.e));
     back.gemm("lm_head.dgrad", z.tokens, z.h, z.vocab, z.act);
     if (z.sp) back.comm("head.input_all_gather", CommKind::kTpAllGather, z.full_hidden());

@@ -69,12 +69,8 @@ void attention_core_forward(OpListBuilder& add, const LayerSizes& z, SavePolicy 
   const double flops = core_flops(z);
   if (z.flash) {
     const int64_t inputs = z.tokens * (z.q + z.k + z.v) * z.e;
-    Op& op = add.memory("flash_attention", inputs, z.tokens * z.o * z.e, keep_inputs ? inputs : 0);
-    op.cost = OpCost::kFlashAttention;
-    op.gemm.dtype = z.act;
-    op.flops = flops;
-    op.kernel_flops = causal_kernel_flops(z);
-    op.attention_core = true;
+    Op& op = add.fused_attention("flash_attention", inputs, z.tokens * z.o * z.e, keep_inputs ? inputs : 0, z.act,
+                                 flops, causal_kernel_flops(z));
     set_kernel(op, z);
     return;
   }
@@ -107,13 +103,10 @@ void attention_core_backward(OpListBuilder& add, const LayerSizes& z) {
   const double flops = core_flops(z);
   if (z.flash) {
     // Reads Q, K, V, O, dO; writes dQ, dK, dV.
-    Op& op = add.memory("flash_attention.backward", z.tokens * (z.q + z.k + z.v + 2 * z.o) * z.e,
-                        z.tokens * (z.q + z.k + z.v) * z.e);
-    op.cost = OpCost::kFlashAttention;
-    op.gemm.dtype = z.act;
-    op.flops = 2 * flops;
-    op.kernel_flops = 2.5 * causal_kernel_flops(z);  // FlashAttention's benchmark: backward = 2.5 × forward
-    op.attention_core = true;
+    // FlashAttention's benchmark: backward = 2.5 × forward.
+    Op& op = add.fused_attention("flash_attention.backward", z.tokens * (z.q + z.k + z.v + 2 * z.o) * z.e,
+                                 z.tokens * (z.q + z.k + z.v) * z.e, 0, z.act, 2 * flops,
+                                 2.5 * causal_kernel_flops(z));
     set_kernel(op, z);
     return;
   }

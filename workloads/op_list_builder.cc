@@ -41,6 +41,17 @@ Op& OpListBuilder::memory(std::string_view name, MemoryAccess access, int64_t re
   return op;
 }
 
+Op& OpListBuilder::fused_attention(std::string_view name, int64_t read_bytes, int64_t written_bytes,
+                                   int64_t saved_bytes, DataType dtype, double flops, double kernel_flops) {
+  Op& op = memory(name, read_bytes, written_bytes, saved_bytes);
+  op.cost = OpCost::kFlashAttention;
+  op.gemm.dtype = dtype;
+  op.flops = flops;
+  op.kernel_flops = kernel_flops;
+  op.attention_core = true;
+  return op;
+}
+
 Op& OpListBuilder::comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps) {
   Op op;
   op.name = name;

@@ -53,6 +53,14 @@ class OpListBuilder {
     return memory(name, kernel.access, kernel.read, kernel.written, saved_bytes);
   }
 
+  // A fused attention kernel (FlashAttention's, cuDNN's, SDPA's) reading `read_bytes` (Q, K, V; in
+  // backward also O and dO) and writing `written_bytes` in `dtype`: `flops` by the model's
+  // convention (the full s × s score matrix, workloads/transformer.h), `kernel_flops` what the kernel
+  // executes; an op of the attention core (Op::attention_core). Where a predictor prices it by its
+  // call shape the caller sets Op::attention and Op::attention_kernel.
+  Op& fused_attention(std::string_view name, int64_t read_bytes, int64_t written_bytes, int64_t saved_bytes,
+                      DataType dtype, double flops, double kernel_flops);
+
   // A collective of `kind` moving `bytes` (the nccl-tests convention, workloads/op.h), `steps` times.
   Op& comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps = 1);
 

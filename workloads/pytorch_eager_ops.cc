@@ -35,6 +35,8 @@ struct Dims {
   int64_t sm_count;  // the GPU's streaming multiprocessors (0: unknown), for flash's KV splits
 
   int64_t qkv_out() const { return q + 2 * kv; }
+  // SDPA's call shape: q [b, heads, s, d], k and v [b, kv_heads, s, d] in bf16.
+  AttentionShape attention_shape() const { return AttentionShape{b, heads, kv_heads, s, head_dim, DataType::kBf16}; }
   // Weights of one layer's linear layers (each cast to bf16 by autocast in every forward).
   int64_t layer_linear_weights() const { return h * qkv_out() + q * h + h * fc1_out + ffn * h; }
 };
@@ -81,22 +83,19 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
 // Marks `op` a helper kernel of the layer's SDPA call (Op::within_attention_call).
 void within_call(Op& op, const Dims& z) {
   op.within_attention_call = true;
-  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+  op.attention = z.attention_shape();
   op.attention_kernel = z.attention;
 }
 
 // Forward attention core: SDPA on the flash backend (bf16 q, k, v; causal).
 void attention_forward(OpListBuilder& add, const Dims& z, int64_t saved) {
-  Op& op = add.memory("sdpa_flash", MemoryAccess::kStream, 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved);
-  op.cost = OpCost::kFlashAttention;
-  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
-  op.attention_kernel = z.attention;
-  op.gemm.dtype = DataType::kBf16;
   // Model FLOPs over the full s × s score matrix (Megatron/PaLM); the causal kernel executes half.
-  op.flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
-             static_cast<double>(z.q);
-  op.kernel_flops = op.attention.forward_flops();
-  op.attention_core = true;
+  const double flops =
+      4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) * static_cast<double>(z.q);
+  Op& op = add.fused_attention("sdpa_flash", 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved, DataType::kBf16, flops,
+                               z.attention_shape().forward_flops());
+  op.attention = z.attention_shape();
+  op.attention_kernel = z.attention;
   // FlashAttention-2 splitting the keys (workloads/flash_attention_splits.h): the split kernel keeps
   // the cost above; the combine kernel reads each split's fp32 partial output [b, heads, s, d] and
   // log-sum-exp [b, heads, s] and writes the bf16 output and the fp32 log-sum-exp (priced within the
@@ -266,16 +265,12 @@ std::vector<Op> layer_backward(const Dims& z) {
   if (z.rope) add.memory("attention.output_copy.backward", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
   {
     // Reads q, k, v, the output and its gradient; writes dq, dk, dv.
-    Op& op = add.memory("sdpa_flash.backward", MemoryAccess::kStream, 2 * z.T * (3 * z.q + 2 * z.kv),
-                        2 * z.T * z.qkv_out());
-    op.cost = OpCost::kFlashAttention;
-    op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+    const double flops =
+        8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) * static_cast<double>(z.q);
+    Op& op = add.fused_attention("sdpa_flash.backward", 2 * z.T * (3 * z.q + 2 * z.kv), 2 * z.T * z.qkv_out(), 0,
+                                 DataType::kBf16, flops, z.attention_shape().backward_flops());
+    op.attention = z.attention_shape();
     op.attention_kernel = z.attention;
-    op.gemm.dtype = DataType::kBf16;
-    op.flops = 8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
-               static_cast<double>(z.q);
-    op.kernel_flops = op.attention.backward_flops();
-    op.attention_core = true;
   }
   if (z.attention == FusedAttentionKernel::kSdpaFlash) {
     // FlashAttention-2's backward (flash-attention csrc/flash_attn/src/flash_bwd_launch_template.h,

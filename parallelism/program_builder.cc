@@ -1,81 +1,25 @@
 #include "parallelism/program_builder.h"
 
 #include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 #include <tuple>
 
 #include "core/error.h"
+#include "parallelism/context_parallel_ring.h"
 #include "parallelism/pipeline_schedule.h"
+#include "parallelism/program_ops.h"
 #include "parallelism/tp_comm_overlap.h"
+#include "parallelism/zero3_gathers.h"
 #include "workloads/host_costs.h"
 #include "workloads/op_cost.h"
-#include "workloads/pytorch_eager_ops.h"
 
 namespace clustersim {
 
 namespace {
 
-void push_compute(std::vector<ProgramOp>& out, std::string_view label, WorkKind work, Duration duration, double flops,
-                  const PowerWork& power, const HostWork& host, bool merge) {
-  if (merge && !out.empty() && out.back().kind == ProgramOp::Kind::kCompute && out.back().work == work) {
-    out.back().host.then(host, duration);
-    out.back().duration += duration;
-    out.back().flops += flops;
-    out.back().power += power;
-    return;
-  }
-  out.push_back(ProgramOp::compute(std::string(label), work, duration, flops, power, host));
-}
-
-// Power work of a memory-bound kernel moving `bytes` in `duration` (empty without a power model).
-PowerWork memory_power(Duration duration, Bytes bytes, const ComputeCostModel& cost) {
-  const PowerModel* power = cost.power_model();
-  return power == nullptr ? PowerWork{} : power->memory_bound(duration, cost.kernel_gap(), bytes);
-}
-
-// Handle of the context-parallel ring's exchange in a pass (one at a time: started, waited, reused);
-// the tensor-parallel overlaps use kFirstTpOverlapHandle .. + kTpOverlapHandles − 1
-// (parallelism/tp_comm_overlap.h), ZeRO-3 parameter gathers kFirstGatherHandle and up.
-constexpr int kRingHandle = 0;
-constexpr int kFirstGatherHandle = kFirstTpOverlapHandle + kTpOverlapHandles;
-static_assert(kFirstTpOverlapHandle > kRingHandle);
-
 ProgramOp collective(const Op& op, GroupKind group, CollectiveOp collective_op, Bytes size) {
   return ProgramOp::collective(std::string(op.name), group, collective_op, size);
-}
-
-// One attention core run as the ring of context parallelism (TransformerEngine's p2p context-
-// parallel attention): cp steps, each computing the attention of the K/V block in hand (1/cp of the
-// core: with zig-zag sharding every step has the same causal work) while the block moves on to the
-// next rank: an asynchronous exchange on the context group (every rank sends `exchange.comm_bytes`
-// to its successor: an all-to-all whose matrix has one block per row), waited for before the next
-// step. The last step has nothing left to send.
-void append_ring(std::vector<ProgramOp>& out, const Op& exchange, const Op& core, const ComputeCostModel& cost,
-                 int cp, Duration exchange_host, Duration core_host, bool merge) {
-  Op step = core;
-  const double parts = static_cast<double>(cp);
-  step.flops = core.flops / parts;
-  step.kernel_flops = core.kernel_flops / parts;
-  step.bytes_read = core.bytes_read.scaled(1.0 / parts);
-  step.bytes_written = core.bytes_written.scaled(1.0 / parts);
-  const Duration step_time = op_duration(step, cost);
-  auto ring = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(cp) * static_cast<size_t>(cp), 0);
-  for (int r = 0; r < cp; ++r) (*ring)[static_cast<size_t>(r * cp + (r + 1) % cp)] = exchange.comm_bytes.count();
-  for (int i = 0; i < cp; ++i) {
-    const bool send = i + 1 < cp;
-    if (send) {
-      ProgramOp p = ProgramOp::collective(std::string(exchange.name), GroupKind::kContext, CollectiveOp::kAllToAll,
-                                          exchange.comm_bytes, kRingHandle);
-      p.all_to_all_bytes = ring;
-      p.host.issue = exchange_host;
-      out.push_back(std::move(p));
-    }
-    push_compute(out, core.name, work_of(core.pass), step_time, step.kernel_flops, op_power(step, step_time, cost),
-                 HostWork::kernel(core_host, step_time), merge);
-    if (send) out.push_back(ProgramOp::wait(kRingHandle));
-  }
 }
 
 // Which ops of a list a CUDA graph captures (training.cuda_graphs).
@@ -200,177 +144,10 @@ std::vector<ProgramOp> priced(const std::vector<Op>& ops, const Pricing& pricing
   return out;
 }
 
-void append(std::vector<ProgramOp>& out, const std::vector<ProgramOp>& ops, bool merge) {
-  for (const auto& op : ops) {
-    if (op.kind == ProgramOp::Kind::kCompute) {
-      push_compute(out, op.label, op.work, op.duration, op.flops, op.power, op.host, merge);
-    } else {
-      out.push_back(op);
-    }
-  }
-}
-
 Duration total_duration(const std::vector<Op>& ops, const ComputeCostModel& cost) {
   Duration d;
   for (const Op& op : ops) d += op_duration(op, cost);
   return d;
-}
-
-// One kind of layer, priced once; every chunk copies it.
-struct PricedLayer {
-  std::vector<ProgramOp> forward;
-  std::vector<ProgramOp> backward;  // recompute + backward
-  int64_t dense_params = 0;         // gradients on the data(-context) group
-  int64_t expert_params = 0;        // gradients on the expert data-parallel group
-  Bytes dense_gather;               // ZeRO-3: gathered bytes of the dense parameters (0 otherwise)
-  Bytes expert_gather;              // ZeRO-3: gathered bytes of the expert parameters
-};
-
-struct ChunkParts {
-  const Transformer* transformer;
-  const PricedLayer* dense;
-  const PricedLayer* moe;
-  const PricedLayer* dense_window;  // the sliding-window variants (model.sliding_window > 0)
-  const PricedLayer* moe_window;
-  GroupKind data_group;
-  int64_t zero3_bucket = 0;  // Layout::zero3_bucket_elements
-  int64_t param_bytes = 2;   // bytes per gathered parameter
-  const PricedLayer& of(int layer) const {
-    const bool window = transformer->model().is_window_layer(layer);
-    if (transformer->layer_kind(layer) == LayerKind::kMoe) return window ? *moe_window : *moe;
-    return window ? *dense_window : *dense;
-  }
-};
-
-// The ZeRO-3 gathers of one layer's parameters under handles kFirstGatherHandle + 2·i and + 2·i + 1.
-int gather(std::vector<ProgramOp>& out, const ChunkParts& parts, const PricedLayer& layer, int i) {
-  int started = 0;
-  if (layer.dense_gather.count() > 0) {
-    out.push_back(ProgramOp::collective("zero3_param_all_gather", parts.data_group, CollectiveOp::kAllGather,
-                                        layer.dense_gather, kFirstGatherHandle + 2 * i));
-    ++started;
-  }
-  if (layer.expert_gather.count() > 0) {
-    out.push_back(ProgramOp::collective("zero3_expert_param_all_gather", GroupKind::kExpertData,
-                                        CollectiveOp::kAllGather, layer.expert_gather, kFirstGatherHandle + 2 * i + 1));
-    ++started;
-  }
-  return started;
-}
-
-// DeepSpeed ZeRO-3's parameter gathers over the layers of one pass (parallelism/layout.h,
-// zero3_bucket_elements = B): each layer's dense parameters are gathered in ceil(P / B) all-gathers of
-// at most B parameters on the data group, one after another across the layers; the gather of the
-// next bucket is started when the previous one is taken into use, so at most one bucket is fetched
-// ahead (stage3_prefetch_bucket_size bounds the prefetched parameters). Bucket j of a layer is needed
-// from the point where the layer has done the share of its compute that the parameters before it
-// make up (compute assumed proportional to the parameters it uses); a compute op that spans such a
-// point is split there. Two alternating handles suffice: the bucket in use and the next.
-void append_layers_bucketed(std::vector<ProgramOp>& out, const ChunkParts& parts, std::vector<int> layers,
-                            bool backward, bool merge) {
-  if (backward) std::reverse(layers.begin(), layers.end());
-  const int64_t bucket = parts.zero3_bucket;
-  std::vector<int64_t> sizes;  // every bucket of the pass, in order
-  for (int layer : layers) {
-    for (int64_t left = parts.of(layer).dense_params; left > 0; left -= bucket) sizes.push_back(std::min(left, bucket));
-  }
-  auto handle = [](size_t k) { return kFirstGatherHandle + static_cast<int>(k % 2); };
-  auto issue = [&](size_t k) {
-    if (k >= sizes.size()) return;
-    out.push_back(ProgramOp::collective("zero3_param_all_gather", parts.data_group, CollectiveOp::kAllGather,
-                                        Bytes::of(sizes[k]) * parts.param_bytes, handle(k)));
-  };
-  issue(0);
-  size_t k = 0;  // the bucket taken into use next
-  auto take = [&] {
-    issue(k + 1);
-    out.push_back(ProgramOp::wait(handle(k)));
-    ++k;
-  };
-  for (int layer_index : layers) {
-    const PricedLayer& layer = parts.of(layer_index);
-    const std::vector<ProgramOp>& ops = backward ? layer.backward : layer.forward;
-    Duration total;
-    for (const ProgramOp& op : ops) total += op.kind == ProgramOp::Kind::kCompute ? op.duration : Duration::zero();
-    // Compute times at which this layer's buckets are taken into use.
-    std::vector<Duration> starts;
-    int64_t before = 0;
-    for (int64_t left = layer.dense_params; left > 0; left -= bucket) {
-      starts.push_back(Duration::picoseconds(static_cast<int64_t>(
-          std::llround(static_cast<double>(total.ps()) * static_cast<double>(before) /
-                       static_cast<double>(layer.dense_params)))));
-      before += std::min(left, bucket);
-    }
-    size_t next = 0;  // index into `starts`
-    Duration done;
-    auto take_due = [&] {
-      while (next < starts.size() && starts[next] <= done) {
-        take();
-        ++next;
-      }
-    };
-    take_due();
-    for (const ProgramOp& op : ops) {
-      if (op.kind != ProgramOp::Kind::kCompute) {
-        out.push_back(op);
-        continue;
-      }
-      Duration left = op.duration;
-      while (next < starts.size() && done + left > starts[next]) {
-        const Duration part = starts[next] - done;
-        const double share = static_cast<double>(part.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, part, op.flops * share, op.power.scaled(share), op.host.scaled(share),
-                     merge);
-        done += part;
-        left -= part;
-        take_due();
-      }
-      if (left > Duration::zero()) {
-        const double share = static_cast<double>(left.ps()) / static_cast<double>(op.duration.ps());
-        push_compute(out, op.label, op.work, left, op.flops * share, op.power.scaled(share), op.host.scaled(share),
-                     merge);
-        done += left;
-      }
-    }
-    take_due();  // buckets of a layer without compute left
-    if (backward) out.push_back(ProgramOp::gradients_ready(parts.data_group, layer.dense_params));
-  }
-}
-
-// The layers of one chunk (model order in forward, reversed in backward). With ZeRO-3 each layer's
-// parameters are gathered one layer ahead.
-void append_layers(std::vector<ProgramOp>& out, const ChunkParts& parts, std::vector<int> layers, bool backward,
-                   bool merge) {
-  if (parts.zero3_bucket > 0) {
-    append_layers_bucketed(out, parts, std::move(layers), backward, merge);
-    return;
-  }
-  if (backward) std::reverse(layers.begin(), layers.end());
-  const int n = static_cast<int>(layers.size());
-  if (n > 0) gather(out, parts, parts.of(layers.front()), 0);
-  for (int i = 0; i < n; ++i) {
-    const PricedLayer& layer = parts.of(layers[static_cast<size_t>(i)]);
-    if (i + 1 < n) gather(out, parts, parts.of(layers[static_cast<size_t>(i + 1)]), i + 1);
-    if (layer.dense_gather.count() > 0) out.push_back(ProgramOp::wait(kFirstGatherHandle + 2 * i));
-    if (layer.expert_gather.count() > 0) out.push_back(ProgramOp::wait(kFirstGatherHandle + 2 * i + 1));
-    append(out, backward ? layer.backward : layer.forward, merge);
-    if (backward) {
-      out.push_back(ProgramOp::gradients_ready(parts.data_group, layer.dense_params));
-      if (layer.expert_params > 0)
-        out.push_back(ProgramOp::gradients_ready(GroupKind::kExpertData, layer.expert_params));
-    }
-  }
-}
-
-// The layers stage `stage` holds over all its chunks.
-std::vector<int> stage_layer_indices(const Layout& layout, int layers, int stage) {
-  std::vector<int> out;
-  const int v = virtual_stages(layout, layers);
-  for (int c = 0; c < v; ++c) {
-    const std::vector<int> chunk = chunk_layers(layout, layers, stage, c);
-    out.insert(out.end(), chunk.begin(), chunk.end());
-  }
-  return out;
 }
 
 // Parameter tensors of one layer: its non-empty weight and bias fields (a LayerNorm's weight and
@@ -397,49 +174,6 @@ int64_t stage_tensors(const Transformer& transformer, const Layout& layout, int 
   if (stage == 0) n += (p.word_embedding > 0 ? 1 : 0) + (p.position_embedding > 0 ? 1 : 0);
   if (stage == layout.pp - 1) n += (p.final_norm > 0 ? 1 : 0) + (p.lm_head > 0 ? 1 : 0);
   return n;
-}
-
-// Dense and expert parameters of the representative rank of `stage`.
-StageParameters stage_parameters(const Transformer& transformer, const Layout& layout, int stage) {
-  const int layers = static_cast<int>(transformer.model().layers);
-  int64_t moe = 0;
-  const std::vector<int> held = stage_layer_indices(layout, layers, stage);
-  for (int layer : held) moe += transformer.layer_kind(layer) == LayerKind::kMoe ? 1 : 0;
-  const int64_t dense = static_cast<int64_t>(held.size()) - moe;
-  return transformer.parameters().stage(dense, moe, stage == 0, stage == layout.pp - 1, layout.pp > 1);
-}
-
-// torch.nn.parallel.DistributedDataParallel's copies with its default gradient_as_bucket_view=False
-// (torch/csrc/distributed/c10d/reducer.cpp): as each gradient is ready, mark_variable_ready_dense
-// writes it into its bucket divided by the world size (at::mul_out: the gradient read, the bucket
-// written); once every bucket is reduced, finalize_backward copies each bucket back into the
-// parameters' .grad (read and written again). Each pass moves 2 × the gradient bytes on the compute
-// stream; the first follows every kGradientsReady marker of the backward passes, the second runs
-// after the reductions (StageProgram::after_reductions).
-void add_ddp_bucket_copies(StageProgram& stage, const ComputeCostModel& cost, const PrecisionPolicy& precision,
-                           const HostCosts& host) {
-  int64_t elements = 0;
-  for (ChunkProgram& chunk : stage.chunks) {
-    std::vector<ProgramOp> ops;
-    ops.reserve(chunk.backward.ops.size() * 2);
-    for (ProgramOp& op : chunk.backward.ops) {
-      const bool ready = op.kind == ProgramOp::Kind::kGradientsReady && op.elements > 0;
-      const int64_t n = ready ? op.elements : 0;
-      ops.push_back(std::move(op));
-      if (n == 0) continue;
-      elements += n;
-      const Bytes moved = Bytes::of(checked_mul(2 * precision.grad_bytes(), n, "DDP bucket bytes"));
-      const Duration d = cost.memory_bound_time(moved, MemoryAccess::kElementwise);
-      // Launched by the reducer's autograd hook, from the backward's C++ thread.
-      ops.push_back(ProgramOp::compute("ddp.grad_to_bucket", WorkKind::kBackward, d, 0, memory_power(d, moved, cost),
-                                       HostWork::kernel(host.backward_elementwise, d)));
-    }
-    chunk.backward.ops = std::move(ops);
-  }
-  const Bytes back = Bytes::of(checked_mul(2 * precision.grad_bytes(), elements, "DDP bucket bytes"));
-  stage.after_reductions = cost.memory_bound_time(back, MemoryAccess::kElementwise);
-  stage.after_reductions_power = memory_power(stage.after_reductions, back, cost);
-  stage.after_reductions_host = HostWork::kernel(host.backward_elementwise, stage.after_reductions);
 }
 
 }  // namespace
@@ -642,50 +376,6 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   return out;
 }
 
-void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout) {
-  if (training.framework != Framework::kPytorchEager) return;
-  const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
-  const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
-  if (layout.pp > 1) {
-    // train_step.py --parallel pp: pipeline stages alone, GPipe (or 1F1B), no model chunks.
-    if (layout.tp != 1 || layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || layout.vpp > 1 ||
-        layout.layers_per_virtual_stage > 0 || layout.schedule == PipelineSchedule::kInterleaved1F1B) {
-      throw InputError(fmt::format("training.framework: pytorch-eager with pp {} models pipeline stages alone (tp 1, "
-                                   "cp 1, dp 1, zero 0 and no distributed_optimizer, schedule gpipe or 1f1b without "
-                                   "virtual stages); got tp {}, cp {}, dp {}, zero {}, vpp {}, schedule {}; use "
-                                   "training.framework: megatron for other layouts",
-                                   layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp,
-                                   name_of(layout.schedule)));
-    }
-  } else if (layout.tp > 1) {
-    // train_step.py --parallel tp: tensor parallelism alone, one micro-batch.
-    if (layout.cp != 1 || layout.dp != 1 || layout.zero_stage != 0 || m != 1 || layout.sequence_parallel ||
-        layout.tp_comm_overlap) {
-      throw InputError(fmt::format("training.framework: pytorch-eager with tp {} models tensor parallelism alone "
-                                   "(cp 1, dp 1, zero 0 and no distributed_optimizer, one micro-batch: global_batch = "
-                                   "micro_batch, sequence_parallel and tp_comm_overlap off); got cp {}, dp {}, zero {}, "
-                                   "micro-batches per step {}, sequence_parallel {}, tp_comm_overlap {}; use "
-                                   "training.framework: megatron for other layouts",
-                                   layout.tp, layout.cp, layout.dp, layout.zero_stage, m,
-                                   layout.sequence_parallel ? "on" : "off", layout.tp_comm_overlap ? "on" : "off"));
-    }
-  } else if (layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
-    throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "
-                                 "DistributedDataParallel (tp 1, cp 1, zero 0, one micro-batch per GPU: "
-                                 "global_batch = micro_batch · dp), FullyShardedDataParallel (zero 3, or 2 for "
-                                 "SHARD_GRAD_OP), pipeline stages (pp > 1, dp 1) or tensor parallelism (tp > 1, dp 1); "
-                                 "got tp {}, pp {}, cp {}, zero {}, "
-                                 "micro-batches per GPU {}; use training.framework: megatron for other layouts",
-                                 layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
-  }
-  if (training.precision.param_dtype != DataType::kFp32 && !fsdp) {
-    throw InputError(fmt::format("training.params_dtype: {} with training.framework pytorch-eager is FSDP's mixed "
-                                 "precision and needs parallelism.zero: 3 or 2 (got zero {}); without FSDP use "
-                                 "params_dtype: fp32 (torch.autocast over fp32 parameters)",
-                                 name_of(training.precision.param_dtype), layout.zero_stage));
-  }
-}
-
 void check_cuda_graphs(const TrainingSpec& training, const Layout& layout) {
   const bool eager = training.framework == Framework::kPytorchEager;
   if (training.cuda_graphs == CudaGraphs::kLayers && eager) {
@@ -700,142 +390,6 @@ void check_cuda_graphs(const TrainingSpec& training, const Layout& layout) {
         "{} or none",
         name_of(training.framework), layout.tp, layout.pp, layout.cp, layout.zero_stage, eager ? "a layout of one GPU or DDP" : "layers"));
   }
-}
-
-std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout) {
-  const ModelSpec& model = transformer.model();
-  const TrainingSpec& training = transformer.training();
-  const int p = layout.pp;
-  const int layers = static_cast<int>(model.layers);
-  const int v = virtual_stages(layout, layers);
-  const std::vector<int> stage_layers = layers_per_stage(layout, layers);
-  const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
-  if (m > INT32_MAX) throw InputError("too many microbatches per step");
-  const ParameterCounts& params = transformer.parameters();
-  check_cuda_graphs(training, layout);
-  if (training.framework == Framework::kPytorchEager) {
-    // One GPU's PyTorch step: the largest of its memory moments (workloads/pytorch_eager_ops.h);
-    // with dp > 1 under torch.nn.parallel.DistributedDataParallel (one micro-batch per GPU) or, with
-    // ZeRO stage 3 or 2, under FullyShardedDataParallel (FULL_SHARD or SHARD_GRAD_OP; gradient
-    // accumulation allowed).
-    check_pytorch_eager_layout(training, layout);
-    const bool fsdp = layout.zero_stage == 3 || layout.zero_stage == 2;
-    if (p > 1) {
-      // Pipeline stages (train_step.py --parallel pp): each stage's layers, embedding or head, and
-      // the micro-batches its schedule keeps in flight.
-      std::vector<StageMemory> out;
-      for (int s = 0; s < p; ++s) {
-        StageMemory mem;
-        mem.stage = s;
-        mem.layers = stage_layers[static_cast<size_t>(s)];
-        mem.parameters = stage_parameters(transformer, layout, s).total();
-        EagerStageShare share;
-        share.layers = mem.layers;
-        share.embedding = s == 0;
-        share.head = s == p - 1;
-        share.inflight_microbatches = peak_inflight_passes(layout.schedule, s, p, static_cast<int>(m), 1);
-        mem.inflight_microbatches = static_cast<double>(share.inflight_microbatches);
-        const PytorchEagerMemory eager =
-            pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, nullptr, share);
-        mem.memory = eager.peak;
-        mem.peak_moment = eager.moment;
-        out.push_back(mem);
-      }
-      return out;
-    }
-    StageMemory mem;
-    mem.layers = layers;
-    mem.parameters = params.total();
-    mem.inflight_microbatches = 1;
-    FsdpSharding sharding;
-    if (fsdp) {
-      // Gathered 16-bit weights: two layers' with FULL_SHARD (the one in use and the one prefetched;
-      // limit_all_gathers), the whole model's with SHARD_GRAD_OP (kept from forward to backward).
-      sharding.shards = layout.shard_dp();
-      const int64_t gathered = layout.zero_stage == 3 ? 2 * params.layer.total() : mem.parameters;
-      sharding.gathered_bytes = checked_mul(gathered, training.precision.param_bytes(), "FSDP bytes");
-      // Gradient accumulation: the fp32 gradients of the earlier micro-batches, sharded when each
-      // micro-batch reduce-scatters, whole under no_sync (the step's one reduction at its end).
-      if (m > 1) {
-        const int64_t shards = sharding.shards;
-        sharding.accumulated_grad_bytes =
-            layout.reduces_every_microbatch()
-                ? checked_mul((mem.parameters + shards - 1) / shards, 4, "FSDP gradient bytes")
-                : checked_mul(mem.parameters, 4, "FSDP gradient bytes");
-      }
-    }
-    const PytorchEagerMemory eager =
-        pytorch_eager_peak_memory(model, training, transformer.dims(), mem.parameters, fsdp ? &sharding : nullptr);
-    mem.memory = eager.peak;
-    mem.peak_moment = eager.moment;
-    if (!fsdp && layout.dp > 1) {
-      // DDP's reducer keeps its buckets as flat tensors beside the parameters' .grad (the default
-      // gradient_as_bucket_view=False), one gradient's worth for the whole model, alive for the
-      // whole step (torch/nn/parallel/distributed.py). Measured on two H200s: +4.91 GiB for
-      // gpt-1.3b's 1.32 B fp32 gradients (tools/data/h200x2-2026-11-29/reference-x2.jsonl).
-      mem.memory.comm_buffers = Bytes::of(checked_mul(mem.parameters, training.precision.grad_bytes(), "DDP bucket bytes"));
-    }
-    return {mem};
-  }
-  // Sharded state spans the shard group: dp·cp ranks, or dp_shard·cp under hybrid sharding.
-  const MemoryModel memory_model(training.precision, training.optimizer, layout.zero_stage,
-                                 static_cast<int64_t>(layout.shard_dp()) * layout.cp, layout.expert_dp());
-
-  // Full recompute keeps one layer's complete activations alive while it is recomputed.
-  Bytes recompute_dense;
-  Bytes recompute_moe;
-  if (training.recompute == Recompute::kFull) {
-    TrainingSpec no_recompute = training;
-    no_recompute.recompute = Recompute::kNone;
-    const Transformer whole(model, no_recompute, transformer.shard());
-    recompute_dense = whole.layer(LayerKind::kDense).activation_bytes;
-    if (model.moe.enabled()) recompute_moe = whole.layer(LayerKind::kMoe).activation_bytes;
-  }
-
-  std::vector<StageMemory> out;
-  for (int s = 0; s < p; ++s) {
-    const bool first_stage = s == 0;
-    const bool last_stage = s == p - 1;
-    StageMemory mem;
-    mem.stage = s;
-    mem.layers = stage_layers[static_cast<size_t>(s)];
-    const StageParameters held = stage_parameters(transformer, layout, s);
-    mem.parameters = held.dense;
-    mem.expert_parameters = held.expert;
-    const int peak = peak_inflight_passes(layout.schedule, s, p, static_cast<int>(m), v);
-    mem.inflight_microbatches = static_cast<double>(peak) / v;
-    RankMemoryInputs inputs;
-    inputs.dense_params = held.dense;
-    inputs.expert_params = held.expert;
-    Bytes per_microbatch;
-    Bytes working_set;
-    for (int layer : stage_layer_indices(layout, layers, s)) {
-      const bool moe = transformer.layer_kind(layer) == LayerKind::kMoe;
-      per_microbatch += transformer.layer_at(layer).activation_bytes;
-      working_set = std::max(working_set, moe ? recompute_moe : recompute_dense);
-    }
-    if (first_stage) per_microbatch += transformer.embedding_activation_bytes();
-    if (last_stage) per_microbatch += transformer.head_activation_bytes();
-    inputs.activations_per_microbatch = per_microbatch;
-    inputs.in_flight_microbatches = mem.inflight_microbatches;
-    if (last_stage) inputs.logits = transformer.logits_bytes();
-    mem.memory = memory_model.rank_memory(inputs);
-    mem.memory.activations += working_set;
-    // ZeRO 2/3 reducing once per step (reduce_every_microbatch false) accumulates the whole
-    // gradients over the micro-batches before its one reduce-scatter: they are not sharded then.
-    if (layout.zero_stage >= 2 && !layout.reduces_every_microbatch() && m > 1) {
-      mem.memory.grads = Bytes::of(checked_mul(held.dense + held.expert, training.precision.grad_bytes(), "gradient bytes"));
-    }
-    // ZeRO-3 holds gathered weights unsharded: the layer in use and the one prefetched (FSDP's
-    // FULL_SHARD with limit_all_gathers), or two of DeepSpeed's buckets (zero3_bucket_elements).
-    if (layout.zero_stage >= 3) {
-      const int64_t layer = std::max(params.layer.total(), params.moe_layer.total());
-      const int64_t unit = layout.zero3_bucket_elements > 0 ? std::min(layer, layout.zero3_bucket_elements) : layer;
-      mem.memory.param_copies = Bytes::of(checked_mul(2 * unit, training.precision.param_bytes(), "ZeRO-3 bytes"));
-    }
-    out.push_back(mem);
-  }
-  return out;
 }
 
 }  // namespace clustersim

@@ -39,7 +39,9 @@
 
 #include "cost_models/compute_cost_model.h"
 #include "cost_models/memory_model.h"
+#include "parallelism/eager_program.h"
 #include "parallelism/layout.h"
+#include "parallelism/stage_memory.h"
 #include "parallelism/step_program.h"
 #include "workloads/host_costs.h"
 #include "workloads/transformer.h"
@@ -54,17 +56,6 @@ struct ProgramOptions {
   HostCosts host;
 };
 
-// Memory of one rank of each stage (the representative tp = cp = dp = 0 rank).
-struct StageMemory {
-  int stage = 0;
-  int layers = 0;
-  int64_t parameters = 0;           // dense parameters held by the rank (before ZeRO sharding)
-  int64_t expert_parameters = 0;    // routed-expert parameters held by the rank (before sharding)
-  double inflight_microbatches = 0; // stage-microbatch equivalents held at the peak
-  MemoryBreakdown memory;
-  std::string peak_moment;          // pytorch-eager: when the peak occurs (PytorchEagerMemory::moment)
-};
-
 struct TrainingPrograms {
   std::vector<StageProgram> stages;
   std::vector<StageMemory> memory;
@@ -75,18 +66,6 @@ struct TrainingPrograms {
 // (shard_spec(layout)). `layout` must have passed validate_layout(). Durations come from `cost`.
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options = {});
-
-// The memory of each stage's representative rank (what build_training_programs() reports in
-// `memory`), without pricing or building any program: the cheap path a layout search uses to drop
-// layouts that cannot fit before simulating them. Same preconditions as build_training_programs().
-std::vector<StageMemory> stage_memory(const Transformer& transformer, const Layout& layout);
-
-// The layouts training.framework pytorch-eager covers (workloads/pytorch_eager_ops.h): tp = pp = cp
-// = 1, and either ZeRO 0 with one micro-batch per GPU (alone or DistributedDataParallel) or ZeRO 3 /
-// 2 (FullyShardedDataParallel FULL_SHARD / SHARD_GRAD_OP); 16-bit params_dtype only under FSDP.
-// Throws InputError whose message starts with the key to blame (training.framework or
-// training.params_dtype). No-op for other frameworks.
-void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout);
 
 // Throws InputError naming training.cuda_graphs when its value cannot apply: layers needs framework
 // megatron; step needs framework pytorch-eager with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).

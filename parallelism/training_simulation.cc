@@ -234,18 +234,19 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.model_tflops_per_gpu = report.flops.model / gpu_seconds * 1e-12;
   report.hardware_tflops_per_gpu = report.flops.hardware / gpu_seconds * 1e-12;
 
+  // The critical rank's parts, each whole picoseconds; `other` is what they leave of the step,
+  // exact in picoseconds (0 when the rank's time is fully accounted), and every part is converted
+  // to seconds once. A negative remainder would mean a wait or a compute op counted twice.
   const RankBreakdown& crit = report.step.ranks[report.step.critical];
+  const Duration other =
+      report.step.step_time - crit.compute - crit.exposed_comm - crit.bubble - crit.optimizer - crit.host_bound;
+  check_invariant(other >= Duration::zero(), "the critical rank's time breakdown exceeds the step time");
   report.breakdown.compute = seconds(crit.compute);
   report.breakdown.exposed_comm = seconds(crit.exposed_comm);
   report.breakdown.bubble = seconds(crit.bubble);
   report.breakdown.optimizer = seconds(crit.optimizer);
   report.breakdown.host_bound = seconds(crit.host_bound);
-  report.breakdown.other = report.step_time_s - report.breakdown.compute - report.breakdown.exposed_comm -
-                           report.breakdown.bubble - report.breakdown.optimizer - report.breakdown.host_bound;
-  // The parts are whole picoseconds, so a genuine remainder is at least 1 ps; anything smaller is
-  // the rounding of the double subtraction above (reports printed "-0.0000 s" and -1.5e-15), and
-  // is set to exactly 0: below half a picosecond, or below 1e-12 of the step time.
-  if (std::abs(report.breakdown.other) < std::max(0.5e-12, 1e-12 * report.step_time_s)) report.breakdown.other = 0;
+  report.breakdown.other = seconds(other);
 
   for (const auto& stage : report.programs.memory) {
     if (stage.memory.total() > report.peak_memory) {

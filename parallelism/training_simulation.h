@@ -112,7 +112,9 @@ struct GpuEnergy {
   double start_end_power_w = 0;
 };
 
-// Seconds of the critical (last-finishing) rank; they sum to the step time.
+// Seconds of the critical (last-finishing) rank; they sum to the step time. Each is its
+// RankBreakdown part (whole picoseconds) converted once; `other`, the step time less the five
+// parts, is taken in picoseconds first, so a fully accounted rank has exactly 0.
 struct TimeBreakdown {
   double compute = 0;       // forward, backward, recompute
   double exposed_comm = 0;  // collectives the compute stream waited for

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "workloads/aten_kernels.h"
 #include "workloads/flash_attention_splits.h"
+#include "workloads/op_list_builder.h"
 
 namespace clustersim {
 
@@ -34,6 +35,8 @@ struct Dims {
   int64_t sm_count;  // the GPU's streaming multiprocessors (0: unknown), for flash's KV splits
 
   int64_t qkv_out() const { return q + 2 * kv; }
+  // SDPA's call shape: q [b, heads, s, d], k and v [b, kv_heads, s, d] in bf16.
+  AttentionShape attention_shape() const { return AttentionShape{b, heads, kv_heads, s, head_dim, DataType::kBf16}; }
   // Weights of one layer's linear layers (each cast to bf16 by autocast in every forward).
   int64_t layer_linear_weights() const { return h * qkv_out() + q * h + h * fc1_out + ffn * h; }
 };
@@ -77,77 +80,22 @@ Dims dims_of(const ModelSpec& model, const TrainingSpec& training, const Sharded
   return z;
 }
 
-// Appends ops of one pass.
-class Builder {
- public:
-  Builder(std::vector<Op>& ops, Pass pass) : ops_(ops), pass_(pass) {}
-
-  Op& memory(std::string_view name, MemoryAccess access, int64_t read, int64_t written, int64_t saved = 0) {
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kMemoryBound;
-    op.pass = pass_;
-    op.access = access;
-    op.bytes_read = Bytes::of(read);
-    op.bytes_written = Bytes::of(written);
-    op.saved = Bytes::of(saved);
-    ops_.push_back(op);
-    return ops_.back();
-  }
-
-  Op& gemm(std::string_view name, int64_t m, int64_t n, int64_t k, DataType dtype, int64_t saved = 0,
-           bool a_transposed = false) {
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kGemm;
-    op.pass = pass_;
-    op.gemm = GemmShape{m, n, k, 1, dtype, a_transposed};
-    op.flops = op.gemm.flops();
-    op.kernel_flops = op.flops;
-    const int64_t e = bytes_per_element(dtype);
-    op.bytes_read = Bytes::of((m * k + k * n) * e);
-    op.bytes_written = Bytes::of(m * n * e);
-    op.saved = Bytes::of(saved);
-    ops_.push_back(op);
-    return ops_.back();
-  }
-
-  // A blocking all-reduce of `bytes` over the tensor-parallel group (train_step.py's
-  // _ReduceFromTensorParallel forward and _CopyToTensorParallel backward, Megatron's g and f).
-  void tp_all_reduce(std::string_view name, int64_t bytes) {
-    Op op;
-    op.name = name;
-    op.cost = OpCost::kCommunication;
-    op.pass = pass_;
-    op.comm = CommKind::kTpAllReduce;
-    op.comm_bytes = Bytes::of(bytes);
-    ops_.push_back(op);
-  }
-
- private:
-  std::vector<Op>& ops_;
-  Pass pass_;
-};
-
 // Marks `op` a helper kernel of the layer's SDPA call (Op::within_attention_call).
 void within_call(Op& op, const Dims& z) {
   op.within_attention_call = true;
-  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+  op.attention = z.attention_shape();
   op.attention_kernel = z.attention;
 }
 
 // Forward attention core: SDPA on the flash backend (bf16 q, k, v; causal).
-void attention_forward(Builder& add, const Dims& z, int64_t saved) {
-  Op& op = add.memory("sdpa_flash", MemoryAccess::kStream, 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved);
-  op.cost = OpCost::kFlashAttention;
-  op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
-  op.attention_kernel = z.attention;
-  op.gemm.dtype = DataType::kBf16;
+void attention_forward(OpListBuilder& add, const Dims& z, int64_t saved) {
   // Model FLOPs over the full s × s score matrix (Megatron/PaLM); the causal kernel executes half.
-  op.flops = 4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
-             static_cast<double>(z.q);
-  op.kernel_flops = op.attention.forward_flops();
-  op.attention_core = true;
+  const double flops =
+      4.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) * static_cast<double>(z.q);
+  Op& op = add.fused_attention("sdpa_flash", 2 * z.T * z.qkv_out(), 2 * z.T * z.q, saved, DataType::kBf16, flops,
+                               z.attention_shape().forward_flops());
+  op.attention = z.attention_shape();
+  op.attention_kernel = z.attention;
   // FlashAttention-2 splitting the keys (workloads/flash_attention_splits.h): the split kernel keeps
   // the cost above; the combine kernel reads each split's fp32 partial output [b, heads, s, d] and
   // log-sum-exp [b, heads, s] and writes the bf16 output and the fp32 log-sum-exp (priced within the
@@ -186,20 +134,20 @@ constexpr std::string_view kRopeKBackward[] = {
 
 // Appends `kernels` (workloads/aten_kernels.h) under `names`, one per kernel; `saved[i]` (when
 // given) is what kernel i keeps for backward.
-void append_kernels(Builder& add, const std::vector<AtenKernel>& kernels, std::initializer_list<std::string_view> names,
-                    std::initializer_list<int64_t> saved = {}) {
+void append_kernels(OpListBuilder& add, const std::vector<AtenKernel>& kernels,
+                    std::initializer_list<std::string_view> names, std::initializer_list<int64_t> saved = {}) {
   if (names.size() != kernels.size() || (saved.size() != 0 && saved.size() != kernels.size())) {
     throw InternalError("pytorch-eager op list: kernel names do not match the kernels");
   }
   for (size_t i = 0; i < kernels.size(); ++i) {
     const AtenKernel& k = kernels[i];
-    add.memory(names.begin()[i], k.access, k.read, k.written, saved.size() == 0 ? 0 : saved.begin()[i]);
+    add.kernel(names.begin()[i], k, saved.size() == 0 ? 0 : saved.begin()[i]);
   }
 }
 
 // The kernels of `kernels` as ops named by `names` (each ending in its kernel's step); the last one
 // keeps `saved_last` for backward.
-void append_named(Builder& add, const std::vector<AtenKernel>& kernels, std::span<const std::string_view> names,
+void append_named(OpListBuilder& add, const std::vector<AtenKernel>& kernels, std::span<const std::string_view> names,
                   int64_t saved_last = 0) {
   if (names.size() != kernels.size()) {
     throw InternalError("pytorch-eager op list: kernel names do not match the kernels");
@@ -209,13 +157,13 @@ void append_named(Builder& add, const std::vector<AtenKernel>& kernels, std::spa
     if (!names[i].ends_with(k.step)) {
       throw InternalError(fmt::format("pytorch-eager op list: op {} is not kernel {}", names[i], k.step));
     }
-    add.memory(names[i], k.access, k.read, k.written, i + 1 == kernels.size() ? saved_last : 0);
+    add.kernel(names[i], k, i + 1 == kernels.size() ? saved_last : 0);
   }
 }
 
 std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   std::vector<Op> ops;
-  Builder add(ops, pass);
+  OpListBuilder add(ops, pass);
   const bool save = pass == Pass::kForward && !z.recompute;
   auto saved = [save](int64_t bytes) { return save ? bytes : 0; };
   const int64_t Th = z.T * z.h;
@@ -239,7 +187,9 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.rope) add.memory("attention.output_copy", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q, saved(2 * z.T * z.q));
   if (z.weight_casts) add.memory("proj.weight_cast", MemoryAccess::kElementwise, 4 * z.q * z.h, 2 * z.q * z.h);
   add.gemm("proj", z.T, z.h, z.q, z.gemm);
-  if (z.tp > 1) add.tp_all_reduce("proj.tp_all_reduce", 2 * Th);
+  // Blocking all-reduces over the tensor-parallel group: train_step.py's _ReduceFromTensorParallel
+  // here and after fc2, _CopyToTensorParallel's backward before each norm's backward (Megatron's g and f).
+  if (z.tp > 1) add.comm("proj.tp_all_reduce", CommKind::kTpAllReduce, 2 * Th);
   if (z.bias) add.memory("proj.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
   add.memory("attention_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
   if (z.r == 2) add.memory("post_attention_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
@@ -258,7 +208,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
   if (z.weight_casts) add.memory("fc2.weight_cast", MemoryAccess::kElementwise, 4 * z.ffn * z.h, 2 * z.ffn * z.h);
   if (early_stop) return ops;  // checkpoint's recomputation stops once fc2's input is saved again
   add.gemm("fc2", z.T, z.h, z.ffn, z.gemm);
-  if (z.tp > 1) add.tp_all_reduce("fc2.tp_all_reduce", 2 * Th);
+  if (z.tp > 1) add.comm("fc2.tp_all_reduce", CommKind::kTpAllReduce, 2 * Th);
   if (z.bias) add.memory("fc2.bias_add", MemoryAccess::kBroadcast, 2 * Th, 4 * Th);
   add.memory("mlp_residual", MemoryAccess::kElementwise, 2 * z.r * Th, z.r * Th);
   return ops;
@@ -266,7 +216,7 @@ std::vector<Op> layer_forward(const Dims& z, Pass pass, bool early_stop) {
 
 // The gradient of the residual stream at a norm's input: the norm's input gradient (fp32) plus the
 // gradient arriving along the residual branch.
-void residual_join(Builder& add, const Dims& z, std::string_view cast_name, std::string_view add_name) {
+void residual_join(OpListBuilder& add, const Dims& z, std::string_view cast_name, std::string_view add_name) {
   const int64_t Th = z.T * z.h;
   if (z.r == 2) {
     add.memory(cast_name, MemoryAccess::kElementwise, 4 * Th, 2 * Th);  // fp32 → bf16 (the .float() copy's backward)
@@ -278,7 +228,7 @@ void residual_join(Builder& add, const Dims& z, std::string_view cast_name, std:
 
 std::vector<Op> layer_backward(const Dims& z) {
   std::vector<Op> ops;
-  Builder add(ops, Pass::kBackward);
+  OpListBuilder add(ops, Pass::kBackward);
   const int64_t Th = z.T * z.h;
   const int64_t Tf = z.T * z.ffn;
   if (z.bias) {
@@ -289,7 +239,7 @@ std::vector<Op> layer_backward(const Dims& z) {
   // (ViewBackward0 after addmm, UnsafeViewBackward0 after matmul's mm) and of its input's flatten
   // (ViewBackward0), as a profiled PyTorch 2.11 step runs them (tools/data/h200-2026-12-02-kernels).
   add.gemm("fc2.dgrad", z.T, z.ffn, z.h, z.gemm).host_grad_view_nodes = 2;
-  add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, true);
+  add.gemm("fc2.wgrad", z.h, z.ffn, z.T, z.gemm, 0, 1, true);
   if (z.grad_casts) add.memory("fc2.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.ffn * z.h, 4 * z.ffn * z.h);
   if (z.swiglu) {
     append_kernels(add, swiglu_backward_kernels(Tf),
@@ -299,12 +249,12 @@ std::vector<Op> layer_backward(const Dims& z) {
     add.memory("activation.backward", MemoryAccess::kElementwise, 4 * Tf, 2 * Tf);
   }
   add.gemm("fc1.dgrad", z.T, z.h, z.fc1_out, z.gemm).host_grad_view_nodes = 2;
-  add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, true);
+  add.gemm("fc1.wgrad", z.fc1_out, z.h, z.T, z.gemm, 0, 1, true);
   if (z.grad_casts) add.memory("fc1.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.fc1_out, 4 * z.h * z.fc1_out);
   if (z.bias) add.memory("fc1.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.fc1_out, 0);
   if (z.bias && z.grad_casts) add.memory("fc1.bias_grad_cast", MemoryAccess::kWideningCast, 2 * z.fc1_out, 4 * z.fc1_out);
   add.memory("fc1.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
-  if (z.tp > 1) add.tp_all_reduce("fc1.input_grad.tp_all_reduce", 4 * Th);  // the norm's fp32 output gradient
+  if (z.tp > 1) add.comm("fc1.input_grad.tp_all_reduce", CommKind::kTpAllReduce, 4 * Th);  // the norm's fp32 output gradient
   add.memory("post_attention_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
   add.memory("post_attention_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
   residual_join(add, z, "post_attention_norm.to_fp32.backward", "attention_residual.backward");
@@ -313,24 +263,20 @@ std::vector<Op> layer_backward(const Dims& z) {
     add.memory("proj.output_grad_cast", MemoryAccess::kWideningCast, 4 * Th, 2 * Th);
   }
   add.gemm("proj.dgrad", z.T, z.q, z.h, z.gemm).host_grad_view_nodes = 2;
-  add.gemm("proj.wgrad", z.h, z.q, z.T, z.gemm, 0, true);
+  add.gemm("proj.wgrad", z.h, z.q, z.T, z.gemm, 0, 1, true);
   if (z.grad_casts) add.memory("proj.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.q * z.h, 4 * z.q * z.h);
   if (z.rope) add.memory("attention.output_copy.backward", MemoryAccess::kStrided, 2 * z.T * z.q, 2 * z.T * z.q);
   {
     // Reads q, k, v, the output and its gradient; writes dq, dk, dv.
-    Op& op = add.memory("sdpa_flash.backward", MemoryAccess::kStream, 2 * z.T * (3 * z.q + 2 * z.kv),
-                        2 * z.T * z.qkv_out());
-    op.cost = OpCost::kFlashAttention;
-    op.attention = AttentionShape{z.b, z.heads, z.kv_heads, z.s, z.head_dim, DataType::kBf16};
+    const double flops =
+        8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) * static_cast<double>(z.q);
+    Op& op = add.fused_attention("sdpa_flash.backward", 2 * z.T * (3 * z.q + 2 * z.kv), 2 * z.T * z.qkv_out(), 0,
+                                 DataType::kBf16, flops, z.attention_shape().backward_flops());
+    op.attention = z.attention_shape();
     op.attention_kernel = z.attention;
-    op.gemm.dtype = DataType::kBf16;
     // The output's transpose and reshape: TransposeBackward0 and ViewBackward0 (UnsafeViewBackward0
     // where the reshape copied, after RoPE), no kernel.
     op.host_grad_view_nodes = 2;
-    op.flops = 8.0 * static_cast<double>(z.b) * static_cast<double>(z.s) * static_cast<double>(z.s) *
-               static_cast<double>(z.q);
-    op.kernel_flops = op.attention.backward_flops();
-    op.attention_core = true;
   }
   if (z.attention == FusedAttentionKernel::kSdpaFlash) {
     // FlashAttention-2's backward (flash-attention csrc/flash_attn/src/flash_bwd_launch_template.h,
@@ -367,12 +313,12 @@ std::vector<Op> layer_backward(const Dims& z) {
   add.memory("qkv.split.backward", MemoryAccess::kConcatenation, 2 * z.T * z.qkv_out(), 2 * z.T * z.qkv_out())
       .host_grad_view_nodes = 3 + (z.rope ? 1 : 3);
   add.gemm("qkv.dgrad", z.T, z.h, z.qkv_out(), z.gemm).host_grad_view_nodes = 2;
-  add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, true);
+  add.gemm("qkv.wgrad", z.qkv_out(), z.h, z.T, z.gemm, 0, 1, true);
   if (z.grad_casts) add.memory("qkv.weight_grad_cast", MemoryAccess::kWideningCast, 2 * z.h * z.qkv_out(), 4 * z.h * z.qkv_out());
   if (z.bias) add.memory("qkv.bias_grad", MemoryAccess::kReduction, 2 * z.T * z.qkv_out(), 0);
   if (z.bias && z.grad_casts) add.memory("qkv.bias_grad_cast", MemoryAccess::kWideningCast, 2 * z.qkv_out(), 4 * z.qkv_out());
   add.memory("qkv.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
-  if (z.tp > 1) add.tp_all_reduce("qkv.input_grad.tp_all_reduce", 4 * Th);
+  if (z.tp > 1) add.comm("qkv.input_grad.tp_all_reduce", CommKind::kTpAllReduce, 4 * Th);
   add.memory("input_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
   add.memory("input_norm.weight_grad", MemoryAccess::kReduction, 8 * Th, 0);
   residual_join(add, z, "input_norm.to_fp32.backward", "mlp_residual.backward");
@@ -449,7 +395,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
   attribute_host_calls(out.layer_recompute, z);
   out.layer_backward = layer_backward(z);
   {
-    Builder add(out.embedding_forward, Pass::kForward);
+    OpListBuilder add(out.embedding_forward, Pass::kForward);
     add.memory("embedding", MemoryAccess::kElementwise, 4 * Th + 8 * z.T, 4 * Th);
     if (z.learned) {
       // torch.arange's position ids (int64 [s]), the gather of their rows [s, h] fp32, the broadcast add.
@@ -463,7 +409,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     // attention residual's add cast the fp32 gradients of the input to bf16. They run at the seams
     // with the first layer, so they are listed here.
     if (z.r == 4) add.memory("first_layer.input_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
-    Builder back(out.embedding_backward, Pass::kBackward);
+    OpListBuilder back(out.embedding_backward, Pass::kBackward);
     if (z.r == 4) {
       back.memory("first_layer.attention_residual.input_grad_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
       back.memory("first_layer.input_norm.to_fp32.backward", MemoryAccess::kElementwise, 4 * Th, 2 * Th);
@@ -482,7 +428,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     if (z.tied) back.memory("embedding.tied_grad_accumulate", MemoryAccess::kElementwise, 8 * Vh, 4 * Vh);
   }
   {
-    Builder add(out.head_forward, Pass::kForward);
+    OpListBuilder add(out.head_forward, Pass::kForward);
     if (z.r == 2) add.memory("final_norm.to_fp32", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
     add.memory("final_norm", MemoryAccess::kNormalization, 4 * Th, 4 * Th, 4 * Th);
     add.memory("lm_head.input_cast", MemoryAccess::kElementwise, 4 * Th, 2 * Th, 2 * Th);
@@ -493,7 +439,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     add.memory("nll_loss.input_cast", MemoryAccess::kWideningCast, 2 * TV, 4 * TV);
     // Gathers each token's target log-probability (fp32) by its int64 target; writes the mean.
     add.memory("nll_loss", MemoryAccess::kReduction, 4 * z.T + 8 * z.T, 4);
-    Builder back(out.head_backward, Pass::kBackward);
+    OpListBuilder back(out.head_backward, Pass::kBackward);
     back.memory("loss.ones_like", MemoryAccess::kElementwise, 0, 4);  // backward()'s seed gradient
     // The [T, V] fp32 input gradient zero-filled, then −1/T scattered at each token's target.
     back.memory("nll_loss.backward.zero_fill", MemoryAccess::kElementwise, 0, 4 * TV);
@@ -502,7 +448,7 @@ PytorchEagerOps pytorch_eager_ops(const ModelSpec& model, const TrainingSpec& tr
     back.memory("log_softmax.backward", MemoryAccess::kSoftmax, 4 * TV, 2 * TV);
     // The logits' view to [T, V] and F.linear's output and input views: three kernel-free nodes.
     back.gemm("lm_head.dgrad", z.T, z.h, z.vocab, z.gemm).host_grad_view_nodes = 3;
-    back.gemm("lm_head.wgrad", z.vocab, z.h, z.T, z.gemm, 0, true);
+    back.gemm("lm_head.wgrad", z.vocab, z.h, z.T, z.gemm, 0, 1, true);
     if (z.grad_casts) back.memory("lm_head.weight_grad_cast", MemoryAccess::kWideningCast, 2 * Vh, 4 * Vh);
     back.memory("lm_head.input_cast.backward", MemoryAccess::kWideningCast, 2 * Th, 4 * Th);
     back.memory("final_norm.backward", MemoryAccess::kNormalizationBackward, 8 * Th, 4 * Th);
@@ -592,7 +538,7 @@ std::vector<Op> pytorch_eager_optimizer_ops(int64_t params, int64_t tensors) {
   if (params < 0) throw InputError(fmt::format("optimizer cannot hold a negative parameter count ({})", params));
   if (tensors < 0) throw InputError(fmt::format("optimizer cannot hold a negative tensor count ({})", tensors));
   std::vector<Op> ops;
-  Builder add(ops, Pass::kForward);
+  OpListBuilder add(ops, Pass::kForward);
   // ATen's multi_tensor_apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh) cuts each tensor into
   // chunks of 65,536 elements and ends a launch at 320 chunks or at depth_to_max_tensors tensors
   // (110 at depth 1, 36 at depth 4). Each tensor wastes at most one partial chunk, so the chunks

@@ -7,6 +7,7 @@
 #include "cost_models/precision_policy.h"
 #include "workloads/model_spec.h"
 #include "workloads/op.h"
+#include "workloads/optimizer_ops.h"
 #include "workloads/parameter_count.h"
 #include "workloads/shard_spec.h"
 #include "workloads/training_spec.h"
@@ -204,15 +205,5 @@ inline constexpr int64_t kAttentionTile = 128;
 // 512 up to 2× slower (per-tile overheads). Throws InputError for a non-positive length or window.
 int64_t windowed_tile_pairs(int64_t seq_len, int64_t window);
 
-// The optimizer step over `params` parameters (the rank's optimizer shard) as memory-bound ops:
-// "optimizer.grad_norm" reads the gradients once (Megatron clips by the global norm by default), and
-// "optimizer.step" reads and writes each state tensor once (Adam with an fp32 master copy: reads
-// grad, master, m, v; writes master, m, v and the 16-bit parameter copy; fused Adam kernels make
-// one pass). With fp32_grad_copy the 16-bit gradients are first cast into the fp32 copy. Throws
-// InputError for a negative count.
-std::vector<Op> optimizer_step_ops(int64_t params, const PrecisionPolicy& precision, OptimizerKind optimizer);
-// The optimizer step of `training`'s framework over `params` parameters in `tensors` tensors: the
-// ops above for Megatron, PyTorch's fused AdamW (pytorch_eager_optimizer_ops) for pytorch-eager.
-std::vector<Op> optimizer_step_ops(int64_t params, int64_t tensors, const TrainingSpec& training);
 
 }  // namespace clustersim

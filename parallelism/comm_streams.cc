@@ -1,0 +1,232 @@
+// The communication side of a simulated step (parallelism/step_simulation_engine.h): each rank's
+// stream per process group, the collectives started on them (a rendezvous of the simulated members,
+// the symmetric groups a representative rank stands for), pipeline sends, and the data-parallel
+// gradient buckets.
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "parallelism/step_simulation_engine.h"
+
+namespace clustersim::step_sim {
+
+namespace {
+
+const char* stream_of(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kTensor: return "tp";
+    case GroupKind::kContext: return "cp";
+    case GroupKind::kData: return "dp";
+    case GroupKind::kPipeline: return "pp";
+    case GroupKind::kExpert: return "ep";
+    case GroupKind::kExpertTensor: return "etp";
+    case GroupKind::kExpertData: return "edp";
+    case GroupKind::kDataContext: return "dp";
+    case GroupKind::kEmbedding: return "emb";
+    case GroupKind::kDataShard: return "dp";
+    case GroupKind::kDataReplicate: return "dp_replicate";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const std::vector<int>& StepSimulation::group(Rank& r, GroupKind kind) {
+  auto& g = r.groups[index_of(kind)];
+  if (g.empty()) g = grid_.group_of(kind, r.rank);
+  return g;
+}
+
+int StepSimulation::simulated_members(const std::vector<int>& members) const {
+  int n = 0;
+  for (int m : members) n += simulated_index_[static_cast<size_t>(m)] >= 0 ? 1 : 0;
+  return n;
+}
+
+void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                      const std::string& label, std::function<void()> done, const Matrix& matrix) {
+  CommStream& stream = r.streams[index_of(kind)];
+  Rank* rank = &r;
+  auto start = [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix] {
+    start_on_stream(*rank, kind, op, size, dtype, label, done, matrix);
+  };
+  if (stream.busy) {
+    stream.waiting.push_back(std::move(start));
+    return;
+  }
+  stream.busy = true;
+  start();
+}
+
+void StepSimulation::release_stream(Rank& r, GroupKind kind) {
+  CommStream& stream = r.streams[index_of(kind)];
+  if (stream.waiting.empty()) {
+    stream.busy = false;
+    return;
+  }
+  auto next = std::move(stream.waiting.front());
+  stream.waiting.pop_front();
+  next();
+}
+
+bool StepSimulation::streams_idle(const Rank& r, const std::array<int, kGroupKinds>& used) const {
+  for (size_t k = 0; k < kGroupKinds; ++k) {
+    if (used[k] > 0 && r.streams[k].busy) return false;
+  }
+  return true;
+}
+
+void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                     const std::string& label, const std::function<void()>& done,
+                                     const Matrix& matrix) {
+  const std::vector<int>& members = group(r, kind);
+  const Time issued = sim_.now();
+  Rank* rank = &r;
+  auto finish = [this, rank, kind, label, issued, done] {
+    record(*rank, stream_of(kind), label, issued);
+    release_stream(*rank, kind);
+    done();
+  };
+  if (members.size() == 1 || size.count() == 0) {
+    sim_.schedule_after(Duration::zero(), finish);
+    return;
+  }
+  const int sequence = r.collective_sequence[index_of(kind)]++;
+  const int needed = simulated_members(members);
+  if (needed == 1) {
+    start_collective(op, members, size, dtype, std::move(finish), matrix);
+    if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members)) {
+      start_mirrors(r, kind, op, size, dtype, matrix);
+    }
+    return;
+  }
+  auto key = std::make_tuple(static_cast<int>(kind), members.front(), sequence);
+  Rendezvous& rv = rendezvous_[key];
+  rv.on_complete.push_back(std::move(finish));
+  if (++rv.arrived < needed) return;
+  auto callbacks = std::move(rv.on_complete);
+  rendezvous_.erase(key);
+  start_collective(
+      op, members, size, dtype,
+      [callbacks = std::move(callbacks)] {
+        for (const auto& c : callbacks) c();
+      },
+      matrix);
+}
+
+bool StepSimulation::inside_nvswitch_node(const std::vector<int>& members) const {
+  const int node = cluster_.node_of(members.front());
+  if (cluster_.node_spec(node).intra != IntraNodeFabric::kNvSwitch) return false;
+  for (int m : members) {
+    if (cluster_.node_of(m) != node) return false;
+  }
+  return true;
+}
+
+void StepSimulation::start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
+                                      std::function<void()> done, const Matrix& matrix) {
+  CollectiveRequest request;
+  request.op = op;
+  request.group.assign(members.begin(), members.end());  // rank r runs on GPU r
+  request.size = size;
+  request.dtype = dtype;
+  if (matrix) request.all_to_all_bytes = *matrix;
+  CollectiveRunner& runner = inside_nvswitch_node(members) ? *analytical_runner_ : *runner_;
+  runner.start(request, std::move(done));
+}
+
+void StepSimulation::start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                   const Matrix& matrix) {
+  auto& cache = mirror_groups_[std::make_pair(r.stage, static_cast<int>(kind))];
+  if (cache.empty()) {
+    const std::vector<int>& own = group(r, kind);
+    std::vector<char> seen(static_cast<size_t>(layout_.world_size()), 0);
+    for (int m : own) seen[static_cast<size_t>(m)] = 1;
+    for (int other = 0; other < layout_.world_size(); ++other) {
+      if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
+      std::vector<int> g = grid_.group_of(kind, other);
+      for (int m : g) seen[static_cast<size_t>(m)] = 1;
+      cache.push_back(std::move(g));
+    }
+    if (cache.empty()) cache.push_back({});  // marks "computed, none"
+  }
+  for (const auto& g : cache) {
+    if (!g.empty()) start_collective(op, g, size, dtype, [] {}, matrix);
+  }
+}
+
+void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, std::function<void(Rank&)> arrive) {
+  RankCoord dest = r.coord;
+  dest.pp = target_stage;
+  const int dest_rank = grid_.rank_of(dest);
+  const int dest_index = simulated_index_[static_cast<size_t>(dest_rank)];
+  check_invariant(dest_index >= 0, "pipeline send to a rank that is not simulated");
+  Rank* receiver = ranks_[static_cast<size_t>(dest_index)].get();
+  const Time issued = sim_.now();
+  Rank* sender = &r;
+  auto delivered = [this, receiver, sender, issued, arrive = std::move(arrive)] {
+    record(*sender, "pp", "send", issued);
+    arrive(*receiver);
+  };
+  if (dest_rank == r.rank || size.count() == 0) {
+    sim_.schedule_after(Duration::zero(), delivered);
+    return;
+  }
+  start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
+  if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node({r.rank, dest_rank})) {
+    for (int t = 0; t < layout_.tp; ++t) {
+      for (int c = 0; c < layout_.cp; ++c) {
+        for (int d = 0; d < layout_.dp; ++d) {
+          if (t == r.coord.tp && c == r.coord.cp && d == r.coord.dp) continue;
+          const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
+          const int dst = grid_.rank_of(RankCoord{t, c, d, target_stage});
+          start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [] {});
+        }
+      }
+    }
+  }
+}
+
+void StepSimulation::launch_reduction(Rank& r, GroupKind kind, int64_t elements) {
+  const GradientReduction& g = r.program->gradients;
+  ++r.outstanding_reductions;
+  Rank* rank = &r;
+  const DataType dtype = g.bytes_per_element == 4 ? DataType::kFp32 : DataType::kBf16;
+  auto reduced = [this, rank] {
+    --rank->outstanding_reductions;
+    if (rank->outstanding_reductions == 0 && rank->wait == WaitKind::kReductions) resume(*rank);
+  };
+  if (kind == GroupKind::kDataShard && g.replicate_shards > 0) {
+    // Hybrid sharding: the bucket's shard is all-reduced across the replicas once its
+    // reduce-scatter in the shard group is done (its own stream, as FSDP2's all-reduce stream).
+    const int64_t shard = (elements + g.replicate_shards - 1) / g.replicate_shards;
+    issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce",
+                     [this, rank, shard, dtype, reduced, bytes = g.bytes_per_element] {
+                       issue_collective(*rank, GroupKind::kDataReplicate, CollectiveOp::kAllReduce,
+                                        Bytes::of(shard) * bytes, dtype, "grad_all_reduce_replicas", reduced);
+                     });
+    return;
+  }
+  issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce", reduced);
+}
+
+void StepSimulation::flush_gradients(Rank& r) {
+  for (GroupKind kind : {GroupKind::kData, GroupKind::kDataContext, GroupKind::kDataShard, GroupKind::kExpertData}) {
+    int64_t& pending = r.pending_gradients[index_of(kind)];
+    if (pending > 0) launch_reduction(r, kind, pending);
+    pending = 0;
+  }
+}
+
+void StepSimulation::gradients_ready(Rank& r, GroupKind kind, int64_t elements) {
+  const GradientReduction& g = r.program->gradients;
+  int64_t& pending = r.pending_gradients[index_of(kind)];
+  pending += elements;
+  if (!g.overlap) return;
+  while (pending >= g.bucket_elements) {
+    launch_reduction(r, kind, g.bucket_elements);
+    pending -= g.bucket_elements;
+  }
+}
+
+}  // namespace clustersim::step_sim

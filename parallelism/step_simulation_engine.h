@@ -1,0 +1,263 @@
+#pragma once
+
+// The simulation of one training step behind simulate_step() (parallelism/step_simulation.h): the
+// class StepSimulation, whose parts are defined in three files by concept:
+//   step_simulation.cc  the ranks running their programs in pipeline order on the compute stream,
+//                       the host thread, the waits of the time breakdown and the step's phases;
+//   comm_streams.cc     the communication streams of the process groups, the collectives on
+//                       them (rendezvous, mirrored groups), pipeline sends and gradient buckets;
+//   step_segments.cc    runs of ops executed as one event at analytical fidelity (Segment).
+// Internal to parallelism/.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "engine/simulator.h"
+#include "network/flow_network.h"
+#include "parallelism/pipeline_schedule.h"
+#include "parallelism/step_simulation.h"
+
+namespace clustersim::step_sim {
+
+inline constexpr size_t kGroupKinds = kGroupKindCount;
+
+inline size_t index_of(GroupKind kind) { return static_cast<size_t>(kind); }
+
+using Matrix = std::shared_ptr<const std::vector<int64_t>>;
+
+enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions, kHost };
+
+enum class Phase {
+  kPasses,
+  kFlushGradients,
+  kAwaitReductions,
+  kAfterReductions,
+  kEmbeddingReduce,
+  kOptimizer,
+  kParamGather,
+  kDone
+};
+
+class StepSimulation {
+ public:
+  StepSimulation(const Cluster& cluster, const Layout& layout, const std::vector<StageProgram>& stages,
+                 int microbatches, const StepSimulationOptions& options);
+
+  StepResult run();
+
+ private:
+  // A run of ops from `start` up to (not including) `end` that the rank executes back to back
+  // with no interaction with other ranks: compute ops and blocking collectives that start at once
+  // and take a fixed time (analytical fidelity, no other member simulated). Executing it as one
+  // event gives the same times and breakdown as executing its ops one by one.
+  struct Segment {
+    bool computed = false;
+    size_t end = 0;
+    Duration total;
+    Duration compute;
+    Duration recompute;
+    Duration optimizer;
+    Duration comm;
+    PowerWork power;                           // of the compute ops
+    std::array<int, kGroupKinds> sequences{};  // collectives issued per group kind
+    // The segment's GPU work and host side, in order: runs of kernels and fixed-time collectives
+    // (one HostWork each), separated by synchronisations.
+    struct Piece {
+      Duration gpu;
+      HostWork host;
+      bool sync = false;  // a kSync op: host.issue is its host cost
+    };
+    std::vector<Piece> pieces;
+    void add(Duration gpu, const HostWork& host) {
+      if (pieces.empty() || pieces.back().sync) {
+        pieces.push_back(Piece{gpu, host, false});
+        return;
+      }
+      pieces.back().host.then(host, gpu);
+      pieces.back().gpu += gpu;
+    }
+  };
+
+  // A rank's communication stream of one process group: NCCL runs the operations of one
+  // communicator in issue order, one at a time, so a collective starts only after the previous one
+  // on the same group has finished (NCCL user guide, "Communicators" / CUDA stream semantics).
+  struct CommStream {
+    bool busy = false;
+    std::deque<std::function<void()>> waiting;
+  };
+
+  struct Rank {
+    int rank = 0;
+    RankCoord coord;
+    int stage = 0;
+    const StageProgram* program = nullptr;  // its stage's, or a straggler's own
+    size_t pass_index = 0;
+    size_t op_index = 0;
+    bool pass_started = false;
+    Phase phase = Phase::kPasses;
+    size_t optimizer_launch = 0;  // the next of StageProgram::optimizer_launches to run
+    std::vector<char> forward_input;   // [chunk·m + microbatch]
+    std::vector<char> backward_input;
+    std::vector<int> backward_done;    // backward passes finished per chunk
+    std::vector<char> handles;         // async collectives of the current pass: 1 = done
+    int waiting_handle = -1;
+    std::array<int64_t, kGroupKinds> pending_gradients{};
+    int outstanding_reductions = 0;
+    std::array<int, kGroupKinds> collective_sequence{};
+    std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
+    std::array<CommStream, kGroupKinds> streams;       // one per process group
+    std::vector<std::vector<Segment>> segments;        // [chunk·2 + forward][start op], filled lazily
+    WaitKind wait = WaitKind::kNone;
+    Time wait_start;
+    RankBreakdown breakdown;
+    std::optional<PowerGovernor> governor;  // with a power model
+    Time governor_time;                     // the governor has been run up to here
+    // The host thread (see RankBreakdown): it has issued every op before the current one by
+    // `host`; `queued` holds (index of an op's last kernel, the op's end) of issued kernels that
+    // may still hold the launch queue.
+    Time host;
+    int64_t kernels_issued = 0;
+    std::deque<std::pair<int64_t, Time>> queued;
+    bool collective_issued = false;  // the current collective's NCCL call has been issued
+  };
+
+  struct Rendezvous {
+    int arrived = 0;
+    std::vector<std::function<void()>> on_complete;
+  };
+
+  const std::vector<int>& group(Rank& r, GroupKind kind);
+
+  int simulated_members(const std::vector<int>& members) const;
+
+  void begin_wait(Rank& r, WaitKind kind);
+
+  void end_wait(Rank& r);
+
+  void resume(Rank& r);
+
+  // A wait of r's compute stream, counted in the RankBreakdown part `part` (StepResult::waits).
+  void record_wait(const Rank& r, const char* part, Time start, Time end);
+
+  void record(const Rank& r, const std::string& stream, const std::string& name, Time start);
+
+  void record_span(const Rank& r, const std::string& stream, const std::string& name, Time start, Time end);
+
+  // Holds r's host thread until the launch queue has room for its next kernel: kernel j is issued
+  // only after kernel j − launch_queue_depth has finished (every kernel of an op counted as ending
+  // with the op).
+  void respect_launch_queue(Rank& r);
+
+  // Issues a run of kernels (GPU time `gpu` from `start`, the stream's free time) from r's host
+  // thread and returns when the run ends: max(start + gpu, host + span) (HostWork). The host
+  // thread moves on by `host.issue`; the host span is traced.
+  Time issue_kernels(Rank& r, Time start, Duration gpu, const HostWork& host, const std::string& label);
+
+  // A device-to-host synchronisation reached by the compute stream now: the host thread waits for
+  // it, then spends `cost`.
+  void synchronise_host(Rank& r, Duration cost);
+
+  // Queues a collective of `r`'s group `kind` on r's stream of that group; `done` runs when it
+  // completes. It starts when the stream has finished every earlier collective of the group.
+  void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
+                        std::function<void()> done, const Matrix& matrix = nullptr);
+
+  // The stream of `kind` finished its collective: start the next queued one, if any.
+  void release_stream(Rank& r, GroupKind kind);
+
+  bool streams_idle(const Rank& r, const std::array<int, kGroupKinds>& used) const;
+
+  // Starts a collective at the head of r's stream. In full simulation the collective starts when
+  // every member has reached its matching call (per-group sequence).
+  void start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
+                       const std::function<void()>& done, const Matrix& matrix);
+
+  // True when every member is in one node whose GPUs share an NVSwitch. Such a collective cannot
+  // contend with collectives of other groups (each GPU has its own NVSwitch ports, and groups of
+  // other nodes use other links), and its flow-level time equals the closed form on an idle node
+  // (collectives tests: within 1e-5), so it is priced analytically even at flow fidelity.
+  bool inside_nvswitch_node(const std::vector<int>& members) const;
+
+  void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
+                        std::function<void()> done, const Matrix& matrix = nullptr);
+
+  // The collectives of the groups of kind `kind` in r's stage that r stands for (flow fidelity).
+  void start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix);
+
+  // Sends a pipeline payload from r to the rank holding virtual stage `target_vs` for the same
+  // (tp, cp, dp) coordinates; `arrive` runs at the receiver when the data is there.
+  void send_pipeline(Rank& r, int target_stage, Bytes size, std::function<void(Rank&)> arrive);
+
+  void wake_for_input(Rank& r);
+
+  int virtual_stage(const Rank& r, int chunk) const { return chunk * layout_.pp + r.stage; }
+  int last_virtual_stage() const { return layout_.pp * v_ - 1; }
+
+  bool input_ready(const Rank& r, const PipelinePass& pass) const;
+
+  void launch_reduction(Rank& r, GroupKind kind, int64_t elements);
+
+  void flush_gradients(Rank& r);
+
+  void gradients_ready(Rank& r, GroupKind kind, int64_t elements);
+
+  // The time `full` (full-clock compute with power work `power`) takes under r's governor, from
+  // now; the compute stream was idle since the governor's last run. Without a power model: `full`.
+  Duration governed(Rank& r, Duration full, const PowerWork& power) { return governed_from(r, sim_.now(), full, power); }
+  Duration governed_from(Rank& r, Time start, Duration full, const PowerWork& power);
+
+  // Runs a compute op of full-clock time `full`: it starts once the host thread has issued it
+  // (the wait is host_bound), then runs under the governor.
+  void run_compute(Rank& r, const std::string& label, WorkKind work, Duration full, const PowerWork& power,
+                   const HostWork& host);
+
+  // The segment of `ops` that starts at op `start` for rank r (end == start when op `start` cannot
+  // be part of one).
+  const Segment& segment(Rank& r, int chunk, bool forward, const PassProgram& ops, size_t start);
+
+  // Under a power model the segment's compute runs as one mix, before its collectives (whose time
+  // counts as idle power): the segment's order within is lost, not its total. The host thread
+  // issues its pieces in order (the GPU waiting for it is host_bound); under a power model the
+  // governor's stretch is added after them.
+  void run_segment(Rank& r, const Segment& seg);
+
+  // Runs r's program until it has to wait. Called at start and whenever a wait ends.
+  void advance(Rank& r);
+
+  void finish_pass(Rank& r, const PipelinePass& pass, const ChunkProgram& chunk);
+
+  // After the last pass: remaining gradient buckets, wait for reductions, optimizer, parameter
+  // all-gather (ZeRO >= 1), done.
+  void finish_step(Rank& r);
+
+  const Cluster& cluster_;
+  const Layout& layout_;
+  const std::vector<StageProgram>& stages_;
+  RankGrid grid_;
+  int m_;
+  int v_;
+  const StepSimulationOptions& options_;  // simulate_step's, which outlives the simulation
+  bool fuse_ = false;
+  Simulator sim_;
+  std::unique_ptr<FlowNetwork> network_;
+  std::unique_ptr<CollectiveRunner> runner_;
+  std::unique_ptr<CollectiveRunner> analytical_runner_;
+  std::vector<std::vector<PipelinePass>> passes_;
+  std::vector<int> simulated_index_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::map<std::tuple<int, int, int>, Rendezvous> rendezvous_;
+  std::map<std::pair<int, int>, std::vector<std::vector<int>>> mirror_groups_;
+  std::vector<TraceSpan> trace_;
+  std::vector<TraceSpan> waits_;
+};
+
+}  // namespace clustersim::step_sim

@@ -597,7 +597,16 @@ SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& p
   SearchOptions search_options;
   search_options.threads = options.threads;
   search_options.partition = &partition;
-  search_options.progress = [&bar](std::string_view phase, size_t done, size_t total) {
+  // A large space states its size once, as its screening begins (the bound and the count were
+  // checked before expanding it: check_search_space_size).
+  bool announced = !(root && options.progress && !options.quiet);
+  search_options.progress = [&bar, &announced](std::string_view phase, size_t done, size_t total) {
+    if (!announced && phase == "screen" && total >= kAnnouncedSearchCandidates) {
+      announced = true;
+      bar.finish();
+      std::cerr << fmt::format("search: screening {} candidates at analytical fidelity\n",
+                               total);
+    }
     bar.update(phase, done, total);
   };
   const auto start = std::chrono::steady_clock::now();

@@ -27,6 +27,10 @@ namespace clustersim {
 // hardware threads), below the point where starting them fails.
 inline constexpr int kMaxSearchThreads = 1'024;
 
+// A search screening this many candidates or more says so on standard error as it begins (with
+// progress on): the work stated before it is done.
+inline constexpr size_t kAnnouncedSearchCandidates = 5'000;
+
 struct SearchCommandOptions {
   std::string scenario;           // path of the scenario file (with a search: section)
   std::vector<std::string> sets;  // "a.b=value" overrides, e.g. search.top=5

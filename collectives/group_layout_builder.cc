@@ -25,7 +25,7 @@ Bandwidth ring_share(const Cluster& cluster, const std::vector<GpuId>& ring) {
   Bandwidth share;
   bool first = true;
   for (const auto& [link, flows] : flows_on_link) {
-    const Bandwidth per_flow = cluster.link(static_cast<size_t>(link)).bandwidth / flows;
+    const Bandwidth per_flow = cluster.link(link).bandwidth / flows;
     if (first || per_flow < share) share = per_flow;
     first = false;
   }

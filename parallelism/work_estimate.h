@@ -36,11 +36,11 @@ inline constexpr double kEventsPerOp = 1.0;
 // Flow-fidelity events per second of one core, measured on the development machine (2-core
 // Xeon VM, 2026-12-02, with other builds running): Llama-3-405B at flow fidelity on 64 GPUs 5.4 M
 // events in 5.35 s (1.0 M/s), on 512 GPUs 34.1 M in 45.7 s (0.75 M/s), on 2,048 GPUs 7.9 M in
-// 2.4 s (3.2 M/s), on 16,384 GPUs 224 M in the first 900 s (0.25 M/s: an event costs more with
-// more flows in flight); analytical runs execute about 8 M events/s (engine_benchmark). 0.5 M/s
-// is the middle of that spread. Used only for the time stated before a run: the count of events is
-// the estimate, the time a rough guide (a factor 2 either way).
-inline constexpr double kFlowEventsPerSecond = 0.5e6;
+// 2.4 s (3.2 M/s), on 16,384 GPUs 508 M in 472 s (1.08 M/s) and, with four builds beside it,
+// 224 M in the first 900 s (0.25 M/s); analytical runs execute about 8 M events/s
+// (engine_benchmark). 1 M/s is the middle of that spread. Used only for the time stated before a
+// run: the count of events is the estimate, the time a rough guide (a factor 2-4 either way).
+inline constexpr double kFlowEventsPerSecond = 1.0e6;
 inline constexpr double kAnalyticalEventsPerSecond = 8e6;
 
 struct StepWork {

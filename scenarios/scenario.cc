@@ -439,8 +439,8 @@ Schema build_scenario_schema() {
                 "an all-to-all of n ranks is n(n-1) flows",
                 "64", 1, kMaxClusterGpus));
   s.key(integer("simulation.max_events",
-                "refuse a run estimated at more simulation events than this, before it starts (about 17 min of a "
-                "flow-fidelity run on one core at 0.5 M events/s; parallelism/work_estimate.h); 0 = no bound",
+                "refuse a run estimated at more simulation events than this, before it starts (about 8 min of a "
+                "flow-fidelity run on one core at 1 M events/s; parallelism/work_estimate.h); 0 = no bound",
                 "500000000", 0, 1e15));
   s.key(key_def("simulation.representative", ValueType::kBool,
             "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"));

@@ -74,7 +74,7 @@ struct SimulationSettings {
   int flow_max_gpus = 256;
   int flow_max_all_to_all_ranks = 64;
   // simulation.max_events: a run estimated above this many engine events (RunWork::events,
-  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 17 min of a
+  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 8 min of a
   // flow-fidelity run on one core of the development machine (kFlowEventsPerSecond).
   uint64_t max_events = 500'000'000;
   bool representative = true;

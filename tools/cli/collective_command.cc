@@ -12,6 +12,7 @@
 #include "collectives/algorithm.h"
 #include "core/error.h"
 #include "network/flow_network.h"
+#include "parallelism/work_estimate.h"
 #include "scenarios/hardware_presets.h"
 #include "tools/calibrator/collective_sizes.h"
 #include "tools/cli/html_report.h"
@@ -329,7 +330,35 @@ CollectiveSweep simulate_collective_sweep(const CollectiveCommandOptions& option
   sweep.redop = reduces(options.op) ? "sum" : "none";
   sweep.root = rooted(options.op) ? 0 : -1;
   check_choice(cluster, options, group, element);
-  for (int64_t requested : sweep_sizes(options)) {
+  const std::vector<int64_t> sizes = sweep_sizes(options);
+  if (sweep.fidelity == Fidelity::kFlow) {
+    // The work before it is done (parallelism/work_estimate.h's constants): the transfers of every
+    // size's plan, built once each, and stated when the sweep is estimated at 2 s or more.
+    Simulator scratch;
+    const CollectiveRunner counter(scratch, cluster, nullptr, Fidelity::kAnalytical);
+    for (int64_t requested : sizes) {
+      const calibrate::CollectiveCounts counts = counts_of(requested, options.op, ranks, element);
+      if (counts.total_bytes == 0) continue;
+      CollectiveRequest request;
+      request.op = options.op;
+      request.group = options.op == CollectiveOp::kSendRecv ? std::vector<GpuId>{group[0], group[1 % group.size()]}
+                                                            : group;
+      request.size = Bytes::of(counts.total_bytes);
+      request.dtype = options.dtype;
+      request.algorithm = options.algorithm;
+      request.protocol = options.protocol;
+      const uint64_t per_call = counter.transfer_count(request);
+      sweep.flow_transfers += options.op == CollectiveOp::kSendRecv ? per_call * group.size() : per_call;
+    }
+    const double seconds = static_cast<double>(sweep.flow_transfers) * kEventsPerTransfer / kFlowEventsPerSecond;
+    if (options.announce != nullptr && seconds >= 2) {
+      *options.announce << fmt::format("collective: estimated {} flow transfers ({} sizes over {} GPUs): about {} on "
+                                       "one core\n",
+                                       sweep.flow_transfers, sizes.size(), ranks, describe_estimated_seconds(seconds));
+      options.announce->flush();
+    }
+  }
+  for (int64_t requested : sizes) {
     const calibrate::CollectiveCounts counts = counts_of(requested, options.op, ranks, element);
     if (counts.total_bytes == 0) {
       sweep.skipped.push_back(requested);
@@ -391,12 +420,22 @@ std::vector<AlgorithmSweep> sweep_every_algorithm(const CollectiveCommandOptions
 
 namespace {
 
+const char* fabric_name(FabricType fabric) {
+  return fabric == FabricType::kRailOptimized ? "rail-optimized"
+         : fabric == FabricType::kFatTree     ? "fat-tree"
+                                              : "single-switch";
+}
+
 void write_collective_page(const CollectiveCommandOptions& options, const CollectiveSweep& chosen) {
   const std::vector<AlgorithmSweep> sweeps = sweep_every_algorithm(options);
-  const std::string title = fmt::format("{} on {} x {} ({} GPUs), {} fidelity", name_of(options.op), options.nodes,
-                                        options.node, chosen.ranks, name_of(chosen.fidelity));
+  const std::string title =
+      fmt::format("{} on {} x {} ({} GPUs), {} fabric, {} fidelity", name_of(options.op), options.nodes, options.node,
+                  chosen.ranks, fabric_name(options.fabric), name_of(chosen.fidelity));
+  const std::string chosen_label = options.algorithm == CollectiveAlgorithm::kAuto
+                                       ? "the selector's choice"
+                                       : fmt::format("--algo {}", name_of(options.algorithm));
   write_output_atomically(options.html, "--html", [&](std::ostream& page) {
-    write_collective_html(title, chosen, sweeps, options.command_line, page);
+    write_collective_html(title, chosen, chosen_label, sweeps, options.command_line, page);
   });
   std::error_code size_error;
   const auto bytes = std::filesystem::file_size(options.html, size_error);
@@ -406,7 +445,7 @@ void write_collective_page(const CollectiveCommandOptions& options, const Collec
 }  // namespace
 
 int run_collective_command(const CollectiveCommandOptions& options, std::ostream& out) {
-  if (!options.html.empty()) check_writable_output(options.html, "--html", "collective.html");
+  if (!options.html.empty()) check_atomic_output(options.html, "--html", "collective.html");
   const CollectiveSweep sweep = simulate_collective_sweep(options);
   if (!options.html.empty()) write_collective_page(options, sweep);
   if (options.json) {
@@ -416,11 +455,7 @@ int run_collective_command(const CollectiveCommandOptions& options, std::ostream
   const int ranks = sweep.ranks;
   const Fidelity fidelity = sweep.fidelity;
   out << fmt::format("# clustersim collective: {} on {} x {} ({} GPUs), {} fabric, {} fidelity\n", name_of(options.op),
-                     options.nodes, options.node, ranks,
-                     options.fabric == FabricType::kRailOptimized ? "rail-optimized"
-                     : options.fabric == FabricType::kFatTree     ? "fat-tree"
-                                                                  : "single-switch",
-                     name_of(fidelity));
+                     options.nodes, options.node, ranks, fabric_name(options.fabric), name_of(fidelity));
   if (!options.fidelity && fidelity == Fidelity::kAnalytical && ranks > kMaxFlowCollectiveRanks) {
     out << fmt::format("# --fidelity auto: a collective over more than {} GPUs runs analytically (closed forms on the "
                        "links' bandwidth); flow fidelity simulates up to {} GPUs\n",

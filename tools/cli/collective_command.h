@@ -66,6 +66,9 @@ struct CollectiveCommandOptions {
   // that can run the op on this cluster (write_collective_html, tools/cli/html_report.h).
   std::string html;
   std::string command_line;  // the command as a shell line, shown on the page
+  // Where a flow-fidelity sweep estimated at 2 s or more states its transfers before it starts
+  // (the CLI: standard error); null: nowhere.
+  std::ostream* announce = nullptr;
 };
 
 // Above this many GPUs an all_to_all's n(n−1) flows exceed one phase of the flow model's budget
@@ -145,6 +148,7 @@ struct CollectiveSweep {
   std::string redop;      // nccl-tests' redop column: sum for reducing ops, none otherwise
   int root = -1;          // nccl-tests' root column: 0 for broadcast and reduce, -1 otherwise
   std::vector<CollectiveRow> rows;
+  uint64_t flow_transfers = 0;   // at flow fidelity: the transfers of every size's plan, counted first
   std::vector<int64_t> skipped;  // requested sizes below one element per rank (bytes)
   std::string skip_reason;       // why they were skipped
 };

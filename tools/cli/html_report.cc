@@ -677,7 +677,7 @@ std::string size_text(double bytes) {
 
 }  // namespace
 
-void write_collective_html(const std::string& title, const CollectiveSweep& chosen,
+void write_collective_html(const std::string& title, const CollectiveSweep& chosen, const std::string& chosen_label,
                            const std::vector<AlgorithmSweep>& sweeps, const std::string& command_line,
                            std::ostream& out) {
   write_head("clustersim collective report: " + title, out);
@@ -714,7 +714,7 @@ void write_collective_html(const std::string& title, const CollectiveSweep& chos
     if (!a.sweep) continue;
     out << "<span class=\"a-" << name_of(a.algorithm) << "\"><i></i>" << name_of(a.algorithm) << "</span>";
   }
-  out << "<span><i style=\"background:#222\"></i>the selector's choice (the table below)</span></p>\n";
+  out << "<span><i style=\"background:#222\"></i>" << html_escape(chosen_label) << " (the table below)</span></p>\n";
   if (!first) {
     constexpr int kLeft = 70, kTop = 10, kWidth = 900, kHeight = 380, kBottom = 40;
     const double lo = std::log2(min_size);
@@ -774,11 +774,13 @@ void write_collective_html(const std::string& title, const CollectiveSweep& chos
     if (a.sweep) continue;
     if (!any_not) out << "<ul id=\"not-applicable\">\n";
     any_not = true;
-    out << "<li>" << name_of(a.algorithm) << ": " << html_escape(a.why_not) << "</li>\n";
+    // The CLI's message without its flag: "algorithm "nvls" cannot run all_reduce on this group (...)".
+    const std::string why = a.why_not.rfind("--algo: ", 0) == 0 ? a.why_not.substr(8) : a.why_not;
+    out << "<li>" << name_of(a.algorithm) << ": " << html_escape(why) << "</li>\n";
   }
   if (any_not) out << "</ul>\n";
 
-  out << "<h2 id=\"table\">The selector's choice per size</h2>\n<table class=\"list\" id=\"collective-table\">\n"
+  out << "<h2 id=\"table\">" << html_escape(chosen_label) << " per size</h2>\n<table class=\"list\" id=\"collective-table\">\n"
       << "<tr><th>size (B)</th><th>count</th><th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th>"
          "<th class=\"l\">algorithm</th><th class=\"l\">protocol</th></tr>\n";
   for (const CollectiveRow& row : chosen.rows) {

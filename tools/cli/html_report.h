@@ -97,9 +97,10 @@ void write_search_html(const Scenario& scenario, const SearchResult& result, int
 
 // The page of `clustersim collective --html`: busbw (nccl-tests' bus bandwidth, GB/s) against size
 // (log2 axis), one polyline with a circle per size for each algorithm in `sweeps` that has rows,
-// the selector's choice (`chosen`, the sweep the table prints) as squares on top, a line per
+// `chosen` (the sweep the table prints: the selector's choice, or the --algo given, named by
+// `chosen_label`) as squares on top, a line per
 // algorithm that cannot run the op with its reason, the table of `chosen` and the command.
-void write_collective_html(const std::string& title, const CollectiveSweep& chosen,
+void write_collective_html(const std::string& title, const CollectiveSweep& chosen, const std::string& chosen_label,
                            const std::vector<AlgorithmSweep>& sweeps, const std::string& command_line,
                            std::ostream& out);
 

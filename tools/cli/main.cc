@@ -282,6 +282,7 @@ int main(int argc, char** argv) {
         coll_flags.step_bytes_given = coll_cmd->count("-i") > 0;
         apply_collective_flags(coll_flags, coll);
         coll.command_line = shell_line(std::vector<std::string>(argv, argv + argc));
+        coll.announce = &std::cerr;
         return run_collective_command(coll, std::cout);
       }
       if (validate_cmd->parsed()) {

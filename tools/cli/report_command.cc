@@ -17,13 +17,7 @@ namespace clustersim {
 
 int report_command(const ReportOptions& options, std::ostream& messages) {
   if (options.out.empty()) throw InputError("--out: empty path; give the HTML file to write, e.g. --out report.html");
-  check_writable_output(options.out, "--out", "report.html");
-  std::error_code kind_error;
-  if (std::filesystem::exists(options.out, kind_error) && !std::filesystem::is_regular_file(options.out, kind_error)) {
-    // The page is renamed into place: a device or a pipe there would be replaced, not written.
-    throw InputError(fmt::format("--out {}: not a regular file; give the path of an HTML file to write",
-                                 excerpt(options.out, 200)));
-  }
+  check_atomic_output(options.out, "--out", "report.html");  // renamed into place: no device or pipe
   std::error_code same_error;
   if (std::filesystem::equivalent(options.out, options.scenario, same_error)) {
     throw InputError(fmt::format("--out {}: that is the scenario file; give another path", excerpt(options.out, 200)));

@@ -77,7 +77,7 @@ RunOutcome simulate_run(const RunOptions& options) {
     if (!options.progress || work.seconds < kAnnouncedRunSeconds) return;
     announced = true;
     std::cerr << fmt::format("run: estimated {:.3g} simulation events ({} step(s) of {} simulated rank(s), {} flow "
-                             "transfers each, {} fidelity): about {} on one core\n",
+                             "transfers per step, {} fidelity): about {} on one core\n",
                              static_cast<double>(work.events), work.steps, work.step.simulated_ranks,
                              work.step.transfers, name_of(work.fidelity), describe_estimated_seconds(work.seconds));
   };

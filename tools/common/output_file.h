@@ -20,7 +20,9 @@ namespace clustersim {
 
 // Checks, before any work, that the file at `path` can be written: throws InputError naming `flag`
 // and the path when it is a directory (suggesting `path`/`example_name`), its folder is missing or
-// not writable, or the file exists and is not writable. Creates nothing.
+// not writable, or the file exists and is not writable. A file that does not exist yet is probed
+// by creating and removing a temporary file in its folder (access(2) says yes to root in /proc and
+// /sys, where nothing can be created); nothing is left behind.
 inline void check_writable_output(const std::string& path, const std::string& flag, const std::string& example_name) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -35,6 +37,27 @@ inline void check_writable_output(const std::string& path, const std::string& fl
   const bool exists = fs::exists(path, error);
   if (access(exists ? path.c_str() : folder.c_str(), W_OK) != 0) {
     throw InputError(flag + " " + shown + ": " + (exists ? "the file" : "its folder") + " is not writable");
+  }
+  if (!exists) {
+    std::string probe = (folder / ".clustersim-probe-XXXXXX").string();
+    const int fd = mkstemp(probe.data());
+    if (fd < 0) {
+      throw InputError(flag + " " + shown + ": cannot create a file in its folder " + excerpt(folder.string(), 200));
+    }
+    close(fd);
+    unlink(probe.c_str());
+  }
+}
+
+// check_writable_output for a file written whole through write_output_atomically, which renames a
+// temporary file over `path`: also InputError when `path` exists and is not a regular file (a
+// device such as /dev/full, a pipe), which the rename would replace instead of writing.
+inline void check_atomic_output(const std::string& path, const std::string& flag, const std::string& example_name) {
+  check_writable_output(path, flag, example_name);
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    throw InputError(flag + " " + excerpt(path, 200) + ": not a regular file; give the path of a file to write, e.g. " +
+                     example_name);
   }
 }
 
@@ -57,11 +80,16 @@ inline void write_output(const std::string& path, const std::string& flag, std::
 // Runs `writer` on a temporary file beside `path` (`path`.tmp-XXXXXX, created by mkstemp) and
 // renames it to `path` once every byte arrived, so that `path` is either the whole output or left as
 // it was. Throws InputError naming `flag` and the path when the temporary file cannot be created, a
-// write fails (a full disk) or the rename fails; the temporary file is removed on every error,
-// also when `writer` throws.
+// write fails (a full disk) or the rename fails, and, before writing, when `path` exists and is not
+// a regular file (the rename would replace a device or a pipe); the temporary file is removed on
+// every error, also when `writer` throws.
 inline void write_output_atomically(const std::string& path, const std::string& flag,
                                     const std::function<void(std::ostream&)>& writer) {
   const std::string shown = excerpt(path, 200);
+  std::error_code kind_error;
+  if (std::filesystem::exists(path, kind_error) && !std::filesystem::is_regular_file(path, kind_error)) {
+    throw InputError(flag + " " + shown + ": not a regular file; the output would replace it, not be written to it");
+  }
   std::string temporary = path + ".tmp-XXXXXX";
   const int fd = mkstemp(temporary.data());
   if (fd < 0) throw InputError(flag + " " + shown + ": cannot create a file in its folder");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "parallelism/eager_program.h"
 #include "parallelism/program_builder.h"
 #include "parallelism/rank_grid.h"
 #include "workloads/moe_routing.h"
@@ -142,7 +143,7 @@ void check_cuda_graphs_about_key(const TrainingSpec& training, const Layout& lay
   }
 }
 
-// check_pytorch_eager_layout (parallelism/program_builder.h), its refusal about the key at fault:
+// check_pytorch_eager_layout (parallelism/eager_program.h), its refusal about the key at fault:
 // training.params_dtype where its last rule alone refuses the run (16-bit parameters need FSDP:
 // the check passes with fp32 ones), else training.framework, whose layouts it covers.
 void check_pytorch_eager_layout_about_key(const TrainingSpec& training, const Layout& layout) {

@@ -4,7 +4,8 @@
 // cluster, behind one entry point. simulate_training (parallelism/training_simulation.h) and the
 // layout search (parallelism/layout_search.h) call validate_run before anything else; the checks
 // themselves stay beside what they protect (validate_layout in layout.h, TrainingSpec::validate,
-// validate_sharding in workloads/shard_spec.h, the framework checks in program_builder.h).
+// validate_sharding in workloads/shard_spec.h, the framework checks in program_builder.h and
+// eager_program.h).
 //
 // The scenario loader (scenarios/scenario.cc) runs the same checks on a loaded file, on its cluster
 // as the file describes it (ClusterSpec; the topology is built later), and places a refusal at the

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace clustersim {
 
@@ -40,6 +41,11 @@ struct InputLocation {
 // where the value came from a file, the loader prefixes "file:line:column: key: ". An error raised
 // by the scenario loader about one key or file also carries that place as fields (location());
 // errors about a combination of values, or rewritten by a caller, carry none.
+//
+// A check that knows which scenario keys its values come from says so with about(): the dotted
+// keys ("model.kv_heads", "model.heads"), most to blame first. The scenario loader places the
+// error at the first of them that its file gives (ConfigDocument::located), without reading the
+// message. keys() is empty for errors about no key (a file, a flag, a value built in code).
 class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& message)
@@ -47,14 +53,23 @@ class InputError : public std::runtime_error {
   InputError(const std::string& message, InputLocation location) : InputError(message) {
     location_ = std::move(location);
   }
+  // This error, about `keys` (dotted scenario keys, most to blame first).
+  InputError about(std::vector<std::string> keys) const {
+    InputError e = *this;
+    e.keys_ = std::move(keys);
+    return e;
+  }
   // Whether the message was longer than kMaxInputErrorBytes and was cut.
   bool cut() const { return cut_; }
   // The file, line, column and key of the bad value, where the code that found it knew them.
   const std::optional<InputLocation>& location() const { return location_; }
+  // The scenario keys the error is about (about()), most to blame first; empty when none is known.
+  const std::vector<std::string>& keys() const { return keys_; }
 
  private:
   bool cut_;
   std::optional<InputLocation> location_;
+  std::vector<std::string> keys_;
 };
 
 // An arithmetic result that does not fit the type holding it (int64 picoseconds or bytes).

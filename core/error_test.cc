@@ -45,6 +45,22 @@ TEST(InputError, CarriesALocationOnlyWhenGivenOne) {
   EXPECT_EQ(copy.location()->key, "training.seq_len");
 }
 
+TEST(InputError, CarriesTheKeysItIsAboutWithItsMessage) {
+  const InputError plain("model.kv_heads = 8 must divide model.heads = 30");
+  EXPECT_TRUE(plain.keys().empty());
+  const InputError e = plain.about({"model.kv_heads", "model.heads"});
+  EXPECT_EQ(std::string(e.what()), std::string(plain.what()));
+  ASSERT_EQ(e.keys().size(), 2u);
+  EXPECT_EQ(e.keys()[0], "model.kv_heads");
+  EXPECT_EQ(e.keys()[1], "model.heads");
+  EXPECT_FALSE(e.location().has_value());
+  try {
+    throw e;
+  } catch (const InputError& caught) {
+    EXPECT_EQ(caught.keys(), e.keys());
+  }
+}
+
 TEST(InputError, AnOverflowErrorIsCutAlike) {
   const OverflowError e(std::string(kMaxInputErrorBytes + 1, 'b'));
   EXPECT_TRUE(e.cut());

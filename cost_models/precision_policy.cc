@@ -57,23 +57,27 @@ PrecisionPolicy PrecisionPolicy::pure_fp32() {
 
 void PrecisionPolicy::validate() const {
   if (param_dtype == DataType::kFp8 || param_dtype == DataType::kTf32) {
-    throw InputError(fmt::format(
-        "training.params_dtype \"{}\" is not a storage format for weights (valid: bf16, fp16, fp32; fp8 "
-        "training keeps 16-bit weights and casts them per GEMM)",
-        name_of(param_dtype)));
+    throw InputError(
+        fmt::format("training.params_dtype \"{}\" is not a storage format for weights (valid: bf16, fp16, fp32; fp8 "
+                    "training keeps 16-bit weights and casts them per GEMM)",
+                    name_of(param_dtype)))
+        .about({"training.params_dtype"});
   }
   if (grad_dtype == DataType::kFp8 || grad_dtype == DataType::kTf32) {
-    throw InputError(fmt::format("training.grads_dtype \"{}\" is not valid (valid: bf16, fp16, fp32)",
-                                 name_of(grad_dtype)));
+    throw InputError(
+        fmt::format("training.grads_dtype \"{}\" is not valid (valid: bf16, fp16, fp32)", name_of(grad_dtype)))
+        .about({"training.grads_dtype"});
   }
   if (master_weights && param_dtype == DataType::kFp32) {
     throw InputError(
         "training.master_weights is on but training.params_dtype is fp32: an fp32 master copy of fp32 "
-        "weights is redundant (set training.master_weights: false, or use bf16/fp16 parameters)");
+        "weights is redundant (set training.master_weights: false, or use bf16/fp16 parameters)")
+        .about({"training.master_weights", "training.params_dtype"});
   }
   if (optimizer_state_dtype == DataType::kFp8 || optimizer_state_dtype == DataType::kTf32) {
     throw InputError(fmt::format("training.optimizer_state_dtype \"{}\" is not valid (valid: fp32, bf16, fp16)",
-                                 name_of(optimizer_state_dtype)));
+                                 name_of(optimizer_state_dtype)))
+        .about({"training.optimizer_state_dtype"});
   }
 }
 

@@ -79,7 +79,10 @@ namespace {
 
 void require_at_least_one(const std::vector<int>& values, const char* key) {
   for (int v : values) {
-    if (v < 1) throw InputError(fmt::format("search.{} contains {}: values must be >= 1", key, v));
+    if (v < 1) {
+      throw InputError(fmt::format("search.{} contains {}: values must be >= 1", key, v))
+          .about({fmt::format("search.{}", key)});
+    }
   }
 }
 
@@ -113,13 +116,19 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
   require_at_least_one(space.ep, "ep");
   require_at_least_one(space.etp, "etp");
   for (int64_t b : space.micro_batch) {
-    if (b < 1) throw InputError(fmt::format("search.micro_batch contains {}: values must be >= 1", b));
+    if (b < 1)
+      throw InputError(fmt::format("search.micro_batch contains {}: values must be >= 1", b))
+          .about({"search.micro_batch"});
   }
   for (int z : space.zero) {
-    if (z < 0 || z > 3) throw InputError(fmt::format("search.zero contains {}: valid ZeRO stages are 0, 1, 2, 3", z));
+    if (z < 0 || z > 3)
+      throw InputError(fmt::format("search.zero contains {}: valid ZeRO stages are 0, 1, 2, 3", z))
+          .about({"search.zero"});
   }
   for (int k : space.dp_shard) {
-    if (k < 0) throw InputError(fmt::format("search.dp_shard contains {}: values must be >= 0 (0 = full sharding)", k));
+    if (k < 0)
+      throw InputError(fmt::format("search.dp_shard contains {}: values must be >= 0 (0 = full sharding)", k))
+          .about({"search.dp_shard"});
   }
   for (const std::string& order : space.order) {
     // The order rule of validate_layout(), on a layout that passes every other rule.
@@ -132,27 +141,31 @@ void validate_search_space(const SearchSpace& space, Bytes capacity) {
     try {
       validate_layout(probe, trivial);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("search.order: {}", e.what()));
+      throw InputError(fmt::format("search.order: {}", e.what())).about({"search.order"});
     }
   }
-  if (space.top < 1) throw InputError(fmt::format("search.top = {}: must be >= 1", space.top));
+  if (space.top < 1) throw InputError(fmt::format("search.top = {}: must be >= 1", space.top)).about({"search.top"});
   if (space.rerank < 0 && space.rerank != kRerankAuto) {
-    throw InputError(fmt::format("search.rerank = {}: must be auto or >= 0", space.rerank));
+    throw InputError(fmt::format("search.rerank = {}: must be auto or >= 0", space.rerank)).about({"search.rerank"});
   }
   if (space.rerank_first < 1) {
     throw InputError(fmt::format("the first re-ranking round of {} layouts: must be >= 1", space.rerank_first));
   }
   if (space.rerank_max < 1) {
-    throw InputError(fmt::format("search.rerank_max = {}: must be >= 1", space.rerank_max));
+    throw InputError(fmt::format("search.rerank_max = {}: must be >= 1", space.rerank_max))
+        .about({"search.rerank_max"});
   }
   if (space.gpu_hour_price < 0) {
-    throw InputError(fmt::format("search.gpu_hour_price = {}: must be >= 0", space.gpu_hour_price));
+    throw InputError(fmt::format("search.gpu_hour_price = {}: must be >= 0", space.gpu_hour_price))
+        .about({"search.gpu_hour_price"});
   }
   if (space.memory_headroom.count() < 0 || space.memory_headroom >= capacity) {
-    throw InputError(fmt::format(
-        "search.memory_headroom = {:.2f} GB leaves no memory on a {:.2f} GB GPU: no layout can satisfy it; use a "
-        "headroom below the GPU capacity (e.g. \"4 GiB\")",
-        space.memory_headroom.to_gb(), capacity.to_gb()));
+    throw InputError(
+        fmt::format(
+            "search.memory_headroom = {:.2f} GB leaves no memory on a {:.2f} GB GPU: no layout can satisfy it; use a "
+            "headroom below the GPU capacity (e.g. \"4 GiB\")",
+            space.memory_headroom.to_gb(), capacity.to_gb()))
+        .about({"search.memory_headroom"});
   }
 }
 
@@ -316,11 +329,13 @@ void check_search_space_size(const SearchSpace& space, const Layout& base, const
     check_search_memory(n, physical_memory_bytes());
     return;
   }
-  throw InputError(fmt::format(
-      "the search space holds {}{} layouts, above search.max_candidates = {} (each takes memory, and the valid ones "
-      "a simulation); shorten the search lists (tp, pp, dp, cp, vpp, micro_batch, ...) or raise "
-      "search.max_candidates (at most {})",
-      n >= (uint64_t{1} << 62) ? "more than " : "", n, space.max_candidates, kMaxSearchCandidates));
+  throw InputError(
+      fmt::format("the search space holds {}{} layouts, above search.max_candidates = {} (each takes memory, and the "
+                  "valid ones "
+                  "a simulation); shorten the search lists (tp, pp, dp, cp, vpp, micro_batch, ...) or raise "
+                  "search.max_candidates (at most {})",
+                  n >= (uint64_t{1} << 62) ? "more than " : "", n, space.max_candidates, kMaxSearchCandidates))
+      .about({"search.max_candidates"});
 }
 
 std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const Layout& base,
@@ -416,11 +431,14 @@ std::vector<LayoutCandidate> expand_search_space(const SearchSpace& space, const
     }
   }
   if (out.empty()) {
-    throw InputError(fmt::format(
-        "the search space is empty: no combination of tp [{}], pp [{}], vpp and schedule is a layout (vpp > 1 needs "
-        "schedule interleaved-1f1b and pp > 1; vpp = 1 needs 1f1b or gpipe; sequence_parallel needs tp > 1); widen "
-        "search.tp, search.pp, search.vpp or search.schedule",
-        fmt::join(l.tps, ", "), fmt::join(l.pps, ", ")));
+    throw InputError(
+        fmt::format(
+            "the search space is empty: no combination of tp [{}], pp [{}], vpp and schedule is a layout (vpp > 1 "
+            "needs "
+            "schedule interleaved-1f1b and pp > 1; vpp = 1 needs 1f1b or gpipe; sequence_parallel needs tp > 1); widen "
+            "search.tp, search.pp, search.vpp or search.schedule",
+            fmt::join(l.tps, ", "), fmt::join(l.pps, ", ")))
+        .about({"search.tp", "search.pp", "search.vpp", "search.schedule"});
   }
   return out;
 }

@@ -4,17 +4,18 @@
 // cluster, behind one entry point. simulate_training (parallelism/training_simulation.h) and the
 // layout search (parallelism/layout_search.h) call validate_run before anything else; the checks
 // themselves stay beside what they protect (validate_layout in layout.h, TrainingSpec::validate,
-// validate_sharding in workloads/shard_spec.h, the framework checks in program_builder.h).
+// validate_sharding in workloads/shard_spec.h, the framework checks in program_builder.h and
+// eager_program.h).
 //
-// The scenario loader (scenarios/scenario.cc) runs steps 3 and 6 to 8 on a loaded file to blame the
-// key at fault, in its own order (the framework check before CUDA graphs), with the DeepEP routing
-// balance (require_even_shares_for_deepep), which the transformer otherwise checks where it prices
-// the dispatch (workloads/transformer.cc).
+// The scenario loader (scenarios/scenario.cc) runs the same checks on a loaded file, on its cluster
+// as the file describes it (ClusterSpec; the topology is built later), and places a refusal at the
+// key it is about (InputError::keys()).
 
 #include <cstdint>
 
 #include "parallelism/layout.h"
 #include "topology/cluster.h"
+#include "topology/specs.h"
 #include "workloads/model_spec.h"
 #include "workloads/training_spec.h"
 
@@ -39,11 +40,21 @@ struct ClusterContext {
 //  5. one GPU model throughout the cluster (uniform_gpu);
 //  6. the model's dimensions under the layout's sharding (validate_sharding);
 //  7. training.cuda_graphs against the framework and layout (check_cuda_graphs);
-//  8. the layouts training.framework pytorch-eager covers (check_pytorch_eager_layout).
+//  8. the layouts training.framework pytorch-eager covers (check_pytorch_eager_layout);
+//  9. DeepEP's dispatch with balanced routing only (require_even_shares_for_deepep, on the
+//     expert-parallel ranks' shares of the routed tokens; moe_dispatcher deepep, ep > 1, MoE).
 // Steps 4 and 5 only with context.check_nodes. A run that passes can still be refused while it is
 // built or simulated for sizes beyond int64 (OverflowError) or a request the collectives reject.
+// The errors of steps 7 and 8 carry the keys they are about (InputError::keys():
+// training.cuda_graphs; training.framework, or training.params_dtype for FSDP's mixed precision).
 void validate_run(const ModelSpec& model, const TrainingSpec& training, const Layout& layout,
                   const ClusterContext& context);
+
+// The same checks, all nine, on a cluster not built yet: the nodes of `spec` as the scenario
+// loader resolves them (ClusterSpec::nodes; spec.gpus_per_node, when above 0, GPUs used in each),
+// GPUs numbered node by node as Cluster numbers them. `allow_idle_gpus` as in ClusterContext.
+void validate_run(const ModelSpec& model, const TrainingSpec& training, const Layout& layout, const ClusterSpec& spec,
+                  bool allow_idle_gpus);
 
 // The LayoutContext validate_layout() needs, from the model (layers, heads, ffn, experts), the
 // training spec (batch, micro batch, sequence in tokens) and the cluster (GPUs; GPUs per node, 0

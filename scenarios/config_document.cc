@@ -739,4 +739,24 @@ InputError ConfigDocument::error_at(const std::string& path, const std::string& 
   return InputError(where(path) + message, location_of(path));
 }
 
+InputError ConfigDocument::located(const InputError& error, const std::string& section) const {
+  const std::string message = error.what();
+  const std::vector<std::string>& keys = error.keys();
+  for (const std::string& key : keys) {
+    if (!has(key)) continue;
+    if (!message.starts_with(key)) return error_at(key, message).about(keys);
+    // The place without the key the message opens with: "file:line:column: " (or "--set ").
+    const KeyPlace at = place_of(*data_, prefix_, key);
+    const std::string place =
+        at.key_in_place ? at.place.text.substr(0, at.place.text.size() - key.size()) : at.place.text + ": ";
+    return InputError(place + message, keyed(at.place.at, at.key)).about(keys);
+  }
+  if (keys.empty()) return error_at(section, message);
+  const std::string& key = keys.front();
+  const Place at = section_place(*data_, prefix_ + key);
+  return InputError(at.text + ": " + (message.starts_with(key) ? "" : key + ": ") + message,
+                    keyed(at.at, prefix_ + key))
+      .about(keys);
+}
+
 }  // namespace clustersim

@@ -74,8 +74,14 @@ class ConfigDocument {
   InputLocation location_of(const std::string& path) const;
   // An InputError located at `path`: "<where(path)><message>", with location_of(path).
   InputError error_at(const std::string& path, const std::string& message) const;
+  // `error` (from a check of values the file gave, such as ModelSpec::validate) placed at the first
+  // of its keys (InputError::keys()) that the file or a --set gives: "file:line:column: " before a
+  // message that starts with that key, where(key) before any other. When it gives none of them, at
+  // the innermost section around the first key that the file writes (else the file), naming that
+  // key; an error about no key, at `section` (error_at). Keys are paths from the document's root.
+  InputError located(const InputError& error, const std::string& section) const;
 
- // Parsed values shared by a document and the section-list elements taken from it.
+  // Parsed values shared by a document and the section-list elements taken from it.
   struct Data;
 
  private:

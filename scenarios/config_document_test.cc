@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -88,6 +89,34 @@ TEST(ConfigDocument, AnErrorAtAKeyCarriesWhereItWasWritten) {
   // A key the file does not set: the file, with the key.
   expect_location(doc.location_of("training.packed"), "s.yaml", 0, 0, "training.packed");
   expect_location(doc.location_of(""), "s.yaml", 0, 0, "");
+}
+
+// ConfigDocument::located: an error from a check of values, placed by the keys it names
+// (InputError::about), its message as the check wrote it.
+TEST(ConfigDocument, AnErrorAboutKeysIsPlacedAtTheFirstOfThemTheFileGives) {
+  const auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4096\n", "s.yaml",
+                                               test_schema(), {{"training.lr", "0.1"}});
+  // A message that opens with the key names it once.
+  const InputError opening =
+      doc.located(InputError("training.seq_len = 4096 is too long").about({"training.seq_len"}), "training");
+  EXPECT_EQ(std::string(opening.what()), "s.yaml:3:3: training.seq_len = 4096 is too long");
+  expect_location(*opening.location(), "s.yaml", 3, 3, "training.seq_len");
+  // The first key is not in the file: the next one is.
+  const InputError second =
+      doc.located(InputError("needs packing").about({"training.packed", "training.seq_len"}), "training");
+  EXPECT_EQ(std::string(second.what()), "s.yaml:3:3: training.seq_len: needs packing");
+  EXPECT_EQ(second.keys(), (std::vector<std::string>{"training.packed", "training.seq_len"}));
+  // A --set value.
+  const InputError set = doc.located(InputError("training.lr = 0.1 is too high").about({"training.lr"}), "training");
+  EXPECT_EQ(std::string(set.what()), "--set training.lr = 0.1 is too high");
+  expect_location(*set.location(), "", 0, 0, "training.lr");
+  // None of them in the file: the section that would hold the first, naming it.
+  const InputError absent = doc.located(InputError("must be true").about({"training.packed"}), "link");
+  EXPECT_EQ(std::string(absent.what()), "s.yaml:2:1: training.packed: must be true");
+  expect_location(*absent.location(), "s.yaml", 2, 1, "training.packed");
+  // An error about no key: the section the caller names.
+  const InputError unkeyed = doc.located(InputError("the layers do not fit"), "training");
+  EXPECT_EQ(std::string(unkeyed.what()), doc.where("training") + "the layers do not fit");
 }
 
 TEST(ConfigDocument, ReadsTypedValuesAndDefaults) {

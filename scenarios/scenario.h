@@ -12,6 +12,7 @@
 //                 schedule: interleaved-1f1b}
 //   search: {tp: [4, 8], pp: [2, 4, 8], micro_batch: [1, 2], top: 5}   # clustersim search only
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,7 +101,11 @@ std::string framework_note(const Scenario& s);
 
 struct Scenario {
   std::string name;
-  std::string source;  // file path, for messages
+  std::string description;  // free text
+  std::string source;       // file path, for messages
+  // The seed: key, as the file gives it. Nothing draws from it yet (jitter.seed and campaign.seed
+  // seed the jitter and the campaign).
+  uint64_t seed = 1;
   ClusterSpec cluster;
   ModelSpec model;
   TrainingSpec training;
@@ -130,6 +135,9 @@ enum class LayoutCheck { kValidate, kDeferToSearch };
 const Schema& scenario_schema();
 // The schema of model preset files (scenarios/models/<name>.yaml): the model section's keys.
 const Schema& model_preset_schema();
+// The keys of scenario_schema() that a setter writes into the Scenario as the file is read (each
+// declared with its setter, scenarios/key_binding.h): every key but the plain sections.
+std::vector<std::string> scenario_bound_keys();
 
 // Loads `path` with `overrides` (--set) applied. `data_dir` holds hardware/ and models/.
 // Throws InputError naming file:line:column and key for anything invalid, including layouts that

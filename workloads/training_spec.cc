@@ -68,17 +68,22 @@ DataType TrainingSpec::activation_dtype() const {
 
 void TrainingSpec::validate_fusion(const ModelSpec& model) const {
   auto refuse = [&](const char* key, const std::string& why) {
-    throw InputError(fmt::format("training.{}: false {} (model \"{}\"); remove the key or set it to true", key, why,
-                                 model.name));
+    throw InputError(
+        fmt::format("training.{}: false {} (model \"{}\"); remove the key or set it to true", key, why, model.name))
+        .about({fmt::format("training.{}", key)});
   };
   const bool any_unfused = !fused_norm || !fused_rope || !fused_swiglu || !fused_softmax;
   if (any_unfused && framework == Framework::kPytorchEager) {
-    throw InputError("training.fused_norm, fused_rope, fused_swiglu and fused_softmax apply to training.framework "
-                     "megatron; pytorch-eager prices its own ATen kernels (workloads/pytorch_eager_ops.h)");
+    throw InputError(
+        "training.fused_norm, fused_rope, fused_swiglu and fused_softmax apply to training.framework "
+        "megatron; pytorch-eager prices its own ATen kernels (workloads/pytorch_eager_ops.h)")
+        .about({"training.fused_norm", "training.framework"});
   }
   if (!fused_softmax && attention != AttentionKernel::kNaive) {
-    throw InputError("training.fused_softmax: false prices naive attention's softmax in PyTorch operations; it needs "
-                     "training.attention: naive (flash attention has no separate softmax)");
+    throw InputError(
+        "training.fused_softmax: false prices naive attention's softmax in PyTorch operations; it needs "
+        "training.attention: naive (flash attention has no separate softmax)")
+        .about({"training.fused_softmax", "training.attention"});
   }
   if (!fused_norm && model.norm != NormKind::kRmsNorm) {
     refuse("fused_norm", "prices an RMSNorm written in PyTorch operations, but model.norm is layernorm, which "
@@ -97,7 +102,10 @@ void TrainingSpec::validate_fusion(const ModelSpec& model) const {
 
 void TrainingSpec::validate(const ModelSpec& model) const {
   auto positive = [](const char* key, int64_t value) {
-    if (value <= 0) throw InputError(fmt::format("training.{} must be a positive integer (got {})", key, value));
+    if (value <= 0) {
+      throw InputError(fmt::format("training.{} must be a positive integer (got {})", key, value))
+          .about({fmt::format("training.{}", key)});
+    }
   };
   positive("seq_len", seq_len);
   positive("global_batch", global_batch);
@@ -110,19 +118,25 @@ void TrainingSpec::validate(const ModelSpec& model) const {
                                  global_batch < micro_batch
                                      ? fmt::format("{}", micro_batch)
                                      : fmt::format("{} or {}", global_batch / micro_batch * micro_batch,
-                                                   (global_batch / micro_batch + 1) * micro_batch)));
+                                                   (global_batch / micro_batch + 1) * micro_batch)))
+        .about({"training.global_batch", "training.micro_batch"});
   }
   if (compute_dtype != DataType::kBf16 && compute_dtype != DataType::kFp16 && compute_dtype != DataType::kFp8) {
     throw InputError(fmt::format("training.precision \"{}\" is not a training compute type (valid: bf16, fp16, fp8)",
-                                 name_of(compute_dtype)));
+                                 name_of(compute_dtype)))
+        .about({"training.precision"});
   }
   for (auto [key, p] : {std::pair{"hidden_dropout", hidden_dropout}, std::pair{"attention_dropout", attention_dropout}}) {
-    if (!(p >= 0 && p < 1)) throw InputError(fmt::format("training.{} must be in [0, 1) (got {})", key, p));
+    if (!(p >= 0 && p < 1)) {
+      throw InputError(fmt::format("training.{} must be in [0, 1) (got {})", key, p))
+          .about({fmt::format("training.{}", key)});
+    }
   }
   precision.validate();
   if (flash_kernel != FusedAttentionKernel::kCudnn && attention != AttentionKernel::kFlash) {
     throw InputError(fmt::format("training.flash_kernel = {} needs training.attention: flash (got {})",
-                                 name_of(flash_kernel), name_of(attention)));
+                                 name_of(flash_kernel), name_of(attention)))
+        .about({"training.flash_kernel", "training.attention"});
   }
   if (flash_kernel == FusedAttentionKernel::kFlashV1) {
     // flash-attn 1.x runs head dimensions that are multiples of 8 up to 128 (its README, v1.0).
@@ -130,13 +144,16 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     if (qk_dim > 128) {
       throw InputError(fmt::format("training.flash_kernel = flash-v1 runs head dimensions up to 128; model \"{}\" has "
                                    "{} (use flash_kernel cudnn)",
-                                   model.name, qk_dim));
+                                   model.name, qk_dim))
+          .about({"training.flash_kernel"});
     }
   }
   if (flash_kernel == FusedAttentionKernel::kSdpaFlash && model.mla.enabled()) {
-    throw InputError(fmt::format("training.flash_kernel = sdpa-flash is not modelled for latent attention (model \"{}\" "
-                                 "sets model.mla: query/key and value heads differ in size); use flash_kernel: cudnn",
-                                 model.name));
+    throw InputError(
+        fmt::format("training.flash_kernel = sdpa-flash is not modelled for latent attention (model \"{}\" "
+                    "sets model.mla: query/key and value heads differ in size); use flash_kernel: cudnn",
+                    model.name))
+        .about({"training.flash_kernel", "model.mla"});
   }
   if (model.sliding_window > 0) {
     // Megatron-Core passes the window to Transformer Engine's fused attention (--window-size); the
@@ -146,8 +163,8 @@ void TrainingSpec::validate(const ModelSpec& model) const {
       throw InputError(fmt::format("model.sliding_window = {} is modelled for training.attention: flash with "
                                    "flash_kernel: cudnn under framework megatron (got attention {}, flash_kernel {}, "
                                    "framework {})",
-                                   model.sliding_window, name_of(attention), name_of(flash_kernel),
-                                   name_of(framework)));
+                                   model.sliding_window, name_of(attention), name_of(flash_kernel), name_of(framework)))
+          .about({"model.sliding_window", "training.attention"});
     }
   }
   validate_fusion(model);
@@ -155,7 +172,8 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     auto unsupported = [](const std::string& what) {
       throw InputError(fmt::format("training.framework pytorch-eager: {} (the op model follows "
                                    "tools/reference/train_step.py; use training.framework: megatron otherwise)",
-                                   what));
+                                   what))
+          .about({"training.framework"});
     };
     // Two precisions: torch.autocast over fp32 parameters (train_step.py), or FSDP's mixed precision
     // (16-bit param_dtype over a sharded fp32 master, gradients reduced in grads_dtype).
@@ -194,7 +212,8 @@ void TrainingSpec::validate(const ModelSpec& model) const {
   if (model.position_embedding == PositionEmbedding::kLearned && seq_len > model.max_position_embeddings) {
     throw InputError(fmt::format("training.seq_len = {} exceeds model.max_position_embeddings = {} of model \"{}\" "
                                  "(learned position embeddings have one row per position)",
-                                 seq_len, model.max_position_embeddings, model.name));
+                                 seq_len, model.max_position_embeddings, model.name))
+        .about({"training.seq_len", "model.max_position_embeddings"});
   }
 }
 

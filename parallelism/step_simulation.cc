@@ -14,7 +14,6 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
                                int microbatches, const StepSimulationOptions& options)
     : cluster_(cluster),
       layout_(layout),
-      stages_(stages),
       grid_(layout),
       m_(microbatches),
       v_(static_cast<int>(stages.front().chunks.size())),

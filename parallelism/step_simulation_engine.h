@@ -241,7 +241,6 @@ class StepSimulation {
 
   const Cluster& cluster_;
   const Layout& layout_;
-  const std::vector<StageProgram>& stages_;
   RankGrid grid_;
   int m_;
   int v_;

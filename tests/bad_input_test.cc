@@ -149,6 +149,14 @@ TEST(BadInput, CollectiveHtmlPathIsCheckedFirst) {
   std::filesystem::remove(page);
   expect_refused("collective --nodes 2 --op no_such_op --html " + page, {"--op"});
   EXPECT_FALSE(std::filesystem::exists(page));
+  // A device is refused, not renamed over (it replaced /dev/full once); a folder where no file can
+  // be created (access(2) says yes to root in /proc) is refused before the work.
+  expect_refused("collective --nodes 2 -b 8 -e 1M --html /dev/full", {"--html /dev/full: not a regular file"});
+  EXPECT_FALSE(std::filesystem::is_regular_file("/dev/full"));
+  expect_refused("collective --nodes 2 -b 8 -e 1M --html /proc/clustersim-c.html",
+                 {"--html /proc/clustersim-c.html: "});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --trace /proc/clustersim-t.json",
+                 {"--trace /proc/clustersim-t.json: "});
 }
 
 // A run estimated above simulation.max_events is refused before it starts, naming the file, the

@@ -459,4 +459,31 @@ TEST(CollectiveCommand, PcieLinksDefaultFromTheNicsGeneration) {
 }
 
 }  // namespace collective_command_test
+
+namespace collective_command_test_estimate {
+
+// A flow sweep counts its transfers before simulating: a ring all_reduce of n ranks and c channels
+// moves 2(n-1) steps per rank and channel, so the count grows with the ranks; an analytical sweep
+// starts none. A sweep estimated under 2 s says nothing on its announce stream.
+TEST(CollectiveCommand, FlowSweepCountsItsTransfersFirst) {
+  std::ostringstream said;
+  CollectiveCommandOptions options;
+  options.min_bytes = Bytes::of(1 << 20);
+  options.max_bytes = Bytes::of(1 << 20);
+  options.algorithm = CollectiveAlgorithm::kRing;
+  options.fidelity = Fidelity::kFlow;
+  options.announce = &said;
+  options.nodes = 2;
+  const CollectiveSweep two = simulate_collective_sweep(options);
+  options.nodes = 4;
+  const CollectiveSweep four = simulate_collective_sweep(options);
+  EXPECT_GT(two.flow_transfers, 0u);
+  // Per channel: 16 ranks x 30 steps against 32 ranks x 62 steps, at least.
+  EXPECT_GT(four.flow_transfers, 2 * two.flow_transfers);
+  EXPECT_EQ(said.str(), "");
+  options.fidelity = Fidelity::kAnalytical;
+  EXPECT_EQ(simulate_collective_sweep(options).flow_transfers, 0u);
+}
+
+}  // namespace collective_command_test_estimate
 }  // namespace clustersim

@@ -490,8 +490,10 @@ void write_run_html(const TrainingReport& r, const RunContext& c, const HtmlRepo
   const Cluster& cluster = *c.cluster;
   write_head("clustersim report: " + s.name, out);
   out << "<h1>" << html_escape(s.name) << "</h1>\n<table class=\"figures\" id=\"summary\">\n";
-  figure_row("cluster", fmt::format("{} GPUs, {} nodes of {} ({})", cluster.gpu_count(), cluster.node_count(),
-                                    s.cluster.nodes.front().name, cluster.node_spec(0).gpu.name),
+  figure_row("cluster", fmt::format("{} GPU{}, {} node{} of {} ({})", cluster.gpu_count(),
+                                    cluster.gpu_count() == 1 ? "" : "s", cluster.node_count(),
+                                    cluster.node_count() == 1 ? "" : "s", s.cluster.nodes.front().name,
+                                    cluster.node_spec(0).gpu.name),
              out);
   figure_row("model", fmt::format("{}: {} layers, hidden {}, {} heads; seq {}, global batch {}, micro batch {}",
                                   s.model.name, s.model.layers, s.model.hidden, s.model.heads, s.training.seq_len,

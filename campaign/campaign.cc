@@ -279,7 +279,8 @@ CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& in)
   return r;
 }
 
-CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& in) {
+CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& in,
+                                 const std::function<void(int done, int total)>& progress) {
   CampaignResult r = plan_campaign(spec, in);
   const double tau = r.checkpoint_interval_s;
   if (r.interruptions * spec.seeds > kMaxFailureEvents) {
@@ -307,6 +308,7 @@ CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs&
     failures += static_cast<double>(o.failures);
     training += o.training;
     r.events += o.events;
+    if (progress) progress(i + 1, spec.seeds);
   }
   const double n = spec.seeds;
   r.seeds = spec.seeds;

@@ -28,6 +28,7 @@
 // planned maintenance, and failures that do not stop the job.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -143,6 +144,9 @@ CampaignResult plan_campaign(const CampaignSpec& spec, const CampaignInputs& inp
 // Runs the campaign. Throws InputError (located by spec.interval_where / campaign_where) when the
 // interval is shorter than one step or than an asynchronous write, when the campaign would take
 // longer than 10^11 s (the failures leave it no progress), or the inputs are not positive.
-CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& inputs);
+// `progress`, when given, is called after each seeded run with the runs done and spec.seeds (a
+// campaign at its bound of kMaxFailureEvents takes a few seconds: clustersim run shows it).
+CampaignResult simulate_campaign(const CampaignSpec& spec, const CampaignInputs& inputs,
+                                 const std::function<void(int done, int total)>& progress = {});
 
 }  // namespace clustersim

@@ -206,5 +206,21 @@ TEST(Campaign, RefusesWhatCannotRun) {
   }
 }
 
+// The progress callback sees every seeded run once, in order, and the result is the one without it.
+TEST(Campaign, ProgressCountsEverySeededRun) {
+  CampaignSpec s = spec(1000, 10, 240);
+  s.seeds = 200;
+  std::vector<int> done;
+  const CampaignResult with = simulate_campaign(s, inputs(30), [&](int d, int total) {
+    EXPECT_EQ(total, 200);
+    done.push_back(d);
+  });
+  ASSERT_EQ(done.size(), 200u);
+  for (size_t i = 0; i < done.size(); ++i) EXPECT_EQ(done[i], static_cast<int>(i) + 1);
+  const CampaignResult without = simulate_campaign(s, inputs(30));
+  EXPECT_EQ(with.wall_s, without.wall_s);
+  EXPECT_EQ(with.events, without.events);
+}
+
 }  // namespace campaign_test
 }  // namespace clustersim

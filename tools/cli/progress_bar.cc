@@ -48,6 +48,7 @@ void ProgressBar::update(std::string_view phase, uint64_t done, uint64_t total) 
     std::fflush(stderr);
     return;
   }
+  if (!drawn_ && elapsed < 0.5) return;  // work of under half a second draws no bar
   if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
   const int width = 30;

@@ -1,7 +1,8 @@
 #pragma once
 
 // Progress of long work on standard error (clustersim search's phases, a long run's simulation):
-// on a terminal a bar with an ETA redrawn in place (at most every 100 ms); otherwise one line every
+// on a terminal a bar with an ETA redrawn in place (at most every 100 ms, from half a second into a
+// phase: shorter work draws nothing); otherwise one line every
 // kLineInterval once a phase has run that long (logs of batch jobs: short work prints nothing);
 // kOff prints nothing. The ETA assumes the rest goes at the rate so far.
 

@@ -105,10 +105,16 @@ RunOutcome simulate_run(const RunOptions& options) {
   bar.finish();
   const TrainingReport& report = outcome.report;
   if (scenario.campaign) {
+    // The seeded runs' progress, on the same terms as the step's: lines once it has run 5 s.
+    ProgressBar campaign_bar("run", options.progress ? ProgressBar::mode_for_stderr() : ProgressBar::Mode::kOff,
+                             "seeded runs");
     outcome.campaign = simulate_campaign(
         *scenario.campaign,
         campaign_inputs(scenario, cluster, scenario.layout, report,
-                        report.jitter.modelled ? report.jitter.mean_step_s : report.step_time_s));
+                        report.jitter.modelled ? report.jitter.mean_step_s : report.step_time_s),
+        [&campaign_bar](int done, int total) {
+          campaign_bar.update("campaign", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+        });
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   outcome.wall_s = options.reproducible ? 0.0 : wall;

@@ -38,7 +38,8 @@ std::string seconds_text(double s) {
   return fmt::format("{:.3f} us", s * 1e6);
 }
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / static_cast<double>(1LL << 30)); }
+// Memory as the text report gives it: GB = 1e9 bytes (run_report.cc).
+std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes * 1e-9); }
 
 // Round tick steps (1, 2, 5 × 10^k) from 0 to at least `max`, about six of them.
 std::vector<double> ticks(double max) {
@@ -356,8 +357,8 @@ void write_breakdown(const TrainingReport& r, std::ostream& out) {
 
 void write_memory(const TrainingReport& r, std::ostream& out) {
   out << "<h2 id=\"memory\">Memory per stage</h2>\n";
-  out << fmt::format("<p>Peak {} on stage {}, against the GPU's {} ({}).</p>\n", gib(static_cast<double>(r.peak_memory.count())),
-                     r.peak_stage, gib(static_cast<double>(r.capacity.count())), r.fits ? "fits" : "does not fit");
+  out << fmt::format("<p>Peak {} on stage {}, against the GPU's {} ({}).</p>\n", gb(static_cast<double>(r.peak_memory.count())),
+                     r.peak_stage, gb(static_cast<double>(r.capacity.count())), r.fits ? "fits" : "does not fit");
   legend({{"m-params", "params"}, {"m-param_copies", "param copies"}, {"m-grads", "grads"},
           {"m-optimizer_state", "optimizer state"}, {"m-activations", "activations"}, {"m-logits", "logits"},
           {"m-comm_buffers", "comm buffers"}, {"m-runtime_overhead", "runtime overhead"}},
@@ -382,7 +383,7 @@ void write_memory(const TrainingReport& r, std::ostream& out) {
     max = std::max(max, d(m.total()));
   }
   write_stacked_bars("memory-chart", labels, bars, attributes, "stage-memory", "m-", max * 1.02, capacity,
-                     "GPU capacity " + gib(capacity), [](double b) { return gib(b); }, out);
+                     "GPU capacity " + gb(capacity), [](double b) { return gb(b); }, out);
 }
 
 void write_energy_and_campaign(const TrainingReport& r, const RunContext& c, std::ostream& out) {
@@ -505,8 +506,8 @@ void write_run_html(const TrainingReport& r, const RunContext& c, const HtmlRepo
   figure_row("MFU / HFU", fmt::format("{:.1f} % / {:.1f} % ({:.1f} model TFLOP/s per GPU)", 100 * r.mfu, 100 * r.hfu,
                                       r.model_tflops_per_gpu),
              out);
-  figure_row("peak memory", fmt::format("{} of {} (stage {}){}", gib(static_cast<double>(r.peak_memory.count())),
-                                        gib(static_cast<double>(r.capacity.count())), r.peak_stage,
+  figure_row("peak memory", fmt::format("{} of {} (stage {}){}", gb(static_cast<double>(r.peak_memory.count())),
+                                        gb(static_cast<double>(r.capacity.count())), r.peak_stage,
                                         r.fits ? "" : ": does not fit"),
              out);
   figure_row("simulation", fmt::format("{} fidelity, {} simulated rank{}, {} events", name_of(c.fidelity),
@@ -569,9 +570,9 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
                      simulated.size(), front.size());
   if (!simulated.empty()) {
     constexpr int kLeft = 80, kTop = 10, kWidth = 900, kHeight = 420, kBottom = 40;
-    const double x_max = std::max(max_peak, static_cast<double>(capacity)) * 1.05 / static_cast<double>(1LL << 30);
+    const double x_max = std::max(max_peak, static_cast<double>(capacity)) * 1.05 * 1e-9;
     const double y_max = max_tokens * 1.08;
-    const auto px = [&](double bytes) { return kLeft + bytes / static_cast<double>(1LL << 30) / x_max * kWidth; };
+    const auto px = [&](double bytes) { return kLeft + bytes * 1e-9 / x_max * kWidth; };
     const auto py = [&](double tokens) { return kTop + kHeight - tokens / y_max * kHeight; };
     out << "<svg id=\"search-chart\" width=\"" << kLeft + kWidth + 20 << "\" height=\"" << kTop + kHeight + kBottom
         << "\">\n";
@@ -591,12 +592,12 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
           << "</text>\n";
     }
     out << "<text x=\"" << kLeft + kWidth / 2 << "\" y=\"" << kTop + kHeight + 32
-        << "\" text-anchor=\"middle\">peak memory per GPU (GiB)</text><text x=\"12\" y=\"" << kTop + kHeight / 2
+        << "\" text-anchor=\"middle\">peak memory per GPU (GB)</text><text x=\"12\" y=\"" << kTop + kHeight / 2
         << "\" transform=\"rotate(-90 12 " << kTop + kHeight / 2 << ")\" text-anchor=\"middle\">tokens/s</text>\n";
     if (capacity > 0) {
       const double x = px(static_cast<double>(capacity));
       out << "<line class=\"capacity\" x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << kTop << "\" y2=\""
-          << kTop + kHeight << "\"><title>GPU capacity " << gib(static_cast<double>(capacity)) << "</title></line>\n";
+          << kTop + kHeight << "\"><title>GPU capacity " << gb(static_cast<double>(capacity)) << "</title></line>\n";
     }
     std::vector<char> on_front(result.outcomes.size(), 0);
     for (size_t i : front) on_front[i] = 1;
@@ -613,7 +614,7 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
           << num(px(static_cast<double>(m.peak_bytes))) << "\" cy=\"" << num(py(m.tokens_per_s)) << "\" r=\"3.5\"><title>"
           << html_escape(fmt::format("#{}: {} · micro batch {} · recompute {}: {:.0f} tokens/s, {}, step {}", i,
                                      describe_layout(cand.layout), cand.micro_batch, name_of(cand.recompute),
-                                     m.tokens_per_s, gib(static_cast<double>(m.peak_bytes)),
+                                     m.tokens_per_s, gb(static_cast<double>(m.peak_bytes)),
                                      seconds_text(m.step_time_s)))
           << "</title></circle>\n";
     }
@@ -641,7 +642,7 @@ void write_search_html(const Scenario& s, const SearchResult& result, int top, d
                          "<td class=\"l\">{}</td></tr>\n",
                          rl.index, k + 1, html_escape(describe_layout(cand.layout)), cand.micro_batch,
                          name_of(cand.recompute), seconds_text(rl.metrics.step_time_s), rl.metrics.tokens_per_s,
-                         100 * rl.metrics.mfu, gib(static_cast<double>(rl.metrics.peak_bytes)),
+                         100 * rl.metrics.mfu, gb(static_cast<double>(rl.metrics.peak_bytes)),
                          name_of(rl.metrics.fidelity));
     }
     out << "</table>\n";

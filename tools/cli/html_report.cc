@@ -31,8 +31,9 @@ std::string num(double x) {
   return s == "-0" ? "0" : s;
 }
 
-// Seconds for people: "9.79 s", "12.3 ms", "45.6 us".
+// Seconds for people: "9.79 s", "12.3 ms", "45.6 us", "0".
 std::string seconds_text(double s) {
+  if (s == 0) return "0";
   if (s >= 1) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.3f} us", s * 1e6);
@@ -98,7 +99,7 @@ try{
   if(svg){
     var W=1000,H=+svg.getAttribute('data-height'),step=+svg.getAttribute('data-step-s'),x0=0,w=W;
     var axis=document.getElementById('timeline-axis'),shown=document.getElementById('timeline-shown');
-    var fmt=function(s){return s>=1?s.toFixed(3)+' s':s>=1e-3?(s*1e3).toFixed(3)+' ms':(s*1e6).toFixed(2)+' us';};
+    var fmt=function(s){return s===0?'0':s>=1?s.toFixed(3)+' s':s>=1e-3?(s*1e3).toFixed(3)+' ms':(s*1e6).toFixed(2)+' us';};
     var draw=function(){
       svg.setAttribute('viewBox',x0+' 0 '+w+' '+H);
       var h='';for(var i=0;i<=10;i++){h+='<span style="left:'+(i*10)+'%">'+fmt((x0+w*i/10)/W*step)+'</span>';}

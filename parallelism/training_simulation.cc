@@ -43,15 +43,19 @@ RunWork estimate_run_work(const Cluster& cluster, const Layout& layout, const Tr
 
 }  // namespace
 
+std::string describe_run_work(const RunWork& work) {
+  return fmt::format("{:.3g} simulation events ({} step(s) of {} simulated rank(s), {} flow transfers per step, {} "
+                     "fidelity): about {} on one core",
+                     static_cast<double>(work.events), work.steps, work.step.simulated_ranks, work.step.transfers,
+                     name_of(work.fidelity), describe_estimated_seconds(work.seconds));
+}
+
 void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source) {
   if (max_events == 0 || work.events <= max_events) return;
   throw InputError(fmt::format(
-      "{}{}simulation.max_events: this run is estimated at {:.3g} simulation events ({} step(s) of {} simulated "
-      "rank(s) and {} flow transfers per step, {} fidelity: about {} on one core), above the bound of {:.3g}; raise "
+      "{}{}simulation.max_events: this run is estimated at {}, above the bound of {:.3g}; raise "
       "simulation.max_events (0 = no bound), or use simulation.fidelity: analytical or a smaller layout",
-      source, source.empty() ? "" : ": ", static_cast<double>(work.events), work.steps, work.step.simulated_ranks,
-      work.step.transfers, name_of(work.fidelity), describe_estimated_seconds(work.seconds),
-      static_cast<double>(max_events)));
+      source, source.empty() ? "" : ": ", describe_run_work(work), static_cast<double>(max_events)));
 }
 
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,

@@ -155,6 +155,10 @@ struct TrainingReport {
   uint64_t events = 0;                 // engine events executed, every simulated step
 };
 
+// "5.06e+08 simulation events (1 step(s) of 16 simulated rank(s), 168777728 flow transfers per
+// step, flow fidelity): about 8 min on one core": the estimate as runs state it and refuse it.
+std::string describe_run_work(const RunWork& work);
+
 // Throws InputError, prefixed with `source` (the scenario file; "" for none) and naming
 // simulation.max_events, when `work` is estimated above `max_events` events (0 = no bound).
 void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source);

@@ -155,12 +155,9 @@ std::vector<int64_t> sweep_sizes(const CollectiveCommandOptions& options) {
 }
 
 // One size, alone on an idle cluster.
-CollectiveRow simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fidelity fidelity,
-                       const std::vector<GpuId>& group, int64_t size) {
-  Simulator sim;
-  std::optional<FlowNetwork> network;  // per-link state: 59 MB at 131,072 GPUs, needed by flow fidelity only
-  if (fidelity == Fidelity::kFlow) network.emplace(sim, cluster);
-  CollectiveRunner runner(sim, cluster, network ? &*network : nullptr, fidelity);
+// The request of one size of the sweep over `group`, with the options' op, dtype, algorithm, protocol.
+CollectiveRequest sweep_request(const CollectiveCommandOptions& options, const std::vector<GpuId>& group,
+                                int64_t size) {
   CollectiveRequest request;
   request.op = options.op;
   request.group = group;
@@ -168,6 +165,16 @@ CollectiveRow simulate(const Cluster& cluster, const CollectiveCommandOptions& o
   request.dtype = options.dtype;
   request.algorithm = options.algorithm;
   request.protocol = options.protocol;
+  return request;
+}
+
+CollectiveRow simulate(const Cluster& cluster, const CollectiveCommandOptions& options, Fidelity fidelity,
+                       const std::vector<GpuId>& group, int64_t size) {
+  Simulator sim;
+  std::optional<FlowNetwork> network;  // per-link state: 59 MB at 131,072 GPUs, needed by flow fidelity only
+  if (fidelity == Fidelity::kFlow) network.emplace(sim, cluster);
+  CollectiveRunner runner(sim, cluster, network ? &*network : nullptr, fidelity);
+  const CollectiveRequest request = sweep_request(options, group, size);
   Time finished;
   const auto done = [&] { finished = std::max(finished, sim.now()); };
   CollectiveRow row;
@@ -339,14 +346,8 @@ CollectiveSweep simulate_collective_sweep(const CollectiveCommandOptions& option
     for (int64_t requested : sizes) {
       const calibrate::CollectiveCounts counts = counts_of(requested, options.op, ranks, element);
       if (counts.total_bytes == 0) continue;
-      CollectiveRequest request;
-      request.op = options.op;
-      request.group = options.op == CollectiveOp::kSendRecv ? std::vector<GpuId>{group[0], group[1 % group.size()]}
-                                                            : group;
-      request.size = Bytes::of(counts.total_bytes);
-      request.dtype = options.dtype;
-      request.algorithm = options.algorithm;
-      request.protocol = options.protocol;
+      CollectiveRequest request = sweep_request(options, group, counts.total_bytes);
+      if (options.op == CollectiveOp::kSendRecv) request.group = {group[0], group[1 % group.size()]};
       const uint64_t per_call = counter.transfer_count(request);
       sweep.flow_transfers += options.op == CollectiveOp::kSendRecv ? per_call * group.size() : per_call;
     }

@@ -76,10 +76,7 @@ RunOutcome simulate_run(const RunOptions& options) {
     check_run_work(work, scenario.simulation.max_events, scenario.source);
     if (!options.progress || work.seconds < kAnnouncedRunSeconds) return;
     announced = true;
-    std::cerr << fmt::format("run: estimated {:.3g} simulation events ({} step(s) of {} simulated rank(s), {} flow "
-                             "transfers per step, {} fidelity): about {} on one core\n",
-                             static_cast<double>(work.events), work.steps, work.step.simulated_ranks,
-                             work.step.transfers, name_of(work.fidelity), describe_estimated_seconds(work.seconds));
+    std::cerr << "run: estimated " << describe_run_work(work) << "\n";
   };
   if (options.progress) {
     sim.on_progress = [&bar, &announced](uint64_t done, uint64_t estimated) {

@@ -101,6 +101,32 @@ void BM_StaggeredFinishes(benchmark::State& state) {
 }
 BENCHMARK(BM_StaggeredFinishes)->Unit(benchmark::kMillisecond);
 
+// An all-to-all on `nodes` 8-GPU nodes under a two-tier fat tree of 16-port leaves: every GPU sends
+// 256 KiB to every other at once (16,256 flows on 16 nodes), ECMP-hashed by pair, so the flows
+// crossing the spines form one component that every finish recomputes (batched while more than
+// 8,192 are in flight, network/flow_network.h). The max-min solve and the component search
+// decide its speed. items_per_second = flows started and finished.
+void BM_AllToAll(benchmark::State& state) {
+  const Cluster cluster(
+      test_specs::cluster(test_specs::nvswitch_node(), static_cast<int>(state.range(0)), test_specs::fabric(FabricType::kFatTree, 16)));
+  const int n = cluster.gpu_count();
+  for (auto _ : state) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    int64_t done = 0;
+    for (GpuId src = 0; src < n; ++src) {
+      for (GpuId dst = 0; dst < n; ++dst) {
+        if (src == dst) continue;
+        network.start_flow(src, dst, Bytes::kibibytes(256), [&done] { ++done; }, static_cast<uint64_t>(src * n + dst));
+      }
+    }
+    sim.run();
+    benchmark::DoNotOptimize(done);
+  }
+  state.SetItemsProcessed(state.iterations() * n * (n - 1));
+}
+BENCHMARK(BM_AllToAll)->Arg(16)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace clustersim
 

@@ -8,27 +8,81 @@
 namespace clustersim {
 
 namespace {
-// Bucket 0's binary heap: std::push_heap / pop_heap with this "less" keep the smallest order on top.
-bool later_order(const auto& a, const auto& b) { return a.order > b.order; }
+// The heap of keys at the current time: std::push_heap / pop_heap with this "less" keep the
+// smallest order on top (a function object, which the heap algorithms inline).
+constexpr auto later_order = [](const auto& a, const auto& b) { return a.order > b.order; };
 }  // namespace
 
-int EventQueue::bucket_of(int64_t time_ps) const {
-  const uint64_t differ = static_cast<uint64_t>(time_ps) ^ static_cast<uint64_t>(last_);
-  return differ == 0 ? 0 : 64 - std::countl_zero(differ);
+uint32_t EventQueue::new_block() {
+  if (free_blocks_ != kNoBlock) {
+    const uint32_t block = free_blocks_;
+    free_blocks_ = blocks_[block].next;
+    blocks_[block].size = 0;
+    blocks_[block].next = kNoBlock;
+    return block;
+  }
+  check_invariant(blocks_.size() < kNoBlock, "EventQueue: too many pending events");
+  blocks_.emplace_back();
+  return static_cast<uint32_t>(blocks_.size() - 1);
+}
+
+void EventQueue::free_block(uint32_t block) {
+  blocks_[block].next = free_blocks_;
+  free_blocks_ = block;
+}
+
+void EventQueue::append(int level, int digit, const Key& key) {
+  Bucket& bucket = buckets_[static_cast<size_t>(level * kDigits + digit)];
+  if (bucket.tail == kNoBlock) {
+    const uint32_t block = new_block();
+    bucket.head = block;
+    bucket.tail = block;
+    occupied_[static_cast<size_t>(level)][static_cast<size_t>(digit / 64)] |= uint64_t{1} << (digit % 64);
+    occupied_levels_ |= uint32_t{1} << level;
+  } else if (blocks_[bucket.tail].size == kBlockKeys) {
+    const uint32_t block = new_block();
+    blocks_[bucket.tail].next = block;
+    bucket.tail = block;
+  }
+  Block& tail = blocks_[bucket.tail];
+  tail.keys[tail.size++] = key;
 }
 
 void EventQueue::insert(const Key& key) {
-  const int b = bucket_of(key.time_ps);
-  std::vector<Key>& bucket = buckets_[static_cast<size_t>(b)];
-  bucket.push_back(key);
-  if (b == 0) {
-    std::push_heap(bucket.begin(), bucket.end(), later_order<Key, Key>);
-  } else {
-    const uint64_t bit = uint64_t{1} << (b - 1);
-    int64_t& earliest = bucket_min_[static_cast<size_t>(b)];
-    earliest = (occupied_ & bit) != 0 ? std::min(earliest, key.time_ps) : key.time_ps;
-    occupied_ |= bit;
+  const uint64_t differ = static_cast<uint64_t>(key.time_ps) ^ static_cast<uint64_t>(last_);
+  if (differ == 0) {
+    now_heap_.push_back(key);
+    std::push_heap(now_heap_.begin(), now_heap_.end(), later_order);
+    return;
   }
+  const int level = (63 - std::countl_zero(differ)) / kDigitBits;
+  const int digit = static_cast<int>((static_cast<uint64_t>(key.time_ps) >> (level * kDigitBits)) & (kDigits - 1));
+  append(level, digit, key);
+}
+
+int EventQueue::lowest_bucket() const {
+  if (occupied_levels_ == 0) return -1;
+  const int level = std::countr_zero(occupied_levels_);
+  const auto& words = occupied_[static_cast<size_t>(level)];
+  for (size_t w = 0; w < words.size(); ++w) {
+    if (words[w] != 0) return level * kDigits + static_cast<int>(w) * 64 + std::countr_zero(words[w]);
+  }
+  return -1;  // unreachable: occupied_levels_ marks only levels with a non-empty bucket
+}
+
+uint32_t EventQueue::take(int index) {
+  const int level = index / kDigits;
+  const int digit = index % kDigits;
+  auto& words = occupied_[static_cast<size_t>(level)];
+  words[static_cast<size_t>(digit / 64)] &= ~(uint64_t{1} << (digit % 64));
+  static_assert(kDigits / 64 == 4);
+  if ((words[0] | words[1] | words[2] | words[3]) == 0) {
+    occupied_levels_ &= ~(uint32_t{1} << level);
+  }
+  Bucket& bucket = buckets_[static_cast<size_t>(index)];
+  const uint32_t head = bucket.head;
+  bucket = Bucket{};
+  return head;
 }
 
 EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
@@ -43,22 +97,22 @@ EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
     check_invariant(slots_.size() < UINT32_MAX, "EventQueue: too many pending events");
     slot = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
+    pending_.push_back(0);
   }
-  Slot& s = slots_[slot];
-  s.callback = std::move(callback);
-  s.pending = true;
+  slots_[slot].callback = std::move(callback);
+  pending_[slot] = 1;
   const uint64_t order = (static_cast<uint64_t>(priority - kMinPriority) << 48) | next_sequence_++;
   insert(Key{time.ps(), order, slot});
   ++keys_;
   ++live_;
-  return EventId{slot, s.generation};
+  return EventId{slot, slots_[slot].generation};
 }
 
 bool EventQueue::cancel(EventId id) {
   if (!id.valid() || id.slot >= slots_.size()) return false;
   Slot& s = slots_[id.slot];
-  if (!s.pending || s.generation != id.generation) return false;
-  s.pending = false;
+  if (pending_[id.slot] == 0 || s.generation != id.generation) return false;
+  pending_[id.slot] = 0;
   s.callback = nullptr;
   --live_;
   if (keys_ > kCompactAbove && keys_ > 2 * live_) compact();
@@ -66,22 +120,37 @@ bool EventQueue::cancel(EventId id) {
 }
 
 void EventQueue::compact() {
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    std::vector<Key>& bucket = buckets_[b];
-    std::erase_if(bucket, [this](const Key& k) {
-      if (live(k)) return false;
-      release(k.slot);
-      return true;
-    });
-    if (b == 0) {
-      std::make_heap(bucket.begin(), bucket.end(), later_order<Key, Key>);
-    } else if (bucket.empty()) {
-      occupied_ &= ~(uint64_t{1} << (b - 1));
-    } else {
-      int64_t earliest = INT64_MAX;
-      for (const Key& k : bucket) earliest = std::min(earliest, k.time_ps);
-      bucket_min_[b] = earliest;
+  std::erase_if(now_heap_, [this](const Key& k) {
+    if (live(k)) return false;
+    release(k.slot);
+    return true;
+  });
+  std::make_heap(now_heap_.begin(), now_heap_.end(), later_order);
+  std::vector<int> indices;
+  for (int level = 0; level < kLevels; ++level) {
+    for (int digit = 0; digit < kDigits; ++digit) {
+      if (buckets_[static_cast<size_t>(level * kDigits + digit)].head != kNoBlock) {
+        indices.push_back(level * kDigits + digit);
+      }
     }
+  }
+  std::vector<Key> survivors;
+  for (const int index : indices) {
+    survivors.clear();
+    for (uint32_t block = take(index); block != kNoBlock;) {
+      const Block& b = blocks_[block];
+      for (uint32_t i = 0; i < b.size; ++i) {
+        if (live(b.keys[i])) {
+          survivors.push_back(b.keys[i]);
+        } else {
+          release(b.keys[i].slot);
+        }
+      }
+      const uint32_t next = b.next;
+      free_block(block);
+      block = next;
+    }
+    for (const Key& k : survivors) append(index / kDigits, index % kDigits, k);
   }
   keys_ = live_;
 }
@@ -92,53 +161,93 @@ void EventQueue::release(uint32_t slot) {
 }
 
 void EventQueue::drop_cancelled_now() {
-  std::vector<Key>& zero = buckets_[0];
-  while (!zero.empty() && !live(zero.front())) {
-    const uint32_t slot = zero.front().slot;
-    std::pop_heap(zero.begin(), zero.end(), later_order<Key, Key>);
-    zero.pop_back();
+  while (!now_heap_.empty() && !live(now_heap_.front())) {
+    const uint32_t slot = now_heap_.front().slot;
+    std::pop_heap(now_heap_.begin(), now_heap_.end(), later_order);
+    now_heap_.pop_back();
     --keys_;
     release(slot);
   }
 }
 
 bool EventQueue::settle() {
-  std::vector<Key>& zero = buckets_[0];
   while (true) {
     drop_cancelled_now();
-    if (!zero.empty()) return true;
-    if (occupied_ == 0) return false;
-    // The lowest non-empty bucket holds the next time: move its live keys down relative to its
-    // earliest key (cancelled or not: no live key is earlier, so every key lands in a lower bucket).
-    const int b = std::countr_zero(occupied_) + 1;
-    occupied_ &= ~(uint64_t{1} << (b - 1));
-    last_ = bucket_min_[static_cast<size_t>(b)];
-    std::vector<Key>& from = buckets_[static_cast<size_t>(b)];
-    for (const Key& k : from) {
-      if (live(k)) {
-        insert(k);
-      } else {
-        release(k.slot);
-        --keys_;
+    if (!now_heap_.empty()) return true;
+    const int index = lowest_bucket();
+    if (index < 0) return false;
+    const bool check = any_cancelled();
+    const uint32_t chain = take(index);
+    if (index >= kDigits) {
+      // The earliest live key of a higher bucket becomes last_; no live key is earlier, so every
+      // live key of the bucket lands in a lower one (or the heap).
+      // When every key is cancelled last_ stays: the keys are only dropped.
+      bool found = false;  // a flag, not a sentinel: INT64_MAX is a valid time
+      int64_t earliest = INT64_MAX;
+      for (uint32_t block = chain; block != kNoBlock; block = blocks_[block].next) {
+        const Block& b = blocks_[block];
+        for (uint32_t i = 0; i < b.size; ++i) {
+          if (!check || live(b.keys[i])) {
+            found = true;
+            earliest = std::min(earliest, b.keys[i].time_ps);
+          }
+        }
       }
+      if (found) last_ = earliest;
+    } else {
+      // A bucket of level 0 holds exactly one time, the last one's with its lowest digit replaced.
+      last_ = (last_ & ~int64_t{kDigits - 1}) | index;
     }
-    from.clear();
+    for (uint32_t block = chain; block != kNoBlock;) {
+      for (uint32_t i = 0; i < blocks_[block].size; ++i) {
+        const Key k = blocks_[block].keys[i];  // a copy: append() may grow blocks_
+        if (check && !live(k)) {
+          release(k.slot);
+          --keys_;
+        } else {
+          // Keys of level 0 (from a bucket of level 1) run within the next 256 ps.
+          if (index < 2 * kDigits) prefetch_callback(k.slot);
+          if (k.time_ps == last_) {
+            now_heap_.push_back(k);
+          } else {
+            insert(k);
+          }
+        }
+      }
+      const uint32_t next = blocks_[block].next;
+      free_block(block);
+      block = next;
+    }
+    std::make_heap(now_heap_.begin(), now_heap_.end(), later_order);
   }
 }
 
 Time EventQueue::next_time() {
   // A peek leaves last_ where it is, so that events may still be pushed at any time from the last
-  // popped one on (Simulator::run_until stops the clock before the next event).
-  std::vector<Key>& zero = buckets_[0];
+  // popped one on (Simulator::run_until stops the clock before the next event). Buckets are
+  // visited in time order: lower levels first, then lower digits.
   drop_cancelled_now();
-  if (!zero.empty()) return Time::from_ps(last_);
-  for (uint64_t rest = occupied_; rest != 0; rest &= rest - 1) {
-    const std::vector<Key>& bucket = buckets_[static_cast<size_t>(std::countr_zero(rest) + 1)];
-    int64_t earliest = INT64_MAX;
-    for (const Key& k : bucket) {
-      if (live(k)) earliest = std::min(earliest, k.time_ps);
+  if (!now_heap_.empty()) return Time::from_ps(last_);
+  for (uint32_t levels = occupied_levels_; levels != 0; levels &= levels - 1) {
+    const int level = std::countr_zero(levels);
+    const auto& words = occupied_[static_cast<size_t>(level)];
+    for (size_t w = 0; w < words.size(); ++w) {
+      for (uint64_t rest = words[w]; rest != 0; rest &= rest - 1) {
+        const size_t index = static_cast<size_t>(level * kDigits) + w * 64 + static_cast<size_t>(std::countr_zero(rest));
+        bool found = false;  // a flag, not a sentinel: INT64_MAX is a valid time
+        int64_t earliest = INT64_MAX;
+        for (uint32_t block = buckets_[index].head; block != kNoBlock; block = blocks_[block].next) {
+          const Block& b = blocks_[block];
+          for (uint32_t i = 0; i < b.size; ++i) {
+            if (live(b.keys[i])) {
+              found = true;
+              earliest = std::min(earliest, b.keys[i].time_ps);
+            }
+          }
+        }
+        if (found) return Time::from_ps(earliest);
+      }
     }
-    if (earliest != INT64_MAX) return Time::from_ps(earliest);
   }
   check_invariant(false, "EventQueue::next_time on an empty queue");
   return Time::zero();
@@ -147,15 +256,15 @@ Time EventQueue::next_time() {
 EventQueue::Callback EventQueue::pop(Time& time) {
   const bool any = settle();
   check_invariant(any, "EventQueue::pop on an empty queue");
-  std::vector<Key>& zero = buckets_[0];
-  const Key top = zero.front();
-  std::pop_heap(zero.begin(), zero.end(), later_order<Key, Key>);
-  zero.pop_back();
+  const Key top = now_heap_.front();
+  std::pop_heap(now_heap_.begin(), now_heap_.end(), later_order);
+  now_heap_.pop_back();
   --keys_;
+  if (!now_heap_.empty()) prefetch_callback(now_heap_.front().slot);
   Slot& s = slots_[top.slot];
   Callback callback = std::move(s.callback);
   s.callback = nullptr;
-  s.pending = false;
+  pending_[top.slot] = 0;
   release(top.slot);
   --live_;
   time = Time::from_ps(top.time_ps);

@@ -163,5 +163,66 @@ TEST(EventQueue, PushesBeforeTheLastPoppedTimeAreRefused) {
   EXPECT_EQ(peek.next_time(), at_ns(6));
 }
 
+// Times in every one of the radix heap's 8 levels of base-256 digits (engine/event_queue.h), on
+// both sides of digit boundaries and up to the largest time, with ties of time and priority, one
+// cancelled, and two pushed after some pops (at the time just popped, at a priority that runs
+// before the rest of that time, and 1 ps later): every event runs in (time, priority, insertion)
+// order, and next_time() names the time of the next pop.
+TEST(EventQueue, OrderHoldsAcrossEveryDigitLevel) {
+  std::vector<int64_t> times;
+  for (int level = 0; level < 8; ++level) {
+    const int64_t digit = int64_t{1} << (8 * level);
+    const int64_t top = (level == 7 ? 127 : 255) * digit;  // the highest digit below 2^63
+    for (int64_t t : {digit - 1, digit, digit + 1, 3 * digit, top - 1, top}) times.push_back(t);
+  }
+  times.push_back(INT64_MAX - 256);
+  times.push_back(INT64_MAX);
+  struct Event {
+    int64_t time;
+    int32_t priority;
+    int sequence;
+    bool operator<(const Event& o) const {
+      return std::tie(time, priority, sequence) < std::tie(o.time, o.priority, o.sequence);
+    }
+  };
+  EventQueue q;
+  std::vector<Event> pending;
+  std::vector<Event> ran;
+  int sequence = 0;
+  auto push = [&](int64_t time, int32_t priority) {
+    const Event e{time, priority, sequence++};
+    pending.push_back(e);
+    return q.push(Time::from_ps(time), priority, [&ran, e] { ran.push_back(e); });
+  };
+  for (size_t i = 0; i < times.size(); ++i) {  // a scrambled order: 7 is prime to the count
+    const int64_t t = times[(i * 7) % times.size()];
+    push(t, 0);
+    push(t, -1);
+    push(t, 0);
+  }
+  ASSERT_NE(times.size() % 7, 0U);
+  EXPECT_TRUE(q.cancel(push(times[5], 0)));
+  pending.pop_back();
+  std::sort(pending.begin(), pending.end());
+  std::vector<Event> expected(pending.begin(), pending.begin() + 10);
+  Time t;
+  for (int i = 0; i < 10; ++i) q.pop(t)();
+  pending.erase(pending.begin(), pending.begin() + 10);
+  push(t.ps(), -2);
+  push(t.ps() + 1, 0);
+  std::sort(pending.begin(), pending.end());
+  expected.insert(expected.end(), pending.begin(), pending.end());
+  while (!q.empty()) {
+    const Time next = q.next_time();
+    q.pop(t)();
+    EXPECT_EQ(t, next);
+    EXPECT_EQ(t.ps(), ran.back().time);
+  }
+  ASSERT_EQ(ran.size(), expected.size());
+  for (size_t i = 0; i < ran.size(); ++i) {
+    EXPECT_EQ(ran[i].sequence, expected[i].sequence) << "event " << i << " at " << expected[i].time << " ps";
+  }
+}
+
 }  // namespace event_queue_test
 }  // namespace clustersim

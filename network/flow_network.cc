@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,10 @@ constexpr double kByteSlack = 1e-3;
 // Rates within this relative difference are the same rate: the flow keeps its completion event.
 constexpr double kSameRate = 1e-12;
 
+// How many flows ahead the component search asks for a flow's data (a few memory latencies of
+// the loop's work per flow).
+constexpr size_t kLookAhead = 8;
+
 }  // namespace
 
 class FlowNetwork::Impl {
@@ -37,7 +42,12 @@ class FlowNetwork::Impl {
         link_flows_(cluster.link_count()),
         carried_(cluster.link_count(), 0),
         link_mark_(cluster.link_count(), 0),
-        link_index_(cluster.link_count(), -1) {}
+        link_index_(cluster.link_count(), -1) {
+    capacity_.reserve(cluster.link_count());
+    for (size_t link = 0; link < cluster.link_count(); ++link) {
+      capacity_.push_back(cluster.link(static_cast<LinkId>(link)).bandwidth.bytes_per_second());
+    }
+  }
 
   FlowId start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {
     if (src == dst) {
@@ -55,6 +65,7 @@ class FlowNetwork::Impl {
     if (active_ == options_.batch_above_flows) crowded_since_ = sim_.now();
     flow.active = true;
     flow.route = &route;
+    store_links(slot, route.links);
     flow.size = size.count();
     flow.remaining = static_cast<double>(size.count());
     flow.updated = sim_.now();
@@ -107,7 +118,6 @@ class FlowNetwork::Impl {
     EventId done;     // when the last byte leaves at `rate`
     Completion on_complete;
     std::vector<uint32_t> position;  // index of this flow in link_flows_[route->links[k]]
-    uint32_t mark = 0;               // component search stamp
   };
 
   FlowId id_of(uint32_t slot) const {
@@ -122,6 +132,9 @@ class FlowNetwork::Impl {
     }
     check_invariant(flows_.size() < std::numeric_limits<uint32_t>::max(), "FlowNetwork: too many flows");
     flows_.emplace_back();
+    flow_mark_.push_back(0);
+    link_counts_.push_back(0);
+    slot_links_.resize(flows_.size() * links_stride_);
     return static_cast<uint32_t>(flows_.size() - 1);
   }
 
@@ -129,10 +142,31 @@ class FlowNetwork::Impl {
     Flow& flow = flows_[slot];
     flow.active = false;
     flow.route = nullptr;
+    link_counts_[slot] = 0;
     flow.on_complete = nullptr;
     flow.done = EventId{};
     flow.generation = flow.generation == std::numeric_limits<uint32_t>::max() >> 1 ? 0 : flow.generation + 1;
     free_slots_.push_back(slot);
+  }
+
+  // Copies a flow's route links into its row of slot_links_, widening every row first if the
+  // route is longer than a row.
+  void store_links(uint32_t slot, const std::vector<LinkId>& links) {
+    if (links.size() > links_stride_) {
+      const size_t stride = std::max(links.size(), 2 * links_stride_);
+      std::vector<LinkId> wider(flows_.size() * stride);
+      for (size_t f = 0; f < flows_.size(); ++f) {
+        std::copy_n(slot_links_.begin() + static_cast<std::ptrdiff_t>(f * links_stride_), link_counts_[f],
+                    wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
+      }
+      slot_links_ = std::move(wider);
+      links_stride_ = stride;
+    }
+    std::copy(links.begin(), links.end(), slot_links_.begin() + static_cast<std::ptrdiff_t>(slot * links_stride_));
+    link_counts_[slot] = static_cast<uint32_t>(links.size());
+  }
+  std::span<const LinkId> links_of(uint32_t slot) const {
+    return {slot_links_.data() + slot * links_stride_, link_counts_[slot]};
   }
 
   // An id for a flow that needs no bandwidth (local copy, zero bytes): unique, never active.
@@ -167,34 +201,41 @@ class FlowNetwork::Impl {
   }
 
   // Recomputes the rates of every flow connected, through shared links, to a link whose set of
-  // flows changed during this instant; reschedules the completions whose rate changed.
+  // flows changed during this instant; reschedules the completions whose rate changed. The
+  // component is handed to the solver as it is found: links in the order first reached, flows in
+  // the order found (the solver's results depend only on that order).
   void update_rates() {
     update_pending_ = false;
     ++mark_;
     component_links_.clear();
     component_flows_.clear();
+    solver_.reset();
     for (LinkId link : dirty_links_) visit_link(link);
     dirty_links_.clear();
     for (size_t i = 0; i < component_links_.size(); ++i) {  // grows while it is walked
-      for (uint32_t slot : link_flows_[component_links_[i]]) {
-        Flow& flow = flows_[slot];
-        if (flow.mark == mark_) continue;
-        flow.mark = mark_;
+      const std::vector<uint32_t>& on_link = link_flows_[component_links_[i]];
+      for (size_t j = 0; j < on_link.size(); ++j) {
+        // The flows of a link lie anywhere in the slot arrays: ask for a later one's stamp and
+        // links while this one is handled.
+        if (j + kLookAhead < on_link.size()) {
+          const uint32_t later = on_link[j + kLookAhead];
+          __builtin_prefetch(&flow_mark_[later]);
+          __builtin_prefetch(&slot_links_[later * links_stride_]);
+        }
+        const uint32_t slot = on_link[j];
+        if (flow_mark_[slot] == mark_) continue;
+        flow_mark_[slot] = mark_;
         component_flows_.push_back(slot);
-        for (LinkId link : flow.route->links) visit_link(link);
+        local_links_.clear();
+        for (LinkId link : links_of(slot)) {
+          visit_link(link);
+          local_links_.push_back(link_index_[link]);
+        }
+        solver_.add_flow(local_links_);
       }
     }
     if (component_flows_.empty()) return;
 
-    solver_.reset();
-    for (LinkId link : component_links_) {
-      link_index_[link] = solver_.add_link(cluster_.link(link).bandwidth.bytes_per_second());
-    }
-    for (uint32_t slot : component_flows_) {
-      local_links_.clear();
-      for (LinkId link : flows_[slot].route->links) local_links_.push_back(link_index_[link]);
-      solver_.add_flow(local_links_);
-    }
     const std::vector<double>& rates = solver_.solve();
     const Time now = sim_.now();
     for (size_t i = 0; i < component_flows_.size(); ++i) {
@@ -212,10 +253,12 @@ class FlowNetwork::Impl {
     }
   }
 
+  // Adds `link` to the component (and to the solver) unless it is there already.
   void visit_link(LinkId link) {
     if (link_mark_[link] == mark_) return;
     link_mark_[link] = mark_;
     component_links_.push_back(link);
+    link_index_[link] = solver_.add_link(capacity_[link]);
   }
 
   // The flow's last byte has left the sender: free its links now, deliver after the route latency.
@@ -251,9 +294,17 @@ class FlowNetwork::Impl {
   FlowNetworkOptions options_;
   Time crowded_since_;  // when active_ last rose above options_.batch_above_flows
   std::vector<Flow> flows_;
+  // By flow slot, apart from Flow so that the component search reads only these: the search
+  // stamp and a copy of the route's links in one array (rows of links_stride_, link_counts_ of
+  // them used), where the routes themselves lie scattered in the cluster's route cache.
+  std::vector<uint32_t> flow_mark_;
+  std::vector<LinkId> slot_links_;
+  std::vector<uint32_t> link_counts_;
+  size_t links_stride_ = 8;
   std::vector<uint32_t> free_slots_;
   std::vector<std::vector<uint32_t>> link_flows_;  // active flows on each link
   std::vector<int64_t> carried_;                   // bytes of finished flows per link
+  std::vector<double> capacity_;                   // bandwidth of each link in bytes/s
   size_t active_ = 0;
 
   // Rate update state.

@@ -54,14 +54,21 @@ const std::vector<double>& MaxMinFairShare::solve() {
     if (unfrozen_[l] > 0) active_.push_back(static_cast<int>(l));
   }
   while (!active_.empty()) {
-    // The next water level: the smallest remaining capacity per unfrozen flow.
+    // The next water level: the smallest remaining capacity per unfrozen flow (each link's share
+    // computed once a round).
     double level = std::numeric_limits<double>::infinity();
-    for (int l : active_) level = std::min(level, remaining_[l] / unfrozen_[l]);
+    share_.resize(active_.size());
+    for (size_t a = 0; a < active_.size(); ++a) {
+      const int l = active_[a];
+      share_[a] = remaining_[l] / unfrozen_[l];
+      level = std::min(level, share_[a]);
+    }
     check_invariant(level > 0, "MaxMinFairShare: a saturated link still has unfrozen flows");
     // Every link at that level saturates now; its unfrozen flows freeze at the level.
     saturated_.clear();
-    for (int l : active_) {
-      if (remaining_[l] / unfrozen_[l] <= level * (1 + kTie)) saturated_.push_back(l);
+    const double saturating = level * (1 + kTie);
+    for (size_t a = 0; a < active_.size(); ++a) {
+      if (share_[a] <= saturating) saturated_.push_back(active_[a]);
     }
     for (int link : saturated_) {
       for (int i = link_begin_[link]; i < link_begin_[link + 1]; ++i) {

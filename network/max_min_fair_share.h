@@ -45,6 +45,7 @@ class MaxMinFairShare {
   std::vector<int> saturated_;  // links saturating in the current round
   std::vector<int> cursor_;
   std::vector<double> remaining_;  // capacity not yet given to frozen flows
+  std::vector<double> share_;      // this round's remaining capacity per unfrozen flow, by active_
   std::vector<int> unfrozen_;
   std::vector<double> rates_;
 };

@@ -77,6 +77,9 @@ struct ScenarioDraft {
   std::string pod_type;
   std::optional<int64_t> pod_nodes;
   std::vector<std::string> pod_keys_given;  // the pod keys the file gives, for a fabric without pods
+  bool model_given = false;         // the model: section
+  bool model_preset_given = false;  // model.preset
+  bool vocab_padding_given = false;  // model.make_vocab_size_divisible_by (not a preset's)
   void note_pod_key(const KeyRef& key) {
     if (key.given()) pod_keys_given.push_back(key.path);
   }
@@ -97,8 +100,6 @@ struct ScenarioDraft {
   std::optional<double> jitter_cv;
   std::optional<int64_t> spare_nodes;
   std::optional<double> repair_s;
-  std::string checkpoint_interval;
-  std::string checkpoint_interval_where;
 };
 
 void add_node_group(ScenarioDraft& d, const ConfigDocument& group, const NodeKeys& keys);
@@ -175,11 +176,20 @@ void add_model_keys(KeyBinder<Root, ModelSpec>& s) {
           [](M& m, int64_t v) { m.max_position_embeddings = v; });
   s.given(key_def("tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"),
           [](M& m, bool v) { m.tied_embeddings = v; });
-  s.given(integer("make_vocab_size_divisible_by",
-                  "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by; default 1, "
-                  "no padding, with framework pytorch-eager)",
-                  "128", 1, kMaxVocab),
-          [](M& m, int64_t v) { m.make_vocab_size_divisible_by = v; });
+  const KeyDef vocab_padding = integer("make_vocab_size_divisible_by",
+                                       "Megatron pads the vocabulary to a multiple of this × tp "
+                                       "(--make-vocab-size-divisible-by; default 1, no padding, with framework "
+                                       "pytorch-eager)",
+                                       "128", 1, kMaxVocab);
+  if constexpr (std::is_same_v<Root, ScenarioDraft>) {
+    // A scenario's value also records that the scenario gives one: pytorch-eager pads only then.
+    s.at_root().given(vocab_padding, [](ScenarioDraft& d, int64_t v) {
+      d.s.model.make_vocab_size_divisible_by = v;
+      d.vocab_padding_given = true;
+    });
+  } else {
+    s.given(vocab_padding, [](M& m, int64_t v) { m.make_vocab_size_divisible_by = v; });
+  }
   s.given(key_def("linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"),
           [](M& m, bool v) { m.linear_bias = v; });
   s.given(key_def("qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"),
@@ -424,8 +434,21 @@ void add_campaign_keys(Binder& s) {
                 "Young's optimum sqrt(2 x checkpoint time x MTBF)",
                 "auto"),
         [](D& draft, std::string v, const KeyRef& k) {
-          draft.checkpoint_interval = std::move(v);
-          draft.checkpoint_interval_where = k.where();
+          if (v == "auto") return;
+          double seconds = 0;
+          try {
+            seconds = parse_duration(v).to_seconds();
+          } catch (const OverflowError&) {
+            seconds = std::numeric_limits<double>::infinity();  // beyond int64 picoseconds: out of range below
+          } catch (const InputError&) {
+            throw k.error(fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(v)));
+          }
+          if (!(seconds > 0) || seconds > 86'400.0) {
+            throw k.error(
+                fmt::format("\"{}\" is out of range: expected auto or a duration in (0 s, 1 day]", excerpt(v)));
+          }
+          draft.s.campaign->checkpoint_interval_s = seconds;
+          draft.s.campaign->interval_where = k.where();
         });
   s.key(key_def("campaign.checkpoint.async", ValueType::kBool,
                 "asynchronous save (Megatron-LM --async-save, PyTorch DCP async_save): the training waits only for "
@@ -646,11 +669,12 @@ void add_scenario_keys(Binder& s) {
                   "one node's path to storage (absent: its compute NICs, nics x NIC bandwidth)"),
           [](D& d, Bandwidth v) { d.s.storage_node_bandwidth = v.bytes_per_second(); });
 
-  s.section("model", "the transformer");
+  s.section_when_given("model", "the transformer", [](D& d, const KeyRef&) { d.model_given = true; });
   s.given(
       key_def("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"),
       [](D& d, std::string v, const KeyRef& k) {
         d.s.model = located(k, [&] { return load_model_preset(v, d.data_dir); });
+        d.model_preset_given = true;
       });
   auto model = s.at<ModelSpec>("model.", [](D& d) -> ModelSpec& { return d.s.model; });
   add_model_keys(model);
@@ -922,9 +946,10 @@ void add_nodes(ScenarioDraft& d, const ConfigDocument& doc, const NodeKeys& keys
   const int64_t gpus_per_node = keys.gpus_per_node;
   const int64_t count = keys.count;
   if (gpus_per_node > node.gpus) {
-    throw doc.error_at(doc.has(gpus_key) ? gpus_key : node_key,
-                       fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs (valid: 1 to {}, 0 = all)",
-                                   gpus_per_node, node.name, node.gpus, node.gpus));
+    throw doc.located(InputError(fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs (valid: 1 to {}, 0 = all)",
+                                             gpus_per_node, node.name, node.gpus, node.gpus))
+                          .about({gpus_key, node_key}),
+                      "");
   }
   if (gpus_per_node > 0 && gpus_per_node < node.gpus) {
     // Keep the GPUs' own NICs: GPU g keeps the NIC it has in the full node.
@@ -939,12 +964,13 @@ void add_nodes(ScenarioDraft& d, const ConfigDocument& doc, const NodeKeys& keys
   int64_t gpus = 0;
   for (const NodeSpec& n : c.nodes) gpus += n.gpus;
   if (gpus + count * node.gpus > kMaxSimulatedGpus) {
-    throw doc.error_at(
-        doc.has(gpus_key) ? gpus_key : node_key,
-        fmt::format("{} GPUs ({} nodes of {} GPUs{}) exceed the {} GPUs clustersim simulates (building a "
-                    "larger topology takes minutes and tens of GB); use fewer nodes or GPUs per node",
-                    gpus + count * node.gpus, count, node.gpus, gpus > 0 ? " after the earlier groups" : "",
-                    kMaxSimulatedGpus));
+    throw doc.located(
+        InputError(fmt::format("{} GPUs ({} nodes of {} GPUs{}) exceed the {} GPUs clustersim simulates (building a "
+                               "larger topology takes minutes and tens of GB); use fewer nodes or GPUs per node",
+                               gpus + count * node.gpus, count, node.gpus,
+                               gpus > 0 ? " after the earlier groups" : "", kMaxSimulatedGpus))
+            .about({gpus_key, node_key}),
+        "");
   }
   for (int64_t i = 0; i < count; ++i) c.nodes.push_back(node);
 }
@@ -988,24 +1014,30 @@ void resolve_cluster(const ConfigDocument& doc, ScenarioDraft& d) {
                                           : FabricType::kRailOptimized;
   if (c.fabric.type != FabricType::kThreeTier) {
     if (!d.pod_keys_given.empty()) {
-      throw doc.error_at(d.pod_keys_given.front(),
-                         fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; set "
-                                     "cluster.fabric.type: three-tier (leaf, spine, core) or remove the key",
-                                     type));
+      throw doc.located(InputError(fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; "
+                                               "set cluster.fabric.type: three-tier (leaf, spine, core) or remove "
+                                               "the key",
+                                               type))
+                            .about(d.pod_keys_given),
+                        "cluster.fabric");
     }
     return;
   }
   const int nodes = static_cast<int>(c.nodes.size());
   if (!d.pod_nodes) {
-    throw doc.error_at("cluster.fabric.type", fmt::format("three-tier needs cluster.fabric.pod_nodes, the nodes of one "
-                                                          "pod (1..{}, the cluster's nodes)",
-                                                          nodes));
+    throw doc.located(InputError(fmt::format("three-tier needs cluster.fabric.pod_nodes, the nodes of one pod "
+                                             "(1..{}, the cluster's nodes)",
+                                             nodes))
+                          .about({"cluster.fabric.type", "cluster.fabric.pod_nodes"}),
+                      "cluster.fabric");
   }
   if (*d.pod_nodes > nodes) {
-    throw doc.error_at("cluster.fabric.pod_nodes",
-                       fmt::format("{} nodes per pod, but the cluster has {} nodes; valid: 1..{} (a cluster inside one "
-                                   "pod is a two-tier fabric: type fat-tree or rail-optimized)",
-                                   *d.pod_nodes, nodes, nodes));
+    throw doc.located(InputError(fmt::format("{} nodes per pod, but the cluster has {} nodes; valid: 1..{} (a "
+                                             "cluster inside one pod is a two-tier fabric: type fat-tree or "
+                                             "rail-optimized)",
+                                             *d.pod_nodes, nodes, nodes))
+                          .about({"cluster.fabric.pod_nodes", "cluster.nodes"}),
+                      "cluster.fabric");
   }
   c.fabric.pod_nodes = static_cast<int>(*d.pod_nodes);
   c.fabric.pod_type = d.pod_type == "rail-optimized" ? FabricType::kRailOptimized : FabricType::kFatTree;
@@ -1092,15 +1124,17 @@ void resolve_stragglers(ScenarioDraft& d) {
   }
 }
 
-// The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h).
+// The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h),
+// each rule's refusal about the keys it relates, placed at the first of them the file gives.
 void resolve_campaign(const ConfigDocument& doc, ScenarioDraft& d) {
+  const auto refuse = [&](const std::string& message, std::vector<std::string> keys) {
+    return doc.located(InputError(message).about(std::move(keys)), "campaign");
+  };
   if (!d.s.campaign) {
-    for (const char* key : {"training.tokens", "training.steps"}) {
-      if (doc.has(key)) {
-        throw doc.error_at(key,
-                           "the run's length is for a campaign: add a campaign: section (its relaunch_time at "
-                           "least) and cluster.storage.bandwidth, or remove the key");
-      }
+    if (d.tokens || d.steps) {
+      throw refuse("the run's length is for a campaign: add a campaign: section (its relaunch_time at least) and "
+                   "cluster.storage.bandwidth, or remove the key",
+                   {"training.tokens", "training.steps"});
     }
     return;
   }
@@ -1108,44 +1142,28 @@ void resolve_campaign(const ConfigDocument& doc, ScenarioDraft& d) {
   c.tokens = d.tokens;
   c.steps = d.steps;
   if (c.tokens && c.steps) {
-    throw doc.error_at("training.steps", "give the run's length once: training.tokens or training.steps, not both");
+    throw refuse("give the run's length once: training.tokens or training.steps, not both",
+                 {"training.steps", "training.tokens"});
   }
   if (!c.tokens && !c.steps) {
-    throw doc.error_at("campaign", "a campaign needs the run's length: training.tokens (15.6e12, say) or "
-                                   "training.steps");
+    throw refuse("a campaign needs the run's length: training.tokens (15.6e12, say) or training.steps",
+                 {"training.tokens", "training.steps", "campaign"});
   }
   if (!d.s.storage_bandwidth) {
-    throw doc.error_at("campaign", "checkpoints need the storage they go to: cluster.storage.bandwidth, the file "
-                                   "system's aggregate bandwidth (\"1 TB/s\", say)");
+    throw refuse("checkpoints need the storage they go to: cluster.storage.bandwidth, the file system's aggregate "
+                 "bandwidth (\"1 TB/s\", say)",
+                 {"cluster.storage.bandwidth", "campaign"});
   }
   if (d.spare_nodes) {
     if (!d.repair_s) {
-      throw doc.error_at("campaign.spare_nodes", "spare nodes need campaign.repair_time, how long a failed node is "
-                                                 "away (\"3 h\", \"48 h\")");
+      throw refuse("spare nodes need campaign.repair_time, how long a failed node is away (\"3 h\", \"48 h\")",
+                   {"campaign.spare_nodes", "campaign.repair_time"});
     }
     c.spare_nodes = static_cast<int>(*d.spare_nodes);
     c.repair_s = *d.repair_s;
   } else if (d.repair_s) {
-    throw doc.error_at("campaign.repair_time", "a repair time is for campaign.spare_nodes: give both, or neither");
-  }
-  const std::string& interval = d.checkpoint_interval;
-  if (interval != "auto") {
-    c.interval_where = d.checkpoint_interval_where;
-    double seconds = 0;
-    try {
-      seconds = parse_duration(interval).to_seconds();
-    } catch (const OverflowError&) {
-      seconds = std::numeric_limits<double>::infinity();  // beyond int64 picoseconds: out of range below
-    } catch (const InputError&) {
-      throw doc.error_at("campaign.checkpoint.interval",
-                         fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
-    }
-    if (!(seconds > 0) || seconds > 86'400.0) {
-      throw doc.error_at("campaign.checkpoint.interval",
-                         fmt::format("\"{}\" is out of range: expected auto or a duration in (0 s, 1 day]",
-                                     excerpt(interval)));
-    }
-    c.checkpoint_interval_s = seconds;
+    throw refuse("a repair time is for campaign.spare_nodes: give both, or neither",
+                 {"campaign.repair_time", "campaign.spare_nodes"});
   }
 }
 
@@ -1323,21 +1341,27 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   keys.apply_sections(doc, d, kClusterKeys);
   resolve_cluster(doc, d);
 
-  if (!doc.has("model")) {
-    throw doc.error_at("", "no model: section; give model.preset (a shipped model such as llama3-8b, see "
-                           "`clustersim help-config model`) or the model's dimensions (model.layers, hidden, heads, ...)");
-  }
-  if (!doc.has("model.preset") && !doc.has("model.layers")) {
-    throw doc.error_at("model", "no preset and no layers; give model.preset (e.g. llama3-8b) or the model's "
-                                "dimensions (layers, hidden, heads, ffn_hidden, vocab)");
-  }
   keys.apply_sections(doc, d, kModelKeys);
+  // A model from a preset or the file's dimensions (a model's layers are at least 1, so 0 is none).
+  if (!d.model_given) {
+    throw doc.located(InputError("model: missing section; give model.preset (a shipped model such as llama3-8b, see "
+                                 "`clustersim help-config model`) or the model's dimensions (model.layers, hidden, "
+                                 "heads, ...)")
+                          .about({"model"}),
+                      "");
+  }
+  if (!d.model_preset_given && s.model.layers == 0) {
+    throw doc.located(InputError("no preset and no layers; give model.preset (e.g. llama3-8b) or the model's "
+                                 "dimensions (layers, hidden, heads, ffn_hidden, vocab)")
+                          .about({"model.preset", "model.layers", "model"}),
+                      "model");
+  }
   keys.apply_sections(doc, d, kTrainingKeys);
   if (s.model.name.empty()) s.model.name = "model";
   resolve_training(doc, d);
   // PyTorch keeps the tokenizer's vocabulary as it is; Megatron's padding applies to framework
   // megatron only, unless the scenario sets it.
-  if (s.training.framework == Framework::kPytorchEager && !doc.has("model.make_vocab_size_divisible_by")) {
+  if (s.training.framework == Framework::kPytorchEager && !d.vocab_padding_given) {
     s.model.make_vocab_size_divisible_by = 1;
   }
   if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
@@ -1396,12 +1420,17 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   keys.apply_sections(doc, d, kRunKeys);
   resolve_stragglers(d);
   if (s.jitter) {
-    if (!d.jitter_cv) throw doc.error_at("jitter", "give cv, the coefficient of variation (0.03, say)");
+    if (!d.jitter_cv) {
+      throw doc.located(InputError("give cv, the coefficient of variation (0.03, say)").about({"jitter.cv", "jitter"}),
+                        "jitter");
+    }
     s.jitter->cv = *d.jitter_cv;
     if (gpus > kMaxJitterGpus) {
-      throw doc.error_at("jitter", fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the "
-                                               "cluster has {}",
-                                               kMaxJitterGpus, gpus));
+      throw doc.located(InputError(fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, "
+                                               "the cluster has {}",
+                                               kMaxJitterGpus, gpus))
+                            .about({"jitter", "cluster.nodes"}),
+                        "jitter");
     }
   }
   resolve_campaign(doc, d);

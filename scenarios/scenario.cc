@@ -406,6 +406,7 @@ void add_campaign_keys(Binder& s) {
                        "(campaign/campaign.h; needs training.tokens or training.steps and cluster.storage)",
                        [](D& draft, const KeyRef& k) {
                          draft.s.campaign.emplace();
+                         draft.s.campaign->seed = draft.s.seed;
                          draft.s.campaign->campaign_where = k.where();
                        });
   s.key(real("campaign.gpu_hour_price", "price of one GPU-hour, any currency (0: no cost)", "0", 0, 1e6),
@@ -426,8 +427,8 @@ void add_campaign_keys(Binder& s) {
                           "until a failed node is back among the spares (needed with spare_nodes)");
   repair.max = 30 * 86'400.0;
   s.given(repair, [](D& draft, Duration v) { draft.repair_s = v.to_seconds(); });
-  s.key(integer("campaign.seed", "seed of the first run's failures", "1", 0),
-        [](D& draft, int64_t v) { draft.s.campaign->seed = static_cast<uint64_t>(v); });
+  s.given(integer("campaign.seed", "seed of the first run's failures (absent: the top-level seed)", "", 0),
+          [](D& draft, int64_t v) { draft.s.campaign->seed = static_cast<uint64_t>(v); });
   s.section("campaign.checkpoint", "how often and how the model and optimizer state is saved");
   s.key(key_def("campaign.checkpoint.interval", ValueType::kString,
                 "compute time between two checkpoints (a duration, \"30 min\"; rounded to whole steps), or auto: "
@@ -584,7 +585,10 @@ void add_scenario_keys(Binder& s) {
             d.s.calibration = std::move(v);
             d.s.calibration_where = k.where();
           });
-  s.key(integer("seed", "seed of every random choice (ECMP hashing, noise)", "1", 0),
+  s.key(integer("seed",
+                "seed of the sampled randomness: jitter.seed and campaign.seed where they are absent (ECMP takes a "
+                "fixed hash of each flow, not a random choice)",
+                "1", 0),
         [](D& d, int64_t v) { d.s.seed = static_cast<uint64_t>(v); });
 
   s.section("cluster", "the GPUs and the networks between them");
@@ -853,6 +857,7 @@ void add_scenario_keys(Binder& s) {
   s.section_when_given("jitter", "per-step variation of every GPU's kernel times: sampled steps, every rank simulated",
                        [](D& d, const KeyRef& k) {
                          d.s.jitter.emplace();
+                         d.s.jitter->seed = d.s.seed;
                          d.s.jitter_where = k.where();
                        });
   s.given(real("jitter.cv", "coefficient of variation of a GPU's kernel times from step to step (log-normal, mean 1)",
@@ -860,8 +865,8 @@ void add_scenario_keys(Binder& s) {
           [](D& d, double v) { d.jitter_cv = v; });
   s.key(integer("jitter.steps", "steps sampled", "5", 1, 100),
         [](D& d, int64_t v) { d.s.jitter->steps = static_cast<int>(v); });
-  s.key(integer("jitter.seed", "seed of the first sampled step", "1", 0),
-        [](D& d, int64_t v) { d.s.jitter->seed = static_cast<uint64_t>(v); });
+  s.given(integer("jitter.seed", "seed of the first sampled step (absent: the top-level seed)", "", 0),
+          [](D& d, int64_t v) { d.s.jitter->seed = static_cast<uint64_t>(v); });
   add_campaign_keys(s);
   add_search_keys(s);
 }

@@ -362,5 +362,22 @@ TEST(ScenarioKeys, SettingEachKeyThroughYamlChangesTheScenario) {
   }
 }
 
+// seed is the default of jitter.seed and campaign.seed; a section's own seed wins over it.
+TEST(ScenarioKeys, TopLevelSeedSeedsTheJitterAndTheCampaignWhereTheirSeedIsAbsent) {
+  const std::vector<std::string> sections = kCampaign + std::vector<std::string>{"jitter.cv=0.03"};
+  const Scenario defaults = load_with(kCluster + sections);
+  ASSERT_TRUE(defaults.jitter && defaults.campaign);
+  EXPECT_EQ(defaults.jitter->seed, defaults.seed);
+  EXPECT_EQ(defaults.campaign->seed, defaults.seed);
+  const Scenario seeded = load_with(kCluster + sections + std::vector<std::string>{"seed=42"});
+  EXPECT_EQ(seeded.seed, 42u);
+  EXPECT_EQ(seeded.jitter->seed, 42u);
+  EXPECT_EQ(seeded.campaign->seed, 42u);
+  const Scenario own = load_with(kCluster + sections +
+                                 std::vector<std::string>{"seed=42", "jitter.seed=5", "campaign.seed=6"});
+  EXPECT_EQ(own.jitter->seed, 5u);
+  EXPECT_EQ(own.campaign->seed, 6u);
+}
+
 }  // namespace scenario_keys_test
 }  // namespace clustersim

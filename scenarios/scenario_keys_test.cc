@@ -379,5 +379,32 @@ TEST(ScenarioKeys, TopLevelSeedSeedsTheJitterAndTheCampaignWhereTheirSeedIsAbsen
   EXPECT_EQ(own.campaign->seed, 6u);
 }
 
+// The loader's refusals of two keys together carry both (InputError::keys(), most to blame first)
+// and are placed at the first the file or a --set gives (the location's key).
+TEST(ScenarioKeys, CrossKeyRefusalsCarryTheirKeysAndThePlaceOfTheFirstGiven) {
+  const auto refusal = [](const std::vector<std::string>& sets) {
+    try {
+      load_with(sets);
+    } catch (const InputError& e) {
+      return e;
+    }
+    return InputError("loaded");
+  };
+  const InputError spares = refusal(kCluster + kCampaign + std::vector<std::string>{"campaign.spare_nodes=2"});
+  EXPECT_EQ(spares.keys(), (std::vector<std::string>{"campaign.spare_nodes", "campaign.repair_time"})) << spares.what();
+  ASSERT_TRUE(spares.location().has_value());
+  EXPECT_EQ(spares.location()->key, "campaign.spare_nodes");
+  const InputError both =
+      refusal(kCluster + kCampaign + std::vector<std::string>{"training.steps=1000"});  // tokens and steps
+  EXPECT_EQ(both.keys(), (std::vector<std::string>{"training.steps", "training.tokens"})) << both.what();
+  EXPECT_EQ(both.location()->key, "training.steps");
+  const InputError pods = refusal(kCluster + std::vector<std::string>{"cluster.fabric.core_oversubscription=2"});
+  EXPECT_EQ(pods.keys(), (std::vector<std::string>{"cluster.fabric.core_oversubscription"})) << pods.what();
+  EXPECT_EQ(pods.location()->key, "cluster.fabric.core_oversubscription");
+  const InputError crowded = refusal(kCluster + std::vector<std::string>{"cluster.gpus_per_node=9"});
+  EXPECT_EQ(crowded.keys(), (std::vector<std::string>{"cluster.gpus_per_node", "cluster.node"})) << crowded.what();
+  EXPECT_EQ(crowded.location()->key, "cluster.gpus_per_node");
+}
+
 }  // namespace scenario_keys_test
 }  // namespace clustersim

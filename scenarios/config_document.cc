@@ -709,11 +709,12 @@ struct KeyPlace {
 };
 KeyPlace place_of(const ConfigDocument::Data& data, const std::string& prefix, const std::string& path) {
   const std::string c = prefix + path;
+  // A --set place names its key already ("--set a.b").
+  const auto names_key = [&](const Place& at) { return at.text.ends_with(c); };
   if (auto it = data.values.find(c); it != data.values.end()) {
-    const std::string& at = it->second.location.text;
-    return {it->second.location, c, at.size() >= c.size() && at.compare(at.size() - c.size(), c.size(), c) == 0};
+    return {it->second.location, c, names_key(it->second.location)};
   }
-  if (auto it = data.sections.find(c); it != data.sections.end()) return {it->second, c};
+  if (auto it = data.sections.find(c); it != data.sections.end()) return {it->second, c, names_key(it->second)};
   if (!prefix.empty()) {
     const std::string section = prefix.substr(0, prefix.size() - 1);
     if (auto it = data.sections.find(section); it != data.sections.end()) {

@@ -119,6 +119,15 @@ TEST(ConfigDocument, AnErrorAboutKeysIsPlacedAtTheFirstOfThemTheFileGives) {
   EXPECT_EQ(std::string(unkeyed.what()), doc.where("training") + "the layers do not fit");
 }
 
+// A section a --set gives is named once: "--set groups: ", as a value a --set gives.
+TEST(ConfigDocument, ASectionGivenByASetIsNamedOnce) {
+  const auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\n", "s.yaml", test_schema(),
+                                               {{"groups", "[{count: 2}]"}, {"training.lr", "0.1"}});
+  EXPECT_EQ(doc.where("training.lr"), "--set training.lr: ");
+  EXPECT_EQ(doc.where("groups"), "--set groups: ");
+  EXPECT_EQ(std::string(doc.error_at("groups", "too few").what()), "--set groups: too few");
+}
+
 // In an element of a section list, a message that opens with the element's key names it with its
 // list and index, as where() does.
 TEST(ConfigDocument, AnErrorAboutAKeyOfAListElementNamesItsListAndIndex) {

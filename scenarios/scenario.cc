@@ -999,7 +999,9 @@ void resolve_cluster(const ConfigDocument& doc, ScenarioDraft& d) {
   ClusterSpec& c = d.s.cluster;
   if (!d.groups.empty()) {
     if (d.root_node_given || d.root_count_given) {
-      throw doc.error_at("cluster.node_groups", "give either cluster.node/nodes or cluster.node_groups, not both");
+      throw doc.located(InputError("give either cluster.node/nodes or cluster.node_groups, not both")
+                            .about({"cluster.node_groups", "cluster.node", "cluster.nodes"}),
+                        "cluster");
     }
   } else {
     if (!d.root_node_given) {

@@ -404,6 +404,14 @@ TEST(ScenarioKeys, CrossKeyRefusalsCarryTheirKeysAndThePlaceOfTheFirstGiven) {
   const InputError crowded = refusal(kCluster + std::vector<std::string>{"cluster.gpus_per_node=9"});
   EXPECT_EQ(crowded.keys(), (std::vector<std::string>{"cluster.gpus_per_node", "cluster.node"})) << crowded.what();
   EXPECT_EQ(crowded.location()->key, "cluster.gpus_per_node");
+  const InputError groups = refusal(kCluster + std::vector<std::string>{"cluster.node_groups=[{node: dgx-h100}]"});
+  EXPECT_EQ(groups.keys(), (std::vector<std::string>{"cluster.node_groups", "cluster.node", "cluster.nodes"}))
+      << groups.what();
+  EXPECT_EQ(groups.location()->key, "cluster.node_groups");
+  EXPECT_NE(std::string(groups.what()).find("--set cluster.node_groups: give either cluster.node/nodes or "
+                                            "cluster.node_groups, not both"),
+            std::string::npos)
+      << groups.what();
 }
 
 }  // namespace scenario_keys_test

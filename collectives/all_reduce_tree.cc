@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <utility>
 
 #include "collectives/hops.h"
@@ -164,12 +165,17 @@ Duration tree_estimate(const CollectiveRequest& request, const GroupLayout& layo
   for (int t = 0; t < trees; ++t) {
     const TreeShape& shape = shapes[static_cast<size_t>(t)];
     const Bytes share = split_part(request.size, trees, t);
-    SlowestTransfer transfer;
+    // Every edge of a tree carries the same share, so its slowest transfer is the one of the least
+    // rate: one transfer_time per tree instead of one division per edge (131,072 GPUs: 4 M edges).
+    std::optional<Bandwidth> least;
     for (const TreeEdge& edge : shape.edges) {
-      transfer.add(share, shares.rate(layout, edge.child, edge.parent, costs.efficiency));
-      transfer.add(share, shares.rate(layout, edge.parent, edge.child, costs.efficiency));
+      const Bandwidth up = shares.rate(layout, edge.child, edge.parent, costs.efficiency);
+      const Bandwidth down = shares.rate(layout, edge.parent, edge.child, costs.efficiency);
+      const Bandwidth lower = std::min(up, down);
+      if (!least || lower < *least) least = lower;
     }
-    slowest = std::max(slowest, tree_latency(shape, costs) + std::max(transfer.time(), tree_ceiling_time(costs, share)));
+    const Duration transfer = least ? transfer_time(share, *least) : Duration::zero();
+    slowest = std::max(slowest, tree_latency(shape, costs) + std::max(transfer, tree_ceiling_time(costs, share)));
   }
   return costs.base + slowest;
 }

@@ -46,7 +46,11 @@ size_t LinkShares::nic_index(const GroupLayout& layout, int rank) const {
 // On an NVLink mesh a GPU's links go to different peers: flows to different peers do not share.
 // Elsewhere (NVSwitch uplink, PCIe port) every flow of a GPU shares its one port.
 void LinkShares::add(const GroupLayout& layout, int src, int dst) {
-  size_for(layout);
+  if (sized_) {
+    check_invariant(layout.ranks.size() == ranks_, "LinkShares: every call passes the same layout");
+  } else {
+    size_for(layout);  // the first call sizes the counts (not inlined: a ring over 131,072 GPUs adds millions)
+  }
   if (crosses_nodes(layout, src, dst)) {
     ++nic_out_[nic_index(layout, src)];
     ++nic_in_[nic_index(layout, dst)];

@@ -3,6 +3,8 @@
 // the symmetric groups a representative rank stands for), pipeline sends, and the data-parallel
 // gradient buckets.
 
+#include <algorithm>
+#include <array>
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -187,12 +189,13 @@ void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, std::f
   }
 }
 
-void StepSimulation::launch_reduction(Rank& r, GroupKind kind, int64_t elements) {
+void StepSimulation::launch_reduction(Rank& r, GroupKind kind, int64_t elements, std::function<void()> then) {
   const GradientReduction& g = r.program->gradients;
   ++r.outstanding_reductions;
   Rank* rank = &r;
   const DataType dtype = g.bytes_per_element == 4 ? DataType::kFp32 : DataType::kBf16;
-  auto reduced = [this, rank] {
+  auto reduced = [this, rank, then = std::move(then)] {
+    if (then) then();
     --rank->outstanding_reductions;
     if (rank->outstanding_reductions == 0 && rank->wait == WaitKind::kReductions) resume(*rank);
   };
@@ -210,11 +213,69 @@ void StepSimulation::launch_reduction(Rank& r, GroupKind kind, int64_t elements)
   issue_collective(r, kind, g.op, Bytes::of(elements) * g.bytes_per_element, dtype, "grad_reduce", reduced);
 }
 
+namespace {
+// Dense groups first, then the expert data-parallel group (finish_grad_sync's order).
+constexpr std::array kGradientGroups{GroupKind::kData, GroupKind::kDataContext, GroupKind::kDataShard,
+                                     GroupKind::kExpertData};
+}  // namespace
+
 void StepSimulation::flush_gradients(Rank& r) {
-  for (GroupKind kind : {GroupKind::kData, GroupKind::kDataContext, GroupKind::kDataShard, GroupKind::kExpertData}) {
+  if (!r.program->gradients.overlap) {
+    flush_gradients_in_turn(r, 0);
+    return;
+  }
+  // Bucket by bucket: what the backward pass left (less than a bucket), or a stage's whole
+  // gradients held back by the pipeline alignment, issued together as start_grad_sync issues
+  // every bucket group.
+  const int64_t bucket = r.program->gradients.bucket_elements;
+  for (GroupKind kind : kGradientGroups) {
     int64_t& pending = r.pending_gradients[index_of(kind)];
-    if (pending > 0) launch_reduction(r, kind, pending);
+    while (pending > 0) {
+      const int64_t elements = std::min(pending, bucket);
+      launch_reduction(r, kind, elements);
+      pending -= elements;
+    }
+  }
+}
+
+void StepSimulation::flush_gradients_in_turn(Rank& r, size_t from) {
+  for (size_t i = from; i < kGradientGroups.size(); ++i) {
+    int64_t& pending = r.pending_gradients[index_of(kGradientGroups[i])];
+    if (pending <= 0) continue;
+    const int64_t elements = pending;
     pending = 0;
+    Rank* rank = &r;
+    launch_reduction(r, kGradientGroups[i], elements, [this, rank, i] { flush_gradients_in_turn(*rank, i + 1); });
+    return;
+  }
+}
+
+bool StepSimulation::buckets_in_backward(const Rank& r) const {
+  const GradientReduction& g = r.program->gradients;
+  if (!g.overlap) return false;
+  if (!g.pipeline_aligned || g.every_microbatch) return true;
+  return layout_.schedule == PipelineSchedule::kOneFOneB && r.stage == 0;
+}
+
+void StepSimulation::backward_pass_gradients(Rank& r, int done) {
+  const GradientReduction& g = r.program->gradients;
+  if (!g.overlap) return;  // finish_grad_sync reduces them after the passes (Phase::kFlushGradients)
+  if (g.every_microbatch || !g.pipeline_aligned || layout_.schedule != PipelineSchedule::kInterleaved1F1B) {
+    if (done == m_ || g.every_microbatch) flush_gradients(r);
+    return;
+  }
+  // Interleaved and aligned: count down the passes after the chunk's last, then issue them.
+  if (r.aligned_sync_in > 0 && --r.aligned_sync_in == 0) {
+    r.aligned_sync_in = -1;
+    flush_gradients(r);
+  }
+  if (done == m_) {
+    if (r.aligned_sync_in >= 0) flush_gradients(r);  // an earlier chunk still due: not Megatron's order, kept exact
+    r.aligned_sync_in = r.stage;
+    if (r.aligned_sync_in == 0) {
+      r.aligned_sync_in = -1;
+      flush_gradients(r);
+    }
   }
 }
 
@@ -222,7 +283,7 @@ void StepSimulation::gradients_ready(Rank& r, GroupKind kind, int64_t elements) 
   const GradientReduction& g = r.program->gradients;
   int64_t& pending = r.pending_gradients[index_of(kind)];
   pending += elements;
-  if (!g.overlap) return;
+  if (!buckets_in_backward(r)) return;
   while (pending >= g.bucket_elements) {
     launch_reduction(r, kind, g.bucket_elements);
     pending -= g.bucket_elements;

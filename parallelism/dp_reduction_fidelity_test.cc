@@ -23,9 +23,11 @@ const Duration kForward = Duration::milliseconds(1);
 const Duration kBackward = Duration::milliseconds(2);
 
 // One stage, one chunk: the forward and backward compute, then `dense` and `expert` fp32 gradient
-// elements ready for their groups' all-reduce, both reduced once the backward pass is over (no
-// overlap with compute: the reductions are all that is left of the step).
-std::vector<StageProgram> reductions(int64_t dense, int64_t expert) {
+// elements ready for their groups' all-reduce at the end of the backward pass, so the reductions
+// are all that is left of the step. `overlap` (--overlap-grad-reduce): each group's one bucket
+// (larger than both) is issued as the backward pass ends, the two on their own streams at once;
+// without: finish_grad_sync reduces them synchronously, dense then expert.
+std::vector<StageProgram> reductions(int64_t dense, int64_t expert, bool overlap = true) {
   StageProgram s;
   s.chunks.resize(1);
   ChunkProgram& c = s.chunks.front();
@@ -35,16 +37,18 @@ std::vector<StageProgram> reductions(int64_t dense, int64_t expert) {
   if (expert > 0) c.backward.ops.push_back(ProgramOp::gradients_ready(GroupKind::kExpertData, expert));
   s.gradients.op = CollectiveOp::kAllReduce;
   s.gradients.bytes_per_element = 4;
-  s.gradients.overlap = false;
+  s.gradients.overlap = overlap;
+  s.gradients.bucket_elements = 2 * std::max(dense, expert) + 1;
   s.data_group = GroupKind::kData;
   return {s};
 }
 
 // The time the reductions add to the compute of the step.
-Duration reduction_time(const Cluster& cluster, const Layout& layout, int64_t dense, int64_t expert, Fidelity f) {
+Duration reduction_time(const Cluster& cluster, const Layout& layout, int64_t dense, int64_t expert, Fidelity f,
+                        bool overlap = true) {
   StepSimulationOptions o;
   o.fidelity = f;
-  return simulate_step(cluster, layout, reductions(dense, expert), 1, o).step_time - kForward - kBackward;
+  return simulate_step(cluster, layout, reductions(dense, expert, overlap), 1, o).step_time - kForward - kBackward;
 }
 
 double ratio(Duration a, Duration b) { return static_cast<double>(a.ps()) / static_cast<double>(b.ps()); }
@@ -103,6 +107,95 @@ TEST(DpReductionFidelity, ReductionsSharingTheNicsDifferByTheirSharing) {
               "(%+.1f %%)\n",
               dense_f.to_seconds() * 1e3, expert_f.to_seconds() * 1e3, both_a.to_seconds() * 1e3,
               both_f.to_seconds() * 1e3, 100 * (ratio(both_f, both_a) - 1));
+}
+
+TEST(DpReductionFidelity, WithoutOverlapTheExpertReductionFollowsTheDenseOne) {
+  // The layouts of the two tests above; without --overlap-grad-reduce the reductions take turns
+  // (dense, then expert), at both fidelities and whatever links they use: the sum of each alone.
+  const Cluster cluster(testing::h100_cluster(2));
+  for (const Layout& layout :
+       {Layout{.dp = 16, .ep = 8, .order = "tp-cp-ep-dp-pp"}, Layout{.dp = 16, .ep = 2, .order = "tp-cp-dp-ep-pp"}}) {
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      const Duration dense = reduction_time(cluster, layout, kDense, 0, f, false);
+      const Duration expert = reduction_time(cluster, layout, 0, kExpert, f, false);
+      const Duration both = reduction_time(cluster, layout, kDense, kExpert, f, false);
+      EXPECT_EQ(both, dense + expert) << layout.order << (f == Fidelity::kFlow ? " flow" : " analytical");
+      // With overlap the same two run at once: shorter than in turn.
+      EXPECT_LT(reduction_time(cluster, layout, kDense, kExpert, f, true), both) << layout.order;
+    }
+  }
+}
+
+// The distributed optimizer's parameter all-gather after the optimizer step, without
+// --overlap-param-gather: synchronous, the dense bucket groups' before the expert ones
+// (distrib_optimizer.py:3155-3197): the step ends the two gathers' sum after the compute.
+TEST(DpReductionFidelity, WithoutOverlapTheExpertParameterGatherFollowsTheDenseOne) {
+  const Cluster cluster(testing::h100_cluster(2));
+  const Layout layout{.dp = 16, .ep = 8, .zero_stage = 1, .order = "tp-cp-ep-dp-pp"};
+  auto gather_time = [&](Bytes dense, Bytes expert, Fidelity f) {
+    std::vector<StageProgram> stages = reductions(0, 0);
+    stages.front().data_param_gather = dense;
+    stages.front().expert_param_gather = expert;
+    StepSimulationOptions o;
+    o.fidelity = f;
+    return simulate_step(cluster, layout, stages, 1, o).step_time - kForward - kBackward;
+  };
+  const Bytes dense = Bytes::of(kDense) * 2;  // bf16 parameters
+  const Bytes expert = Bytes::of(kExpert) * 2;
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    const Duration d = gather_time(dense, Bytes::zero(), f);
+    const Duration e = gather_time(Bytes::zero(), expert, f);
+    EXPECT_GT(d, Duration::zero());
+    EXPECT_GT(e, Duration::zero());
+    EXPECT_EQ(gather_time(dense, expert, f), d + e);
+  }
+}
+
+// Megatron-LM's --align-grad-reduce under pipeline parallelism (GradientReduction::pipeline_aligned).
+// Every stage's backward pass is two 1 ms halves with its 512 M fp32 gradients ready between them,
+// one bucket (2 GB: longer than 1 ms on NVLink): overlapped bucket by bucket its reduction starts
+// 1 ms before the pass ends; aligned, where the schedule holds it back, it starts as the pass ends,
+// so that rank finishes 1 ms later.
+TEST(DpReductionFidelity, PipelineAlignedReductionsWaitForTheLastBackwardPass) {
+  const Cluster cluster(testing::h100_cluster(1, 4, FabricType::kSingleSwitch));
+  constexpr int64_t kGradients = 512'000'000;
+  auto finishes = [&](const Layout& layout, bool aligned) {
+    std::vector<StageProgram> stages(2);
+    for (StageProgram& s : stages) {
+      s.chunks.resize(static_cast<size_t>(layout.vpp));
+      for (ChunkProgram& c : s.chunks) {
+        c.forward.ops.push_back(ProgramOp::compute("fwd", WorkKind::kForward, kForward));
+        c.backward.ops.push_back(ProgramOp::compute("bwd", WorkKind::kBackward, kBackward.scaled(0.5)));
+        c.backward.ops.push_back(ProgramOp::gradients_ready(GroupKind::kData, kGradients));
+        c.backward.ops.push_back(ProgramOp::compute("bwd", WorkKind::kBackward, kBackward.scaled(0.5)));
+      }
+      s.gradients.bytes_per_element = 4;
+      s.gradients.bucket_elements = kGradients;
+      s.gradients.pipeline_aligned = aligned;
+      s.data_group = GroupKind::kData;
+    }
+    const StepResult r = simulate_step(cluster, layout, stages, 4, {});
+    std::vector<Duration> by_stage(2);
+    for (const RankBreakdown& rank : r.ranks) by_stage[static_cast<size_t>(rank.stage)] = rank.finish - Time::zero();
+    return by_stage;
+  };
+  const Duration half = kBackward.scaled(0.5);
+  // 1F1B: the first stage still overlaps its last backward pass; the second reduces in the drain.
+  const Layout one_f_one_b{.pp = 2, .dp = 2};
+  const std::vector<Duration> hooks = finishes(one_f_one_b, false);
+  const std::vector<Duration> aligned = finishes(one_f_one_b, true);
+  EXPECT_EQ(aligned[0], hooks[0]);
+  EXPECT_EQ(aligned[1], hooks[1] + half);
+  // Interleaved: no stage overlaps bucket by bucket. Each reduction (about 5.4 ms) outlasts the
+  // two backward passes between a stage's two chunks' last ones, so on the data-parallel stream
+  // the second chunk's waits for the first's and the rank finishes when the first starts plus two
+  // reductions. Stage 0 issues a chunk's buckets as its last pass ends (half a pass late); stage 1
+  // one backward pass after that (pp_rank = 1): half a pass and one pass late.
+  const Layout interleaved{.pp = 2, .dp = 2, .vpp = 2, .schedule = PipelineSchedule::kInterleaved1F1B};
+  const std::vector<Duration> hooks_i = finishes(interleaved, false);
+  const std::vector<Duration> aligned_i = finishes(interleaved, true);
+  EXPECT_EQ(aligned_i[0], hooks_i[0] + half);
+  EXPECT_EQ(aligned_i[1], hooks_i[1] + half + kBackward);
 }
 
 }  // namespace dp_reduction_fidelity_test

@@ -1,6 +1,7 @@
 #include "parallelism/layout.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <limits>
@@ -43,6 +44,17 @@ GradReduceOp parse_grad_reduce_op(std::string_view text) {
     if (name_of(op) == text) return op;
   }
   throw InputError(fmt::format("unknown gradient collective \"{}\" (valid: auto, all_reduce, reduce_scatter)", excerpt(text)));
+}
+
+int64_t parse_grad_bucket_elements(std::string_view text) {
+  if (text == "auto") return 0;
+  constexpr int64_t kMost = int64_t{1} << 62;
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < 1 || value > kMost) {
+    throw InputError(fmt::format("\"{}\" is not auto or a whole number of parameters in [1, 2^62]", excerpt(text, 60)));
+  }
+  return value;
 }
 
 std::vector<int> divisors(int n) {

@@ -38,6 +38,10 @@ enum class GradReduceOp { kAuto, kAllReduce, kReduceScatter };
 std::string_view name_of(GradReduceOp op);
 GradReduceOp parse_grad_reduce_op(std::string_view text);
 
+// parallelism.grad_bucket_elements: "auto" gives 0 (the framework's default); else a whole number
+// of parameters in [1, 2^62]. Throws InputError saying what is valid.
+int64_t parse_grad_bucket_elements(std::string_view text);
+
 struct Layout {
   int tp = 1;   // tensor-parallel size
   int pp = 1;   // pipeline-parallel size (stages)
@@ -69,7 +73,9 @@ struct Layout {
   // accumulation). nullopt (`auto`): true for ZeRO 2 and 3, whose gradients are kept sharded.
   std::optional<bool> reduce_every_microbatch;
   bool overlap_param_gather = false;  // ZeRO/distributed-optimizer parameter all-gather overlapped with forward
-  int64_t grad_bucket_elements = 40'000'000;  // Megatron DDP bucket size in parameters (default 40M)
+  // Gradient bucket size in parameters; 0 (`auto`): the framework's default
+  // (parallelism/program_builder.h, gradient_bucket_elements).
+  int64_t grad_bucket_elements = 0;
   // The gradient collective (GradReduceOp); all_reduce needs zero <= 1, reduce_scatter zero >= 1.
   GradReduceOp grad_reduce_op = GradReduceOp::kAuto;
   // Megatron-Core --tp-comm-overlap: the sequence-parallel all-gathers and reduce-scatters next to the

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "parallelism/program_builder.h"
 
 namespace clustersim {
 namespace layout_test {
@@ -136,6 +137,26 @@ TEST(Layout, ScheduleAndOtherRules) {
   LayoutContext cp = context(32, 2);
   cp.seq_len = 4094;
   EXPECT_NE(rejection(Layout{.cp = 2}, cp).find("multiple of 2·cp = 4"), std::string::npos);
+}
+
+TEST(Layout, GradientBucketsFollowTheFrameworksDefault) {
+  EXPECT_EQ(parse_grad_bucket_elements("auto"), 0);
+  EXPECT_EQ(parse_grad_bucket_elements("6553600"), 6'553'600);
+  for (const char* bad : {"0", "-1", "1e6", "40M", "", "auto ", "99999999999999999999"}) {
+    EXPECT_THROW(parse_grad_bucket_elements(bad), InputError) << bad;
+  }
+  TrainingSpec megatron;
+  // Megatron-Core: max(40M, 1M x dp) parameters.
+  EXPECT_EQ(gradient_bucket_elements(Layout{.dp = 8}, megatron), 40'000'000);
+  EXPECT_EQ(gradient_bucket_elements(Layout{.dp = 40}, megatron), 40'000'000);
+  EXPECT_EQ(gradient_bucket_elements(Layout{.dp = 128}, megatron), 128'000'000);
+  // PyTorch DDP: 25 MiB of gradients (fp32 gradients: 6,553,600 elements).
+  TrainingSpec eager;
+  eager.framework = Framework::kPytorchEager;
+  eager.precision = PrecisionPolicy::pure_fp32();
+  EXPECT_EQ(gradient_bucket_elements(Layout{.dp = 8}, eager), (int64_t{25} << 20) / eager.precision.grad_bytes());
+  // A size given wins.
+  EXPECT_EQ(gradient_bucket_elements(Layout{.dp = 128, .grad_bucket_elements = 1000}, megatron), 1000);
 }
 
 }  // namespace layout_test

@@ -178,6 +178,17 @@ int64_t stage_tensors(const Transformer& transformer, const Layout& layout, int 
 
 }  // namespace
 
+int64_t gradient_bucket_elements(const Layout& layout, const TrainingSpec& training) {
+  if (layout.grad_bucket_elements > 0) return layout.grad_bucket_elements;
+  if (training.framework == Framework::kPytorchEager) {
+    constexpr int64_t kDdpBucketCapBytes = int64_t{25} << 20;  // bucket_cap_mb = 25
+    return kDdpBucketCapBytes / training.precision.grad_bytes();
+  }
+  constexpr int64_t kMegatronMinBucket = 40'000'000;
+  constexpr int64_t kMegatronBucketPerDpRank = 1'000'000;
+  return std::max(kMegatronMinBucket, kMegatronBucketPerDpRank * layout.dp);
+}
+
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options) {
   const ModelSpec& model = transformer.model();
@@ -254,6 +265,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   out.microbatches = static_cast<int>(m);
   out.memory = stage_memory(transformer, layout);
   const int64_t dense_shards = static_cast<int64_t>(layout.shard_dp()) * layout.cp;
+  const int64_t bucket_elements = gradient_bucket_elements(layout, training);
   const int64_t expert_shards = layout.expert_dp();
   for (int s = 0; s < p; ++s) {
     // Each bucket is an event of the simulation (ZeRO-3 gathers: one per bucket and micro-batch): a
@@ -268,7 +280,7 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
       const int64_t stage_total = stage_params.total();
       for (auto [key, elements, per_step, limit] :
            {std::tuple<const char*, int64_t, int64_t, int64_t>{"parallelism.grad_bucket_elements",
-                                                               layout.grad_bucket_elements, 1,
+                                                               bucket_elements, 1,
                                                                kMaxMicrobatchesPerPipeline},
             std::tuple<const char*, int64_t, int64_t, int64_t>{
                 "parallelism.zero3_bucket_elements", layout.zero_stage >= 3 ? layout.zero3_bucket_elements : 0, m,
@@ -316,8 +328,10 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
                          : layout.zero_stage >= 1                                ? CollectiveOp::kReduceScatter
                                                                                  : CollectiveOp::kAllReduce;
     stage.gradients.bytes_per_element = precision.grad_bytes();
-    stage.gradients.bucket_elements = layout.grad_bucket_elements;
+    stage.gradients.bucket_elements = bucket_elements;
     stage.gradients.overlap = layout.overlap_grad_reduce;
+    stage.gradients.pipeline_aligned = training.framework == Framework::kMegatron && layout.pp > 1 &&
+                                       layout.schedule != PipelineSchedule::kGpipe;
     if (layout.hybrid_shard()) stage.gradients.replicate_shards = dense_shards;
     stage.gradients.every_microbatch = layout.reduces_every_microbatch();
     // ZeRO >= 1: the optimizer updates this rank's shard, dense parameters over dp·cp ranks and expert

@@ -67,6 +67,18 @@ struct TrainingPrograms {
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options = {});
 
+// Parameters per data-parallel gradient bucket: `layout.grad_bucket_elements` when it is set (> 0),
+// else the framework's default:
+//  - megatron: max(40M, 1M · dp) parameters, DistributedDataParallel's default for
+//    ddp_config.bucket_size = None with dp the data-parallel group without context parallelism
+//    (Megatron-LM d98e8a6, megatron/core/distributed/distributed_data_parallel.py:131-134,
+//    'dp_group' of core/process_groups_config.py:581);
+//  - pytorch-eager: DDP's bucket_cap_mb = 25 MiB of gradients, 25 · 2^20 / gradient bytes per
+//    element (torch/nn/parallel/distributed.py, bucket_cap_mb default 25).
+// Without overlap every reduction is one bucket per gradient buffer (Megatron sets bucket_size to
+// None, distributed_data_parallel.py:135-137); the step simulation then ignores the size.
+int64_t gradient_bucket_elements(const Layout& layout, const TrainingSpec& training);
+
 // Throws InputError about training.cuda_graphs (its message opens with the key; InputError::keys())
 // when its value cannot apply: layers needs framework megatron; step needs framework pytorch-eager
 // with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).

@@ -164,6 +164,14 @@ struct GradientReduction {
   // Layout::reduce_every_microbatch: every backward pass reduces its gradients (m reductions per
   // step); false: only the chunk's last backward does.
   bool every_microbatch = false;
+  // Megatron-LM's --align-grad-reduce (its default) with overlap under pipeline parallelism: the
+  // schedule, not the backward hooks, issues the buckets (grad_sync_func, megatron/training/
+  // training.py:4356-4359). 1F1B: the first stage overlaps its last backward pass bucket by bucket,
+  // every other stage issues all its buckets once its last backward pass is over, in the pipeline's
+  // drain (core/pipeline_parallel/schedules.py:2430-2434, :2452-2461, :2476-2480). Interleaved: a
+  // chunk's buckets are all issued pp_rank backward passes after its last one, on every stage
+  // (schedules.py:1438-1456), and what is left at the end (:2063-2069).
+  bool pipeline_aligned = false;
 };
 
 // One kernel launch of the optimizer step.

@@ -54,6 +54,7 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
     rank->forward_input.assign(static_cast<size_t>(m_ * v_), 0);
     rank->backward_input.assign(static_cast<size_t>(m_ * v_), 0);
     rank->backward_done.assign(static_cast<size_t>(v_), 0);
+    rank->aligned_sync_in = -1;
     rank->breakdown.rank = r;
     rank->breakdown.gpu = r;
     rank->breakdown.stage = c.pp;
@@ -336,7 +337,7 @@ void StepSimulation::finish_pass(Rank& r, const PipelinePass& pass, const ChunkP
   } else {
     int& done = r.backward_done[static_cast<size_t>(pass.chunk)];
     ++done;
-    if ((done == m_ || r.program->gradients.every_microbatch) && r.program->gradients.overlap) flush_gradients(r);
+    backward_pass_gradients(r, done);
     if (vs > 0) {
       const int prev_vs = vs - 1;
       const int target_stage = prev_vs % layout_.pp;
@@ -414,22 +415,32 @@ void StepSimulation::finish_step(Rank& r) {
       case Phase::kParamGather: {
         r.phase = Phase::kDone;
         if (program.overlap_param_gather) break;
-        int gathers = 0;
-        for (auto [kind, size] : {std::pair{program.data_group, program.data_param_gather},
-                                  std::pair{GroupKind::kExpertData, program.expert_param_gather}}) {
-          if (size.count() == 0) continue;
-          ++gathers;
-          ++r.outstanding_reductions;
-          issue_collective(r, kind, CollectiveOp::kAllGather, size, DataType::kBf16, "param_all_gather",
-                           [this, rank] {
-                             if (--rank->outstanding_reductions == 0) resume(*rank);
-                           });
+        // Synchronous, the dense gather before the expert one (Megatron-Core's distributed
+        // optimizer without --overlap-param-gather: distrib_optimizer.py:3155-3197, async_op false
+        // at param_and_grad_buffer.py:408).
+        const Bytes dense = program.data_param_gather;
+        const Bytes expert = program.expert_param_gather;
+        if (dense.count() == 0 && expert.count() == 0) break;
+        ++r.outstanding_reductions;
+        auto done = [this, rank] {
+          if (--rank->outstanding_reductions == 0) resume(*rank);
+        };
+        auto gather_expert = [this, rank, expert, done] {
+          if (expert.count() == 0) {
+            done();
+            return;
+          }
+          issue_collective(*rank, GroupKind::kExpertData, CollectiveOp::kAllGather, expert, DataType::kBf16,
+                           "param_all_gather", done);
+        };
+        if (dense.count() > 0) {
+          issue_collective(r, program.data_group, CollectiveOp::kAllGather, dense, DataType::kBf16,
+                           "param_all_gather", gather_expert);
+        } else {
+          gather_expert();
         }
-        if (gathers > 0) {
-          begin_wait(r, WaitKind::kReductions);
-          return;
-        }
-        break;
+        begin_wait(r, WaitKind::kReductions);
+        return;
       }
       case Phase::kDone:
         if (r.wait == WaitKind::kNone) r.breakdown.finish = sim_.now();

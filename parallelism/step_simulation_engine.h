@@ -108,6 +108,9 @@ class StepSimulation {
     std::vector<char> forward_input;   // [chunk·m + microbatch]
     std::vector<char> backward_input;
     std::vector<int> backward_done;    // backward passes finished per chunk
+    // GradientReduction::pipeline_aligned, interleaved: backward passes still to finish before the
+    // pending buckets are issued (-1: none due).
+    int aligned_sync_in = -1;
     std::vector<char> handles;         // async collectives of the current pass: 1 = done
     int waiting_handle = -1;
     std::array<int64_t, kGroupKinds> pending_gradients{};
@@ -204,11 +207,25 @@ class StepSimulation {
 
   bool input_ready(const Rank& r, const PipelinePass& pass) const;
 
-  void launch_reduction(Rank& r, GroupKind kind, int64_t elements);
+  // Issues one gradient bucket of `elements` on the group's stream; `then` (if any) runs when it
+  // is reduced, before the rank's count of outstanding reductions drops.
+  void launch_reduction(Rank& r, GroupKind kind, int64_t elements, std::function<void()> then = {});
 
+  // Issues every group's pending gradients. With overlap all at once (each on its own stream, as
+  // the backward reached them); without, one after another, dense groups before the expert group,
+  // as Megatron-Core's finish_grad_sync runs them synchronously (docs/design.md, "Megatron-Core's
+  // communication": distributed_data_parallel.py:668-678, param_and_grad_buffer.py:805-809).
   void flush_gradients(Rank& r);
+  void flush_gradients_in_turn(Rank& r, size_t from);
 
   void gradients_ready(Rank& r, GroupKind kind, int64_t elements);
+
+  // Whether r issues its buckets bucket by bucket during its last backward pass (overlap, and not
+  // held back by GradientReduction::pipeline_aligned).
+  bool buckets_in_backward(const Rank& r) const;
+  // A backward pass of r's chunk finished (`done` of m for that chunk): issue the buckets the
+  // overlap or the pipeline alignment makes due.
+  void backward_pass_gradients(Rank& r, int done);
 
   // The time `full` (full-clock compute with power work `power`) takes under r's governor, from
   // now; the compute stream was idle since the governor's last run. Without a power model: `full`.

@@ -541,9 +541,13 @@ void add_parallelism_keys(Binder& s) {
   s.key(key_def("parallelism.overlap_param_gather", ValueType::kBool,
                 "overlap the distributed optimizer's parameter all-gather with the next forward", "false"),
         [](D& d, bool v) { d.s.layout.overlap_param_gather = v; });
-  s.key(integer("parallelism.grad_bucket_elements", "gradient bucket size in parameters (Megatron DDP: 40M)",
-                "40000000", 1),
-        [](D& d, int64_t v) { d.s.layout.grad_bucket_elements = v; });
+  s.key(key_def("parallelism.grad_bucket_elements", ValueType::kString,
+                "gradient bucket size in parameters: auto (megatron: max(40M, 1M x dp), Megatron-Core DDP's default; "
+                "pytorch-eager: 25 MiB of gradients, DDP's bucket_cap_mb) or a count",
+                "auto"),
+        [](D& d, std::string v, const KeyRef& k) {
+          d.s.layout.grad_bucket_elements = located(k, [&] { return parse_grad_bucket_elements(v); });
+        });
   s.key(choice("parallelism.grad_reduce_op",
                "data-parallel gradient collective: auto (all_reduce without ZeRO, reduce_scatter with it), all_reduce "
                "(with zero 1: DeepSpeed's bf16 optimizer under pipeline parallelism all-reduces whole fp32 gradients, "

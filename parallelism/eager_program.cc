@@ -59,7 +59,8 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
                                    "virtual stages); got tp {}, cp {}, dp {}, zero {}, vpp {}, schedule {}; use "
                                    "training.framework: megatron for other layouts",
                                    layout.pp, layout.tp, layout.cp, layout.dp, layout.zero_stage, layout.vpp,
-                                   name_of(layout.schedule)));
+                                   name_of(layout.schedule)))
+          .about({"training.framework"});
     }
   } else if (layout.tp > 1) {
     // train_step.py --parallel tp: tensor parallelism alone, one micro-batch.
@@ -71,7 +72,8 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
                                    "micro-batches per step {}, sequence_parallel {}, tp_comm_overlap {}; use "
                                    "training.framework: megatron for other layouts",
                                    layout.tp, layout.cp, layout.dp, layout.zero_stage, m,
-                                   layout.sequence_parallel ? "on" : "off", layout.tp_comm_overlap ? "on" : "off"));
+                                   layout.sequence_parallel ? "on" : "off", layout.tp_comm_overlap ? "on" : "off"))
+          .about({"training.framework"});
     }
   } else if (layout.cp != 1 || (layout.zero_stage != 0 && !fsdp) || (!fsdp && m != 1)) {
     throw InputError(fmt::format("training.framework: pytorch-eager models PyTorch steps alone or under "
@@ -80,13 +82,15 @@ void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layo
                                  "SHARD_GRAD_OP), pipeline stages (pp > 1, dp 1) or tensor parallelism (tp > 1, dp 1); "
                                  "got tp {}, pp {}, cp {}, zero {}, "
                                  "micro-batches per GPU {}; use training.framework: megatron for other layouts",
-                                 layout.tp, layout.pp, layout.cp, layout.zero_stage, m));
+                                 layout.tp, layout.pp, layout.cp, layout.zero_stage, m))
+          .about({"training.framework"});
   }
   if (training.precision.param_dtype != DataType::kFp32 && !fsdp) {
     throw InputError(fmt::format("training.params_dtype: {} with training.framework pytorch-eager is FSDP's mixed "
                                  "precision and needs parallelism.zero: 3 or 2 (got zero {}); without FSDP use "
                                  "params_dtype: fp32 (torch.autocast over fp32 parameters)",
-                                 name_of(training.precision.param_dtype), layout.zero_stage));
+                                 name_of(training.precision.param_dtype), layout.zero_stage))
+        .about({"training.params_dtype", "training.framework"});
   }
 }
 

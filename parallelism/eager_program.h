@@ -20,8 +20,10 @@ namespace clustersim {
 // The layouts training.framework pytorch-eager covers (workloads/pytorch_eager_ops.h): tp = pp = cp
 // = 1, and either ZeRO 0 with one micro-batch per GPU (alone or DistributedDataParallel) or ZeRO 3 /
 // 2 (FullyShardedDataParallel FULL_SHARD / SHARD_GRAD_OP); 16-bit params_dtype only under FSDP.
-// Throws InputError whose message starts with the key to blame (training.framework or
-// training.params_dtype). No-op for other frameworks.
+// Throws InputError about the keys to blame (InputError::keys(); its message opens with the first):
+// training.framework where the layout is not one it covers, training.params_dtype (then
+// training.framework) where only the 16-bit parameters without FSDP refuse it. No-op for other
+// frameworks.
 void check_pytorch_eager_layout(const TrainingSpec& training, const Layout& layout);
 
 // torch.nn.parallel.DistributedDataParallel's copies with its default gradient_as_bucket_view=False

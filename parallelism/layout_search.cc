@@ -147,9 +147,9 @@ void run_parallel(const std::vector<size_t>& indices, int threads, std::string_v
 nlohmann::json metrics_to_json(const LayoutMetrics& m) {
   const TimeBreakdown& b = m.breakdown;
   return nlohmann::json::array({m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token, m.gpus,
-                                m.microbatches, m.peak_bytes, m.peak_stage, m.capacity_bytes, b.compute,
-                                b.exposed_comm, b.bubble, b.optimizer, b.other, m.fidelity == Fidelity::kFlow,
-                                m.representative, m.events, b.host_bound, m.campaign_wall_s, m.campaign_gpu_hours,
+                                m.microbatches, m.peak_bytes, m.peak_stage, m.capacity_bytes, b.compute.ps(),
+                                b.exposed_comm.ps(), b.bubble.ps(), b.optimizer.ps(), b.other.ps(),
+                                m.fidelity == Fidelity::kFlow, m.representative, m.events, b.host_bound.ps(), m.campaign_wall_s, m.campaign_gpu_hours,
                                 m.campaign_energy_mwh});
 }
 
@@ -165,15 +165,15 @@ LayoutMetrics metrics_from_json(const nlohmann::json& j) {
   m.peak_bytes = j.at(7).get<int64_t>();
   m.peak_stage = j.at(8).get<int>();
   m.capacity_bytes = j.at(9).get<int64_t>();
-  m.breakdown.compute = j.at(10).get<double>();
-  m.breakdown.exposed_comm = j.at(11).get<double>();
-  m.breakdown.bubble = j.at(12).get<double>();
-  m.breakdown.optimizer = j.at(13).get<double>();
-  m.breakdown.other = j.at(14).get<double>();
+  m.breakdown.compute = Duration::picoseconds(j.at(10).get<int64_t>());
+  m.breakdown.exposed_comm = Duration::picoseconds(j.at(11).get<int64_t>());
+  m.breakdown.bubble = Duration::picoseconds(j.at(12).get<int64_t>());
+  m.breakdown.optimizer = Duration::picoseconds(j.at(13).get<int64_t>());
+  m.breakdown.other = Duration::picoseconds(j.at(14).get<int64_t>());
   m.fidelity = j.at(15).get<bool>() ? Fidelity::kFlow : Fidelity::kAnalytical;
   m.representative = j.at(16).get<bool>();
   m.events = j.at(17).get<uint64_t>();
-  m.breakdown.host_bound = j.at(18).get<double>();
+  m.breakdown.host_bound = Duration::picoseconds(j.at(18).get<int64_t>());
   m.campaign_wall_s = j.at(19).get<double>();
   m.campaign_gpu_hours = j.at(20).get<double>();
   m.campaign_energy_mwh = j.at(21).get<double>();

@@ -72,7 +72,8 @@ std::string_view name_of(RejectReason reason);
 // One line for people: "tp·cp·pp·dp differs from the GPU count".
 std::string_view describe(RejectReason reason);
 
-// The figures of one simulated layout (seconds and bytes; see TrainingReport).
+// The figures of one simulated layout (seconds and bytes, the breakdown in picoseconds; see
+// TrainingReport).
 struct LayoutMetrics {
   double step_time_s = 0;
   double tokens_per_s = 0;

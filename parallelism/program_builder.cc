@@ -394,7 +394,8 @@ void check_cuda_graphs(const TrainingSpec& training, const Layout& layout) {
   const bool eager = training.framework == Framework::kPytorchEager;
   if (training.cuda_graphs == CudaGraphs::kLayers && eager) {
     throw InputError("training.cuda_graphs: layers captures Megatron's transformer layers (framework megatron); "
-                     "with framework pytorch-eager use step (one GPU or DistributedDataParallel) or none");
+                     "with framework pytorch-eager use step (one GPU or DistributedDataParallel) or none")
+        .about({"training.cuda_graphs"});
   }
   if (training.cuda_graphs == CudaGraphs::kStep &&
       (!eager || layout.tp != 1 || layout.pp != 1 || layout.cp != 1 || layout.zero_stage != 0)) {
@@ -402,7 +403,8 @@ void check_cuda_graphs(const TrainingSpec& training, const Layout& layout) {
         "training.cuda_graphs: step captures a whole pytorch-eager step on one GPU or under DistributedDataParallel "
         "(framework pytorch-eager, tp 1, pp 1, cp 1, zero 0); got framework {}, tp {}, pp {}, cp {}, zero {}; use "
         "{} or none",
-        name_of(training.framework), layout.tp, layout.pp, layout.cp, layout.zero_stage, eager ? "a layout of one GPU or DDP" : "layers"));
+        name_of(training.framework), layout.tp, layout.pp, layout.cp, layout.zero_stage,
+        eager ? "a layout of one GPU or DDP" : "layers")).about({"training.cuda_graphs"});
   }
 }
 

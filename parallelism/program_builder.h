@@ -79,8 +79,9 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
 // None, distributed_data_parallel.py:135-137); the step simulation then ignores the size.
 int64_t gradient_bucket_elements(const Layout& layout, const TrainingSpec& training);
 
-// Throws InputError naming training.cuda_graphs when its value cannot apply: layers needs framework
-// megatron; step needs framework pytorch-eager with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).
+// Throws InputError about training.cuda_graphs (its message opens with the key; InputError::keys())
+// when its value cannot apply: layers needs framework megatron; step needs framework pytorch-eager
+// with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).
 void check_cuda_graphs(const TrainingSpec& training, const Layout& layout);
 
 }  // namespace clustersim

@@ -239,18 +239,18 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
   report.hardware_tflops_per_gpu = report.flops.hardware / gpu_seconds * 1e-12;
 
   // The critical rank's parts, each whole picoseconds; `other` is what they leave of the step,
-  // exact in picoseconds (0 when the rank's time is fully accounted), and every part is converted
-  // to seconds once. A negative remainder would mean a wait or a compute op counted twice.
+  // exact in picoseconds (0 when the rank's time is fully accounted). A negative remainder would
+  // mean a wait or a compute op counted twice.
   const RankBreakdown& crit = report.step.ranks[report.step.critical];
   const Duration other =
       report.step.step_time - crit.compute - crit.exposed_comm - crit.bubble - crit.optimizer - crit.host_bound;
   check_invariant(other >= Duration::zero(), "the critical rank's time breakdown exceeds the step time");
-  report.breakdown.compute = seconds(crit.compute);
-  report.breakdown.exposed_comm = seconds(crit.exposed_comm);
-  report.breakdown.bubble = seconds(crit.bubble);
-  report.breakdown.optimizer = seconds(crit.optimizer);
-  report.breakdown.host_bound = seconds(crit.host_bound);
-  report.breakdown.other = seconds(other);
+  report.breakdown.compute = crit.compute;
+  report.breakdown.exposed_comm = crit.exposed_comm;
+  report.breakdown.bubble = crit.bubble;
+  report.breakdown.optimizer = crit.optimizer;
+  report.breakdown.host_bound = crit.host_bound;
+  report.breakdown.other = other;
 
   for (const auto& stage : report.programs.memory) {
     if (stage.memory.total() > report.peak_memory) {

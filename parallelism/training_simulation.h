@@ -112,16 +112,17 @@ struct GpuEnergy {
   double start_end_power_w = 0;
 };
 
-// Seconds of the critical (last-finishing) rank; they sum to the step time. Each is its
-// RankBreakdown part (whole picoseconds) converted once; `other`, the step time less the five
-// parts, is taken in picoseconds first, so a fully accounted rank has exactly 0.
+// Where the critical (last-finishing) rank's step went, in whole picoseconds: its RankBreakdown
+// parts as the step simulation measured them, and `other`, the step time less the five parts, so
+// that the six sum exactly to the step time (a fully accounted rank has `other` exactly 0).
+// Reports convert each to seconds once, where they print it (Duration::to_seconds).
 struct TimeBreakdown {
-  double compute = 0;       // forward, backward, recompute
-  double exposed_comm = 0;  // collectives the compute stream waited for
-  double bubble = 0;        // pipeline waits
-  double optimizer = 0;
-  double host_bound = 0;    // the compute stream waiting for the host thread (step_simulation.h)
-  double other = 0;
+  Duration compute;       // forward, backward, recompute
+  Duration exposed_comm;  // collectives the compute stream waited for
+  Duration bubble;        // pipeline waits
+  Duration optimizer;
+  Duration host_bound;    // the compute stream waiting for the host thread (step_simulation.h)
+  Duration other;
 };
 
 struct TrainingReport {

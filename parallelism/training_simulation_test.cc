@@ -22,10 +22,10 @@ TEST(TrainingSimulation, BreakdownSumsToStepTimeAndFiguresAreConsistent) {
   const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
   ASSERT_GT(r.step_time_s, 0);
   const auto& b = r.breakdown;
-  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step_time_s, 1e-12);
-  EXPECT_NEAR(b.other, 0, 1e-9);  // the critical rank's time is fully accounted
-  EXPECT_GT(b.exposed_comm, 0);   // tp = 2 all-reduces block the compute stream
-  EXPECT_GT(b.bubble, 0);         // pp = 2
+  EXPECT_EQ(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step.step_time);
+  EXPECT_EQ(b.other, Duration::zero());         // the critical rank's time is fully accounted
+  EXPECT_GT(b.exposed_comm, Duration::zero());  // tp = 2 all-reduces block the compute stream
+  EXPECT_GT(b.bubble, Duration::zero());        // pp = 2
   EXPECT_DOUBLE_EQ(r.tokens_per_s, 32.0 * 2048 / r.step_time_s);
   // MFU = model FLOPs / (step time × GPUs × peak), and no recomputation means HFU = MFU.
   EXPECT_DOUBLE_EQ(r.mfu, r.flops.model / (r.step_time_s * 16 * 989e12));
@@ -53,11 +53,11 @@ TEST(TrainingSimulation, WholeGradientAllReduceUnderZeroOne) {
     EXPECT_EQ(b.programs.stages[s].gradients.op, CollectiveOp::kAllReduce);
     EXPECT_EQ(b.programs.stages[s].data_param_gather, a.programs.stages[s].data_param_gather);  // shard update
   }
-  const double extra = b.breakdown.exposed_comm - a.breakdown.exposed_comm;
-  EXPECT_GT(extra, 0);
+  const Duration extra = b.breakdown.exposed_comm - a.breakdown.exposed_comm;
+  EXPECT_GT(extra, Duration::zero());
   // The extra time is about one more reduce-scatter: at most the whole exposed reduction before.
   EXPECT_LT(extra, a.breakdown.exposed_comm);
-  EXPECT_NEAR(b.step_time_s - a.step_time_s, extra, 1e-9);
+  EXPECT_NEAR(b.step_time_s - a.step_time_s, extra.to_seconds(), 1e-9);
   // Memory is unchanged: ZeRO-1 keeps whole gradients either way.
   EXPECT_EQ(a.programs.memory[0].memory.total(), b.programs.memory[0].memory.total());
   // all_reduce with sharded gradients, reduce_scatter without a sharded optimizer: refused.
@@ -135,9 +135,9 @@ TEST(TrainingSimulation, RecordedWaitsSumToTheRankBreakdown) {
   }
 }
 
-// "other" is the step time less the parts, a difference of sums in seconds: where the parts add up
-// to the step time in whole picoseconds it is exactly +0, never a rounding residue such as
-// -1.5e-15 s (printed "-0.0000 s").
+// "other" is the step time less the parts, in picoseconds: where the parts add up to the step time
+// it is exactly 0 (printed "0.0000 s", never a rounding residue such as "-0.0000 s"), and the six
+// parts always sum to the step time exactly.
 TEST(TrainingSimulation, FullyAccountedStepHasExactlyZeroOther) {
   const Cluster cluster(testing::h100_cluster(2));
   int accounted = 0;
@@ -145,10 +145,14 @@ TEST(TrainingSimulation, FullyAccountedStepHasExactlyZeroOther) {
                               Layout{.tp = 1, .pp = 4, .dp = 4}, Layout{.tp = 4, .pp = 4, .dp = 1}}) {
     const TrainingReport r = simulate_training(cluster, small_gpt(), small_training(), layout);
     const RankBreakdown& crit = r.step.ranks[r.step.critical];
+    const TimeBreakdown& b = r.breakdown;
+    EXPECT_EQ(b.compute, crit.compute);
+    EXPECT_EQ(b.host_bound, crit.host_bound);
+    EXPECT_EQ(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step.step_time)
+        << layout.tp << "/" << layout.pp << "/" << layout.dp;
     if (crit.compute + crit.exposed_comm + crit.bubble + crit.optimizer + crit.host_bound != r.step.step_time) continue;
     ++accounted;
-    EXPECT_EQ(r.breakdown.other, 0.0) << layout.tp << "/" << layout.pp << "/" << layout.dp;
-    EXPECT_FALSE(std::signbit(r.breakdown.other)) << layout.tp << "/" << layout.pp << "/" << layout.dp;
+    EXPECT_EQ(r.breakdown.other, Duration::zero()) << layout.tp << "/" << layout.pp << "/" << layout.dp;
   }
   EXPECT_GT(accounted, 0);
 }

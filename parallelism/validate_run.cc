@@ -134,35 +134,6 @@ void check_deepep_node_layout_of(const Layout& layout, const Nodes& nodes) {
       .about({"parallelism.moe_dispatcher", "parallelism.ep"});
 }
 
-// check_cuda_graphs (parallelism/program_builder.h), its refusal about training.cuda_graphs.
-void check_cuda_graphs_about_key(const TrainingSpec& training, const Layout& layout) {
-  try {
-    check_cuda_graphs(training, layout);
-  } catch (const InputError& e) {
-    throw e.about({"training.cuda_graphs"});
-  }
-}
-
-// check_pytorch_eager_layout (parallelism/eager_program.h), its refusal about the key at fault:
-// training.params_dtype where its last rule alone refuses the run (16-bit parameters need FSDP:
-// the check passes with fp32 ones), else training.framework, whose layouts it covers.
-void check_pytorch_eager_layout_about_key(const TrainingSpec& training, const Layout& layout) {
-  try {
-    check_pytorch_eager_layout(training, layout);
-  } catch (const InputError& e) {
-    TrainingSpec fp32 = training;
-    fp32.precision.param_dtype = DataType::kFp32;
-    bool params_rule = true;
-    try {
-      check_pytorch_eager_layout(fp32, layout);
-    } catch (const InputError&) {
-      params_rule = false;
-    }
-    if (params_rule) throw e.about({"training.params_dtype", "training.framework"});
-    throw e.about({"training.framework"});
-  }
-}
-
 template <typename Nodes>
 void validate_run_on(const ModelSpec& model, const TrainingSpec& training, const Layout& layout, const Nodes& nodes,
                      bool allow_idle_gpus, bool check_nodes) {
@@ -174,8 +145,8 @@ void validate_run_on(const ModelSpec& model, const TrainingSpec& training, const
     uniform_gpu_of(nodes);
   }
   validate_sharding(model, training, shard_spec(layout));
-  check_cuda_graphs_about_key(training, layout);
-  check_pytorch_eager_layout_about_key(training, layout);
+  check_cuda_graphs(training, layout);
+  check_pytorch_eager_layout(training, layout);
   if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1 && model.moe.enabled()) {
     require_even_shares_for_deepep(expert_rank_shares(expert_token_shares(model, training.moe_routing), layout.ep));
   }

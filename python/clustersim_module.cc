@@ -1,6 +1,6 @@
 // _clustersim, the extension of the clustersim Python package (python/clustersim/__init__.py wraps
 // it). Each function runs the C++ of one CLI command (tools/cli/run_command.h, search_command.h,
-// collective_command.h) and returns the document that the command's --json prints, as compact JSON
+// collective_command.h; help-config's schemas, scenarios/schema.h) and returns the document that the command's --json prints, as compact JSON
 // text that the package parses: a number is the same double, a string the same text, as in the
 // CLI's output. Nothing is simulated here. Bad input raises clustersim.InputError (a ValueError)
 // whose message is the one the CLI prints after "error: " and whose file, line, column and key are
@@ -21,6 +21,9 @@
 
 #include "core/error.h"
 #include "parallelism/layout_search.h"
+#include "scenarios/hardware_presets.h"
+#include "scenarios/scenario.h"
+#include "scenarios/schema.h"
 #include "tools/cli/collective_command.h"
 #include "tools/cli/input_error_message.h"
 #include "tools/cli/run_command.h"
@@ -163,14 +166,48 @@ std::string collective(std::optional<std::string> node, std::optional<std::strin
   return json_text(out);
 }
 
+// The schema `clustersim help-config KIND` prints: "scenario", "model", "gpu", "nic" or "node";
+// InputError naming the kind and the valid ones for any other.
+const Schema& schema_of(const std::string& kind) {
+  if (kind == "scenario") return scenario_schema();
+  if (kind == "model") return model_preset_schema();
+  if (kind == "gpu") return HardwareCatalog::gpu_schema();
+  if (kind == "nic") return HardwareCatalog::nic_schema();
+  if (kind == "node") return HardwareCatalog::node_schema();
+  throw InputError(fmt::format("kind \"{}\": expected one of scenario, model, gpu, nic, node (as `clustersim "
+                               "help-config KIND`)",
+                               kind));
+}
+
+// The keys of `clustersim help-config KIND`, in its order, as the JSON text of a list: per key
+// (sections and lists of sections included) its dotted path `key` ("a.b[].c" for a list's
+// elements), `type` in help-config's words (describe_type: "integer in [1, 16777216]", "one of:
+// ..."), `default` as YAML writes it (null: none), `required`, `description`, `choices` (enum and
+// string-list keys; else empty) and `min`/`max` (null where unbounded; durations in s, bandwidths
+// in bytes/s, FLOP rates in FLOP/s, power in W: KeyDef's bounds).
+std::string keys(const std::string& kind) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const KeyDef& k : schema_of(kind).keys()) {
+    out.push_back({{"key", k.path},
+                   {"type", describe_type(k)},
+                   {"default", k.default_text.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(k.default_text)},
+                   {"required", k.required},
+                   {"description", k.description},
+                   {"choices", k.choices},
+                   {"min", k.min ? nlohmann::ordered_json(*k.min) : nlohmann::ordered_json()},
+                   {"max", k.max ? nlohmann::ordered_json(*k.max) : nlohmann::ordered_json()}});
+  }
+  return json_text(out);
+}
+
 }  // namespace
 }  // namespace clustersim
 
 PYBIND11_MODULE(_clustersim, m) {
   using namespace clustersim;
   m.doc() =
-      "clustersim's commands run, search and collective, returning their --json documents as JSON text; "
-      "use the clustersim package, which parses them.";
+      "clustersim's commands run, search and collective, returning their --json documents as JSON text, and "
+      "the keys of help-config; use the clustersim package, which parses them.";
 
   py::dict fields;  // unknown unless the C++ error carries them
   fields["file"] = py::none();
@@ -209,4 +246,5 @@ PYBIND11_MODULE(_clustersim, m) {
         py::arg("max_bytes"), py::arg("step_factor"), py::arg("step_bytes"), py::arg("algo"), py::arg("proto"),
         py::arg("datatype"), py::arg("fidelity"),
         "JSON text of `clustersim collective ... --json`, each row with the text output's columns.");
+  m.def("keys", &keys, py::arg("kind"), "JSON text of the keys `clustersim help-config KIND` lists.");
 }

@@ -709,11 +709,12 @@ struct KeyPlace {
 };
 KeyPlace place_of(const ConfigDocument::Data& data, const std::string& prefix, const std::string& path) {
   const std::string c = prefix + path;
+  // A --set place names its key already ("--set a.b").
+  const auto names_key = [&](const Place& at) { return at.text.ends_with(c); };
   if (auto it = data.values.find(c); it != data.values.end()) {
-    const std::string& at = it->second.location.text;
-    return {it->second.location, c, at.size() >= c.size() && at.compare(at.size() - c.size(), c.size(), c) == 0};
+    return {it->second.location, c, names_key(it->second.location)};
   }
-  if (auto it = data.sections.find(c); it != data.sections.end()) return {it->second, c};
+  if (auto it = data.sections.find(c); it != data.sections.end()) return {it->second, c, names_key(it->second)};
   if (!prefix.empty()) {
     const std::string section = prefix.substr(0, prefix.size() - 1);
     if (auto it = data.sections.find(section); it != data.sections.end()) {
@@ -745,16 +746,16 @@ InputError ConfigDocument::located(const InputError& error, const std::string& s
   for (const std::string& key : keys) {
     if (!has(key)) continue;
     if (!message.starts_with(key)) return error_at(key, message).about(keys);
-    // The place without the key the message opens with: "file:line:column: " (or "--set ").
+    // The message opens with the key: the place, naming the key as the root does (an element's
+    // with its list and index: "file:line:column: a.b[1].c", or "--set a.b"), then the rest.
     const KeyPlace at = place_of(*data_, prefix_, key);
-    const std::string place =
-        at.key_in_place ? at.place.text.substr(0, at.place.text.size() - key.size()) : at.place.text + ": ";
-    return InputError(place + message, keyed(at.place.at, at.key)).about(keys);
+    const std::string place = at.key_in_place ? at.place.text : at.place.text + ": " + at.key;
+    return InputError(place + message.substr(key.size()), keyed(at.place.at, at.key)).about(keys);
   }
   if (keys.empty()) return error_at(section, message);
   const std::string& key = keys.front();
   const Place at = section_place(*data_, prefix_ + key);
-  return InputError(at.text + ": " + (message.starts_with(key) ? "" : key + ": ") + message,
+  return InputError(at.text + ": " + prefix_ + key + (message.starts_with(key) ? message.substr(key.size()) : ": " + message),
                     keyed(at.at, prefix_ + key))
       .about(keys);
 }

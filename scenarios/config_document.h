@@ -76,7 +76,8 @@ class ConfigDocument {
   InputError error_at(const std::string& path, const std::string& message) const;
   // `error` (from a check of values the file gave, such as ModelSpec::validate) placed at the first
   // of its keys (InputError::keys()) that the file or a --set gives: "file:line:column: " before a
-  // message that starts with that key, where(key) before any other. When it gives none of them, at
+  // message that starts with that key (the key named as the root names it: "a.b[1].c" for a key
+  // "c" of an element of a list), where(key) before any other. When it gives none of them, at
   // the innermost section around the first key that the file writes (else the file), naming that
   // key; an error about no key, at `section` (error_at). Keys are paths from the document's root.
   InputError located(const InputError& error, const std::string& section) const;

@@ -119,6 +119,31 @@ TEST(ConfigDocument, AnErrorAboutKeysIsPlacedAtTheFirstOfThemTheFileGives) {
   EXPECT_EQ(std::string(unkeyed.what()), doc.where("training") + "the layers do not fit");
 }
 
+// A section a --set gives is named once: "--set groups: ", as a value a --set gives.
+TEST(ConfigDocument, ASectionGivenByASetIsNamedOnce) {
+  const auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\n", "s.yaml", test_schema(),
+                                               {{"groups", "[{count: 2}]"}, {"training.lr", "0.1"}});
+  EXPECT_EQ(doc.where("training.lr"), "--set training.lr: ");
+  EXPECT_EQ(doc.where("groups"), "--set groups: ");
+  EXPECT_EQ(std::string(doc.error_at("groups", "too few").what()), "--set groups: too few");
+}
+
+// In an element of a section list, a message that opens with the element's key names it with its
+// list and index, as where() does.
+TEST(ConfigDocument, AnErrorAboutAKeyOfAListElementNamesItsListAndIndex) {
+  const auto doc = ConfigDocument::load_string("link: {bandwidth: 1 GB/s}\ngroups:\n  - {count: 2}\n  - {count: 5}\n",
+                                               "s.yaml", test_schema());
+  const std::vector<ConfigDocument> groups = doc.get_sections("groups");
+  ASSERT_EQ(groups.size(), 2U);
+  const std::string where = groups[1].where("count");  // "s.yaml:4:6: groups[1].count: "
+  ASSERT_TRUE(where.ends_with("groups[1].count: ")) << where;
+  const InputError opening = groups[1].located(InputError("count = 5 is odd").about({"count"}), "");
+  EXPECT_EQ(std::string(opening.what()), where.substr(0, where.size() - 2) + " = 5 is odd");
+  expect_location(*opening.location(), "s.yaml", 4, 6, "groups[1].count");
+  const InputError other = groups[1].located(InputError("must be even").about({"count"}), "");
+  EXPECT_EQ(std::string(other.what()), where + "must be even");
+}
+
 TEST(ConfigDocument, ReadsTypedValuesAndDefaults) {
   auto doc = ConfigDocument::load_string(
       "training: {seq_len: 4096}\nlink: {bandwidth: 400 Gb/s}\nlayers: [1, 2, 3]\ngroups: [{count: 2}, {count: 5}]\n",

@@ -273,6 +273,11 @@ class KeyBinder {
     return *this;
   }
 
+  // The binder of this one's keys whose setters take the root itself: for a key of a part whose
+  // setter also records something in the root (the scenario's model.make_vocab_size_divisible_by,
+  // whose being given a later rule reads).
+  KeyBinder<Root, Root> at_root() { return KeyBinder<Root, Root>(schema_, bindings_, prefix_); }
+
   // The binder of the keys under `prefix` (appended to this one's) that set `project(target)`.
   template <typename Part>
   KeyBinder<Root, Part> at(const std::string& prefix, std::function<Part&(Target&)> project) {

@@ -77,6 +77,9 @@ struct ScenarioDraft {
   std::string pod_type;
   std::optional<int64_t> pod_nodes;
   std::vector<std::string> pod_keys_given;  // the pod keys the file gives, for a fabric without pods
+  bool model_given = false;         // the model: section
+  bool model_preset_given = false;  // model.preset
+  bool vocab_padding_given = false;  // model.make_vocab_size_divisible_by (not a preset's)
   void note_pod_key(const KeyRef& key) {
     if (key.given()) pod_keys_given.push_back(key.path);
   }
@@ -97,8 +100,6 @@ struct ScenarioDraft {
   std::optional<double> jitter_cv;
   std::optional<int64_t> spare_nodes;
   std::optional<double> repair_s;
-  std::string checkpoint_interval;
-  std::string checkpoint_interval_where;
 };
 
 void add_node_group(ScenarioDraft& d, const ConfigDocument& group, const NodeKeys& keys);
@@ -175,11 +176,20 @@ void add_model_keys(KeyBinder<Root, ModelSpec>& s) {
           [](M& m, int64_t v) { m.max_position_embeddings = v; });
   s.given(key_def("tied_embeddings", ValueType::kBool, "LM head shares the word-embedding matrix", "false"),
           [](M& m, bool v) { m.tied_embeddings = v; });
-  s.given(integer("make_vocab_size_divisible_by",
-                  "Megatron pads the vocabulary to a multiple of this × tp (--make-vocab-size-divisible-by; default 1, "
-                  "no padding, with framework pytorch-eager)",
-                  "128", 1, kMaxVocab),
-          [](M& m, int64_t v) { m.make_vocab_size_divisible_by = v; });
+  const KeyDef vocab_padding = integer("make_vocab_size_divisible_by",
+                                       "Megatron pads the vocabulary to a multiple of this × tp "
+                                       "(--make-vocab-size-divisible-by; default 1, no padding, with framework "
+                                       "pytorch-eager)",
+                                       "128", 1, kMaxVocab);
+  if constexpr (std::is_same_v<Root, ScenarioDraft>) {
+    // A scenario's value also records that the scenario gives one: pytorch-eager pads only then.
+    s.at_root().given(vocab_padding, [](ScenarioDraft& d, int64_t v) {
+      d.s.model.make_vocab_size_divisible_by = v;
+      d.vocab_padding_given = true;
+    });
+  } else {
+    s.given(vocab_padding, [](M& m, int64_t v) { m.make_vocab_size_divisible_by = v; });
+  }
   s.given(key_def("linear_bias", ValueType::kBool, "biases on linear layers (GPT: true; Llama: false)", "true"),
           [](M& m, bool v) { m.linear_bias = v; });
   s.given(key_def("qkv_bias", ValueType::kBool, "bias on QKV only when linear_bias is false (Qwen2)", "false"),
@@ -396,6 +406,7 @@ void add_campaign_keys(Binder& s) {
                        "(campaign/campaign.h; needs training.tokens or training.steps and cluster.storage)",
                        [](D& draft, const KeyRef& k) {
                          draft.s.campaign.emplace();
+                         draft.s.campaign->seed = draft.s.seed;
                          draft.s.campaign->campaign_where = k.where();
                        });
   s.key(real("campaign.gpu_hour_price", "price of one GPU-hour, any currency (0: no cost)", "0", 0, 1e6),
@@ -416,16 +427,29 @@ void add_campaign_keys(Binder& s) {
                           "until a failed node is back among the spares (needed with spare_nodes)");
   repair.max = 30 * 86'400.0;
   s.given(repair, [](D& draft, Duration v) { draft.repair_s = v.to_seconds(); });
-  s.key(integer("campaign.seed", "seed of the first run's failures", "1", 0),
-        [](D& draft, int64_t v) { draft.s.campaign->seed = static_cast<uint64_t>(v); });
+  s.given(integer("campaign.seed", "seed of the first run's failures (absent: the top-level seed)", "", 0),
+          [](D& draft, int64_t v) { draft.s.campaign->seed = static_cast<uint64_t>(v); });
   s.section("campaign.checkpoint", "how often and how the model and optimizer state is saved");
   s.key(key_def("campaign.checkpoint.interval", ValueType::kString,
                 "compute time between two checkpoints (a duration, \"30 min\"; rounded to whole steps), or auto: "
                 "Young's optimum sqrt(2 x checkpoint time x MTBF)",
                 "auto"),
         [](D& draft, std::string v, const KeyRef& k) {
-          draft.checkpoint_interval = std::move(v);
-          draft.checkpoint_interval_where = k.where();
+          if (v == "auto") return;
+          double seconds = 0;
+          try {
+            seconds = parse_duration(v).to_seconds();
+          } catch (const OverflowError&) {
+            seconds = std::numeric_limits<double>::infinity();  // beyond int64 picoseconds: out of range below
+          } catch (const InputError&) {
+            throw k.error(fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(v)));
+          }
+          if (!(seconds > 0) || seconds > 86'400.0) {
+            throw k.error(
+                fmt::format("\"{}\" is out of range: expected auto or a duration in (0 s, 1 day]", excerpt(v)));
+          }
+          draft.s.campaign->checkpoint_interval_s = seconds;
+          draft.s.campaign->interval_where = k.where();
         });
   s.key(key_def("campaign.checkpoint.async", ValueType::kBool,
                 "asynchronous save (Megatron-LM --async-save, PyTorch DCP async_save): the training waits only for "
@@ -565,7 +589,10 @@ void add_scenario_keys(Binder& s) {
             d.s.calibration = std::move(v);
             d.s.calibration_where = k.where();
           });
-  s.key(integer("seed", "seed of every random choice (ECMP hashing, noise)", "1", 0),
+  s.key(integer("seed",
+                "seed of the sampled randomness: jitter.seed and campaign.seed where they are absent (ECMP takes a "
+                "fixed hash of each flow, not a random choice)",
+                "1", 0),
         [](D& d, int64_t v) { d.s.seed = static_cast<uint64_t>(v); });
 
   s.section("cluster", "the GPUs and the networks between them");
@@ -650,11 +677,12 @@ void add_scenario_keys(Binder& s) {
                   "one node's path to storage (absent: its compute NICs, nics x NIC bandwidth)"),
           [](D& d, Bandwidth v) { d.s.storage_node_bandwidth = v.bytes_per_second(); });
 
-  s.section("model", "the transformer");
+  s.section_when_given("model", "the transformer", [](D& d, const KeyRef&) { d.model_given = true; });
   s.given(
       key_def("model.preset", ValueType::kString, "model preset (scenarios/models/) whose keys the others override"),
       [](D& d, std::string v, const KeyRef& k) {
         d.s.model = located(k, [&] { return load_model_preset(v, d.data_dir); });
+        d.model_preset_given = true;
       });
   auto model = s.at<ModelSpec>("model.", [](D& d) -> ModelSpec& { return d.s.model; });
   add_model_keys(model);
@@ -833,6 +861,7 @@ void add_scenario_keys(Binder& s) {
   s.section_when_given("jitter", "per-step variation of every GPU's kernel times: sampled steps, every rank simulated",
                        [](D& d, const KeyRef& k) {
                          d.s.jitter.emplace();
+                         d.s.jitter->seed = d.s.seed;
                          d.s.jitter_where = k.where();
                        });
   s.given(real("jitter.cv", "coefficient of variation of a GPU's kernel times from step to step (log-normal, mean 1)",
@@ -840,8 +869,8 @@ void add_scenario_keys(Binder& s) {
           [](D& d, double v) { d.jitter_cv = v; });
   s.key(integer("jitter.steps", "steps sampled", "5", 1, 100),
         [](D& d, int64_t v) { d.s.jitter->steps = static_cast<int>(v); });
-  s.key(integer("jitter.seed", "seed of the first sampled step", "1", 0),
-        [](D& d, int64_t v) { d.s.jitter->seed = static_cast<uint64_t>(v); });
+  s.given(integer("jitter.seed", "seed of the first sampled step (absent: the top-level seed)", "", 0),
+          [](D& d, int64_t v) { d.s.jitter->seed = static_cast<uint64_t>(v); });
   add_campaign_keys(s);
   add_search_keys(s);
 }
@@ -926,9 +955,10 @@ void add_nodes(ScenarioDraft& d, const ConfigDocument& doc, const NodeKeys& keys
   const int64_t gpus_per_node = keys.gpus_per_node;
   const int64_t count = keys.count;
   if (gpus_per_node > node.gpus) {
-    throw doc.error_at(doc.has(gpus_key) ? gpus_key : node_key,
-                       fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs (valid: 1 to {}, 0 = all)",
-                                   gpus_per_node, node.name, node.gpus, node.gpus));
+    throw doc.located(InputError(fmt::format("gpus_per_node = {} but node \"{}\" has {} GPUs (valid: 1 to {}, 0 = all)",
+                                             gpus_per_node, node.name, node.gpus, node.gpus))
+                          .about({gpus_key, node_key}),
+                      "");
   }
   if (gpus_per_node > 0 && gpus_per_node < node.gpus) {
     // Keep the GPUs' own NICs: GPU g keeps the NIC it has in the full node.
@@ -943,12 +973,13 @@ void add_nodes(ScenarioDraft& d, const ConfigDocument& doc, const NodeKeys& keys
   int64_t gpus = 0;
   for (const NodeSpec& n : c.nodes) gpus += n.gpus;
   if (gpus + count * node.gpus > kMaxSimulatedGpus) {
-    throw doc.error_at(
-        doc.has(gpus_key) ? gpus_key : node_key,
-        fmt::format("{} GPUs ({} nodes of {} GPUs{}) exceed the {} GPUs clustersim simulates (building a "
-                    "larger topology takes minutes and tens of GB); use fewer nodes or GPUs per node",
-                    gpus + count * node.gpus, count, node.gpus, gpus > 0 ? " after the earlier groups" : "",
-                    kMaxSimulatedGpus));
+    throw doc.located(
+        InputError(fmt::format("{} GPUs ({} nodes of {} GPUs{}) exceed the {} GPUs clustersim simulates (building a "
+                               "larger topology takes minutes and tens of GB); use fewer nodes or GPUs per node",
+                               gpus + count * node.gpus, count, node.gpus,
+                               gpus > 0 ? " after the earlier groups" : "", kMaxSimulatedGpus))
+            .about({gpus_key, node_key}),
+        "");
   }
   for (int64_t i = 0; i < count; ++i) c.nodes.push_back(node);
 }
@@ -972,7 +1003,9 @@ void resolve_cluster(const ConfigDocument& doc, ScenarioDraft& d) {
   ClusterSpec& c = d.s.cluster;
   if (!d.groups.empty()) {
     if (d.root_node_given || d.root_count_given) {
-      throw doc.error_at("cluster.node_groups", "give either cluster.node/nodes or cluster.node_groups, not both");
+      throw doc.located(InputError("give either cluster.node/nodes or cluster.node_groups, not both")
+                            .about({"cluster.node_groups", "cluster.node", "cluster.nodes"}),
+                        "cluster");
     }
   } else {
     if (!d.root_node_given) {
@@ -992,24 +1025,30 @@ void resolve_cluster(const ConfigDocument& doc, ScenarioDraft& d) {
                                           : FabricType::kRailOptimized;
   if (c.fabric.type != FabricType::kThreeTier) {
     if (!d.pod_keys_given.empty()) {
-      throw doc.error_at(d.pod_keys_given.front(),
-                         fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; set "
-                                     "cluster.fabric.type: three-tier (leaf, spine, core) or remove the key",
-                                     type));
+      throw doc.located(InputError(fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; "
+                                               "set cluster.fabric.type: three-tier (leaf, spine, core) or remove "
+                                               "the key",
+                                               type))
+                            .about(d.pod_keys_given),
+                        "cluster.fabric");
     }
     return;
   }
   const int nodes = static_cast<int>(c.nodes.size());
   if (!d.pod_nodes) {
-    throw doc.error_at("cluster.fabric.type", fmt::format("three-tier needs cluster.fabric.pod_nodes, the nodes of one "
-                                                          "pod (1..{}, the cluster's nodes)",
-                                                          nodes));
+    throw doc.located(InputError(fmt::format("three-tier needs cluster.fabric.pod_nodes, the nodes of one pod "
+                                             "(1..{}, the cluster's nodes)",
+                                             nodes))
+                          .about({"cluster.fabric.type", "cluster.fabric.pod_nodes"}),
+                      "cluster.fabric");
   }
   if (*d.pod_nodes > nodes) {
-    throw doc.error_at("cluster.fabric.pod_nodes",
-                       fmt::format("{} nodes per pod, but the cluster has {} nodes; valid: 1..{} (a cluster inside one "
-                                   "pod is a two-tier fabric: type fat-tree or rail-optimized)",
-                                   *d.pod_nodes, nodes, nodes));
+    throw doc.located(InputError(fmt::format("{} nodes per pod, but the cluster has {} nodes; valid: 1..{} (a "
+                                             "cluster inside one pod is a two-tier fabric: type fat-tree or "
+                                             "rail-optimized)",
+                                             *d.pod_nodes, nodes, nodes))
+                          .about({"cluster.fabric.pod_nodes", "cluster.nodes"}),
+                      "cluster.fabric");
   }
   c.fabric.pod_nodes = static_cast<int>(*d.pod_nodes);
   c.fabric.pod_type = d.pod_type == "rail-optimized" ? FabricType::kRailOptimized : FabricType::kFatTree;
@@ -1096,15 +1135,17 @@ void resolve_stragglers(ScenarioDraft& d) {
   }
 }
 
-// The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h).
+// The campaign: section with the run's length from training.tokens / steps (campaign/campaign.h),
+// each rule's refusal about the keys it relates, placed at the first of them the file gives.
 void resolve_campaign(const ConfigDocument& doc, ScenarioDraft& d) {
+  const auto refuse = [&](const std::string& message, std::vector<std::string> keys) {
+    return doc.located(InputError(message).about(std::move(keys)), "campaign");
+  };
   if (!d.s.campaign) {
-    for (const char* key : {"training.tokens", "training.steps"}) {
-      if (doc.has(key)) {
-        throw doc.error_at(key,
-                           "the run's length is for a campaign: add a campaign: section (its relaunch_time at "
-                           "least) and cluster.storage.bandwidth, or remove the key");
-      }
+    if (d.tokens || d.steps) {
+      throw refuse("the run's length is for a campaign: add a campaign: section (its relaunch_time at least) and "
+                   "cluster.storage.bandwidth, or remove the key",
+                   {"training.tokens", "training.steps"});
     }
     return;
   }
@@ -1112,44 +1153,28 @@ void resolve_campaign(const ConfigDocument& doc, ScenarioDraft& d) {
   c.tokens = d.tokens;
   c.steps = d.steps;
   if (c.tokens && c.steps) {
-    throw doc.error_at("training.steps", "give the run's length once: training.tokens or training.steps, not both");
+    throw refuse("give the run's length once: training.tokens or training.steps, not both",
+                 {"training.steps", "training.tokens"});
   }
   if (!c.tokens && !c.steps) {
-    throw doc.error_at("campaign", "a campaign needs the run's length: training.tokens (15.6e12, say) or "
-                                   "training.steps");
+    throw refuse("a campaign needs the run's length: training.tokens (15.6e12, say) or training.steps",
+                 {"training.tokens", "training.steps", "campaign"});
   }
   if (!d.s.storage_bandwidth) {
-    throw doc.error_at("campaign", "checkpoints need the storage they go to: cluster.storage.bandwidth, the file "
-                                   "system's aggregate bandwidth (\"1 TB/s\", say)");
+    throw refuse("checkpoints need the storage they go to: cluster.storage.bandwidth, the file system's aggregate "
+                 "bandwidth (\"1 TB/s\", say)",
+                 {"cluster.storage.bandwidth", "campaign"});
   }
   if (d.spare_nodes) {
     if (!d.repair_s) {
-      throw doc.error_at("campaign.spare_nodes", "spare nodes need campaign.repair_time, how long a failed node is "
-                                                 "away (\"3 h\", \"48 h\")");
+      throw refuse("spare nodes need campaign.repair_time, how long a failed node is away (\"3 h\", \"48 h\")",
+                   {"campaign.spare_nodes", "campaign.repair_time"});
     }
     c.spare_nodes = static_cast<int>(*d.spare_nodes);
     c.repair_s = *d.repair_s;
   } else if (d.repair_s) {
-    throw doc.error_at("campaign.repair_time", "a repair time is for campaign.spare_nodes: give both, or neither");
-  }
-  const std::string& interval = d.checkpoint_interval;
-  if (interval != "auto") {
-    c.interval_where = d.checkpoint_interval_where;
-    double seconds = 0;
-    try {
-      seconds = parse_duration(interval).to_seconds();
-    } catch (const OverflowError&) {
-      seconds = std::numeric_limits<double>::infinity();  // beyond int64 picoseconds: out of range below
-    } catch (const InputError&) {
-      throw doc.error_at("campaign.checkpoint.interval",
-                         fmt::format("\"{}\" is not auto or a duration (\"30 min\", \"2 h\")", excerpt(interval)));
-    }
-    if (!(seconds > 0) || seconds > 86'400.0) {
-      throw doc.error_at("campaign.checkpoint.interval",
-                         fmt::format("\"{}\" is out of range: expected auto or a duration in (0 s, 1 day]",
-                                     excerpt(interval)));
-    }
-    c.checkpoint_interval_s = seconds;
+    throw refuse("a repair time is for campaign.spare_nodes: give both, or neither",
+                 {"campaign.repair_time", "campaign.spare_nodes"});
   }
 }
 
@@ -1327,21 +1352,27 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   keys.apply_sections(doc, d, kClusterKeys);
   resolve_cluster(doc, d);
 
-  if (!doc.has("model")) {
-    throw doc.error_at("", "no model: section; give model.preset (a shipped model such as llama3-8b, see "
-                           "`clustersim help-config model`) or the model's dimensions (model.layers, hidden, heads, ...)");
-  }
-  if (!doc.has("model.preset") && !doc.has("model.layers")) {
-    throw doc.error_at("model", "no preset and no layers; give model.preset (e.g. llama3-8b) or the model's "
-                                "dimensions (layers, hidden, heads, ffn_hidden, vocab)");
-  }
   keys.apply_sections(doc, d, kModelKeys);
+  // A model from a preset or the file's dimensions (a model's layers are at least 1, so 0 is none).
+  if (!d.model_given) {
+    throw doc.located(InputError("model: missing section; give model.preset (a shipped model such as llama3-8b, see "
+                                 "`clustersim help-config model`) or the model's dimensions (model.layers, hidden, "
+                                 "heads, ...)")
+                          .about({"model"}),
+                      "");
+  }
+  if (!d.model_preset_given && s.model.layers == 0) {
+    throw doc.located(InputError("no preset and no layers; give model.preset (e.g. llama3-8b) or the model's "
+                                 "dimensions (layers, hidden, heads, ffn_hidden, vocab)")
+                          .about({"model.preset", "model.layers", "model"}),
+                      "model");
+  }
   keys.apply_sections(doc, d, kTrainingKeys);
   if (s.model.name.empty()) s.model.name = "model";
   resolve_training(doc, d);
   // PyTorch keeps the tokenizer's vocabulary as it is; Megatron's padding applies to framework
   // megatron only, unless the scenario sets it.
-  if (s.training.framework == Framework::kPytorchEager && !doc.has("model.make_vocab_size_divisible_by")) {
+  if (s.training.framework == Framework::kPytorchEager && !d.vocab_padding_given) {
     s.model.make_vocab_size_divisible_by = 1;
   }
   if (s.model.position_embedding == PositionEmbedding::kLearned && s.model.max_position_embeddings == 0) {
@@ -1400,12 +1431,17 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   keys.apply_sections(doc, d, kRunKeys);
   resolve_stragglers(d);
   if (s.jitter) {
-    if (!d.jitter_cv) throw doc.error_at("jitter", "give cv, the coefficient of variation (0.03, say)");
+    if (!d.jitter_cv) {
+      throw doc.located(InputError("give cv, the coefficient of variation (0.03, say)").about({"jitter.cv", "jitter"}),
+                        "jitter");
+    }
     s.jitter->cv = *d.jitter_cv;
     if (gpus > kMaxJitterGpus) {
-      throw doc.error_at("jitter", fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, the "
-                                               "cluster has {}",
-                                               kMaxJitterGpus, gpus));
+      throw doc.located(InputError(fmt::format("jitter simulates every rank of each sampled step: at most {} GPUs, "
+                                               "the cluster has {}",
+                                               kMaxJitterGpus, gpus))
+                            .about({"jitter", "cluster.nodes"}),
+                        "jitter");
     }
   }
   resolve_campaign(doc, d);

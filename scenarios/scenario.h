@@ -103,8 +103,10 @@ struct Scenario {
   std::string name;
   std::string description;  // free text
   std::string source;       // file path, for messages
-  // The seed: key, as the file gives it. Nothing draws from it yet (jitter.seed and campaign.seed
-  // seed the jitter and the campaign).
+  // The seed: key, as the file gives it: the seed of the jitter's sampled steps and of the
+  // campaign's Monte-Carlo runs where jitter.seed or campaign.seed is absent (the loader copies it
+  // into StepJitter::seed and CampaignSpec::seed). Nothing else draws random numbers: ECMP picks a
+  // path by a fixed hash of each flow (topology/cluster.h).
   uint64_t seed = 1;
   ClusterSpec cluster;
   ModelSpec model;

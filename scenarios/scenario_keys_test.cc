@@ -362,5 +362,57 @@ TEST(ScenarioKeys, SettingEachKeyThroughYamlChangesTheScenario) {
   }
 }
 
+// seed is the default of jitter.seed and campaign.seed; a section's own seed wins over it.
+TEST(ScenarioKeys, TopLevelSeedSeedsTheJitterAndTheCampaignWhereTheirSeedIsAbsent) {
+  const std::vector<std::string> sections = kCampaign + std::vector<std::string>{"jitter.cv=0.03"};
+  const Scenario defaults = load_with(kCluster + sections);
+  ASSERT_TRUE(defaults.jitter && defaults.campaign);
+  EXPECT_EQ(defaults.jitter->seed, defaults.seed);
+  EXPECT_EQ(defaults.campaign->seed, defaults.seed);
+  const Scenario seeded = load_with(kCluster + sections + std::vector<std::string>{"seed=42"});
+  EXPECT_EQ(seeded.seed, 42u);
+  EXPECT_EQ(seeded.jitter->seed, 42u);
+  EXPECT_EQ(seeded.campaign->seed, 42u);
+  const Scenario own = load_with(kCluster + sections +
+                                 std::vector<std::string>{"seed=42", "jitter.seed=5", "campaign.seed=6"});
+  EXPECT_EQ(own.jitter->seed, 5u);
+  EXPECT_EQ(own.campaign->seed, 6u);
+}
+
+// The loader's refusals of two keys together carry both (InputError::keys(), most to blame first)
+// and are placed at the first the file or a --set gives (the location's key).
+TEST(ScenarioKeys, CrossKeyRefusalsCarryTheirKeysAndThePlaceOfTheFirstGiven) {
+  const auto refusal = [](const std::vector<std::string>& sets) {
+    try {
+      load_with(sets);
+    } catch (const InputError& e) {
+      return e;
+    }
+    return InputError("loaded");
+  };
+  const InputError spares = refusal(kCluster + kCampaign + std::vector<std::string>{"campaign.spare_nodes=2"});
+  EXPECT_EQ(spares.keys(), (std::vector<std::string>{"campaign.spare_nodes", "campaign.repair_time"})) << spares.what();
+  ASSERT_TRUE(spares.location().has_value());
+  EXPECT_EQ(spares.location()->key, "campaign.spare_nodes");
+  const InputError both =
+      refusal(kCluster + kCampaign + std::vector<std::string>{"training.steps=1000"});  // tokens and steps
+  EXPECT_EQ(both.keys(), (std::vector<std::string>{"training.steps", "training.tokens"})) << both.what();
+  EXPECT_EQ(both.location()->key, "training.steps");
+  const InputError pods = refusal(kCluster + std::vector<std::string>{"cluster.fabric.core_oversubscription=2"});
+  EXPECT_EQ(pods.keys(), (std::vector<std::string>{"cluster.fabric.core_oversubscription"})) << pods.what();
+  EXPECT_EQ(pods.location()->key, "cluster.fabric.core_oversubscription");
+  const InputError crowded = refusal(kCluster + std::vector<std::string>{"cluster.gpus_per_node=9"});
+  EXPECT_EQ(crowded.keys(), (std::vector<std::string>{"cluster.gpus_per_node", "cluster.node"})) << crowded.what();
+  EXPECT_EQ(crowded.location()->key, "cluster.gpus_per_node");
+  const InputError groups = refusal(kCluster + std::vector<std::string>{"cluster.node_groups=[{node: dgx-h100}]"});
+  EXPECT_EQ(groups.keys(), (std::vector<std::string>{"cluster.node_groups", "cluster.node", "cluster.nodes"}))
+      << groups.what();
+  EXPECT_EQ(groups.location()->key, "cluster.node_groups");
+  EXPECT_NE(std::string(groups.what()).find("--set cluster.node_groups: give either cluster.node/nodes or "
+                                            "cluster.node_groups, not both"),
+            std::string::npos)
+      << groups.what();
+}
+
 }  // namespace scenario_keys_test
 }  // namespace clustersim

@@ -181,6 +181,14 @@ TEST(Cli, ForeignProfilesAndHugeValuesExitWith2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("crowded.yaml:4:3: cluster.gpus_per_node"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("valid: 1 to 8"), std::string::npos) << r.output;
+  // The same in a node group: the group's key, with its list and index, named once.
+  const std::string crowded_group =
+      write_temp("crowded_group.yaml",
+                 "cluster:\n  node_groups:\n    - {node: dgx-h100}\n    - {node: dgx-h100, gpus_per_node: 9}\n"
+                 "model: {preset: llama3-8b}\ntraining: {seq_len: 4096, global_batch: 16}\nparallelism: {tp: 8}\n");
+  expect_refused("run " + crowded_group,
+                 "crowded_group.yaml:4:24: cluster.node_groups[1].gpus_per_node = 9 but node \"dgx-h100\" has 8 GPUs "
+                 "(valid: 1 to 8, 0 = all)");
   // pytorch-eager layouts it does not cover are blamed on training.framework / params_dtype.
   const std::string eager = write_temp("eager.yaml",
                                        "cluster: {node: dgx-h100, nodes: 1}\n"
@@ -317,7 +325,7 @@ TEST(Cli, NumbersBeyondADoubleAreOutOfRangeNotNonNumbers) {
 TEST(Cli, AMissingModelIsNamedAsSuch) {
   expect_refused("run " + write_temp("nomodel.yaml", "cluster: {node: dgx-h100, nodes: 1}\n"
                                                      "training: {seq_len: 1024, global_batch: 8}\n"),
-                 "nomodel.yaml: no model: section; give model.preset");
+                 "nomodel.yaml: model: missing section; give model.preset");
   expect_refused("run " + write_temp("partmodel.yaml", "cluster: {node: dgx-h100, nodes: 1}\nmodel: {hidden: 1024}\n"
                                                        "training: {seq_len: 1024, global_batch: 8}\n"),
                  "partmodel.yaml:2:1: model: no preset and no layers");

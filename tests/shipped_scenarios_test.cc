@@ -40,7 +40,7 @@ TEST_P(ShippedScenario, SimulatesToCompletion) {
   EXPECT_LT(r.mfu, 1.0);
   EXPECT_TRUE(r.fits) << GetParam() << ": shipped scenarios are meant to fit in memory";
   const auto& b = r.breakdown;
-  EXPECT_NEAR(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step_time_s, 1e-9);
+  EXPECT_EQ(b.compute + b.exposed_comm + b.bubble + b.optimizer + b.host_bound + b.other, r.step.step_time);
   EXPECT_EQ(r.gpus, cluster.gpu_count());
 }
 

@@ -113,6 +113,23 @@ TEST(Straggler, JitterCostsTheExpectedSlowestOfTheGpus) {
   EXPECT_LE(j["jitter"]["min_step_time_s"].get<double>(), j["jitter"]["mean_step_time_s"].get<double>());
 }
 
+// The top-level seed: seeds the sampled steps where jitter.seed is absent, so that the same file
+// with another seed samples other factors; jitter.seed, where given, wins over it; and jitter.seed
+// absent with seed N is jitter.seed N (the seeded stream is the same).
+TEST(Straggler, TopLevelSeedSeedsTheJitterUnlessJitterSeedIsGiven) {
+  const std::string analytical = " --set simulation.fidelity=analytical";
+  const std::string file = scenario("jitter-seed", 1, "jitter: {cv: 0.05, steps: 3}\n") + analytical;
+  const auto mean = [&](const std::string& sets) {
+    return run_json(file + sets)["jitter"]["mean_step_time_s"].get<double>();
+  };
+  const double seed_1 = mean("");
+  const double seed_7 = mean(" --set seed=7");
+  EXPECT_NE(seed_7, seed_1);                                  // the seed reaches the sampled factors
+  EXPECT_EQ(mean(" --set seed=1"), seed_1);                   // 1 is the default
+  EXPECT_EQ(mean(" --set jitter.seed=7"), seed_7);            // the same stream from either key
+  EXPECT_EQ(mean(" --set seed=7 --set jitter.seed=1"), seed_1);  // jitter.seed wins
+}
+
 // A one-node scenario with `extra` is refused with exit code 2 and `message` in its output.
 void expect_refused(const std::string& name, const std::string& extra, const std::string& message) {
   const Result r = run("run " + scenario(name, 1, extra));

@@ -1,4 +1,4 @@
-"""clustersim from Python: the CLI's ``run``, ``search`` and ``collective`` as functions.
+"""clustersim from Python: the CLI's ``run``, ``search``, ``collective`` and ``help-config`` as functions.
 
     import clustersim
     import pandas as pd
@@ -26,7 +26,7 @@ import warnings
 
 from . import _clustersim
 
-__all__ = ["run", "search", "collective", "InputError", "InputTypeError"]
+__all__ = ["run", "search", "collective", "keys", "InputError", "InputTypeError"]
 
 InputError = _clustersim.InputError
 
@@ -240,3 +240,22 @@ def collective(op=None, *, node=None, nodes=None, gpus_per_node=None, nic=None, 
         warnings.warn(f"skipped {sizes} B: {document['skipped'][0]['reason']}", stacklevel=2)
     return document["results"]
 
+
+def keys(kind="scenario"):
+    """The keys of a file kind, as ``clustersim help-config KIND`` lists them, in its order.
+
+    kind: "scenario" (the default), "model" (model preset files), "gpu", "nic" or "node" (hardware
+    preset files).
+
+    Returns a list of dicts, one per key, sections and lists of sections included: key (the dotted
+    path, "a.b[].c" for an element of a list; the name an override of ``run`` takes), type
+    (help-config's words: "integer in [1, 16777216]", "one of: bf16, fp16, fp8", "section"),
+    default (as YAML writes it, a str; None where the key has none), required (bool), description,
+    choices (the values of an enum or string-list key; else empty), min and max (the bounds, None
+    where there is none; durations in s, bandwidths in bytes/s, FLOP rates in FLOP/s, power in W).
+
+    Raises InputError for another kind and InputTypeError for a kind that is not a str.
+    """
+    if kind is None:
+        raise InputTypeError("kind: expected a str, got NoneType None", key="kind")
+    return json.loads(_clustersim.keys(_text("kind", kind)))

@@ -60,6 +60,21 @@ def test_a_layout_that_does_not_divide_the_cluster(cli):
     assert str(error) == cli.error("run", LLAMA3_8B, "--set", "parallelism.tp=3")
 
 
+def test_a_scenario_without_a_model_names_the_section(cli, tmp_path):
+    path = tmp_path / "nomodel.yaml"
+    path.write_text("cluster: {node: dgx-h100, nodes: 1}\ntraining: {seq_len: 1024, global_batch: 8}\n")
+    error = raised_by(path)
+    assert str(error) == cli.error("run", path)
+    assert (error.file, error.line, error.key) == (str(path), None, "model")
+
+
+def test_a_rule_between_two_keys_is_placed_at_the_one_the_file_gives(cli):
+    error = raised_by(LLAMA3_8B, overrides={"cluster.storage.bandwidth": "1 TB/s", "training.tokens": 1e12,
+                                            "campaign.relaunch_time": "10 min", "campaign.spare_nodes": 2})
+    assert error.key == "campaign.spare_nodes" and error.file is None
+    assert str(error).startswith("--set campaign.spare_nodes: spare nodes need campaign.repair_time")
+
+
 @pytest.mark.parametrize("key, value, text", [
     ("training.global_batch", "abc", "abc"),
     ("training.global_batch", 64.5, "64.5"),

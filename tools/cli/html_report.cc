@@ -325,10 +325,11 @@ void write_breakdown(const TrainingReport& r, std::ostream& out) {
   const auto pct = [&](double s) { return step > 0 ? fmt::format("{:.1f} %", 100 * s / step) : std::string("-"); };
   out << "<table class=\"list\" id=\"breakdown-table\"><tr><th class=\"l\">critical rank</th><th>s</th><th>share</th></tr>\n";
   for (const auto& [name, value] :
-       std::vector<std::pair<std::string, double>>{{"compute", b.compute}, {"exposed communication", b.exposed_comm},
-                                                   {"pipeline bubble", b.bubble}, {"optimizer", b.optimizer},
-                                                   {"host-bound", b.host_bound}, {"other", b.other}}) {
-    out << fmt::format("<tr><td class=\"l\">{}</td><td>{:.4f}</td><td>{}</td></tr>\n", name, value, pct(value));
+       std::vector<std::pair<std::string, Duration>>{{"compute", b.compute}, {"exposed communication", b.exposed_comm},
+                                                     {"pipeline bubble", b.bubble}, {"optimizer", b.optimizer},
+                                                     {"host-bound", b.host_bound}, {"other", b.other}}) {
+    out << fmt::format("<tr><td class=\"l\">{}</td><td>{:.4f}</td><td>{}</td></tr>\n", name, value.to_seconds(),
+                       pct(value.to_seconds()));
   }
   out << "</table>\n<p>Each simulated rank's step, stacked (the critical rank, which finished last, is marked *):</p>\n";
   legend({{"p-compute", "compute"}, {"p-exposed_comm", "exposed communication"}, {"p-bubble", "pipeline bubble"},

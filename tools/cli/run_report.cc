@@ -255,9 +255,10 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   if (c.campaign != nullptr) write_campaign_summary(*c.campaign, *c.scenario, out);
   const TimeBreakdown& b = r.breakdown;
   out << "\n  where the time goes (slowest rank)\n";
-  for (auto [name, v] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
-                         std::pair{"pipeline bubble", b.bubble}, std::pair{"optimizer", b.optimizer},
-                         std::pair{"waiting for the host", b.host_bound}, std::pair{"other", b.other}}) {
+  for (auto [name, part] : {std::pair{"compute", b.compute}, std::pair{"exposed communication", b.exposed_comm},
+                            std::pair{"pipeline bubble", b.bubble}, std::pair{"optimizer", b.optimizer},
+                            std::pair{"waiting for the host", b.host_bound}, std::pair{"other", b.other}}) {
+    const double v = part.to_seconds();
     out << fmt::format("    {:<22} {:>10.4f} s  {:>6}\n", name, v, percent(v, r.step_time_s));
   }
   // The slowest rank's bubble is often time it waits for other stages: show where each simulated
@@ -399,12 +400,12 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   j["tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
   j["flop_convention"] = kFlopConvention;
-  j["breakdown_s"] = {{"compute", r.breakdown.compute},
-                      {"exposed_comm", r.breakdown.exposed_comm},
-                      {"bubble", r.breakdown.bubble},
-                      {"optimizer", r.breakdown.optimizer},
-                      {"host_bound", r.breakdown.host_bound},
-                      {"other", r.breakdown.other}};
+  j["breakdown_s"] = {{"compute", r.breakdown.compute.to_seconds()},
+                      {"exposed_comm", r.breakdown.exposed_comm.to_seconds()},
+                      {"bubble", r.breakdown.bubble.to_seconds()},
+                      {"optimizer", r.breakdown.optimizer.to_seconds()},
+                      {"host_bound", r.breakdown.host_bound.to_seconds()},
+                      {"other", r.breakdown.other.to_seconds()}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& st : r.programs.memory) {
     const MemoryBreakdown& m = st.memory;

@@ -231,8 +231,9 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
                          k + 1, c.layout.tp, c.layout.pp, c.layout.dp, c.layout.vpp, c.micro_batch,
                          c.layout.sequence_parallel ? "on" : "off", zero_column(c.layout), name_of(c.recompute),
                          name_of(c.layout.schedule), c.global_batch, m.step_time_s, m.tokens_per_s, 100 * m.mfu,
-                         gb(m.peak_bytes), gb(m.capacity_bytes - m.peak_bytes), m.breakdown.compute,
-                         m.breakdown.exposed_comm, m.breakdown.bubble, m.breakdown.optimizer,
+                         gb(m.peak_bytes), gb(m.capacity_bytes - m.peak_bytes), m.breakdown.compute.to_seconds(),
+                         m.breakdown.exposed_comm.to_seconds(), m.breakdown.bubble.to_seconds(),
+                         m.breakdown.optimizer.to_seconds(),
                          cost ? fmt::format(" {:>11.4f}", space.gpu_hour_price > 0
                                                               ? gpu_hours_per_mtok * space.gpu_hour_price
                                                               : gpu_hours_per_mtok)
@@ -488,12 +489,12 @@ nlohmann::ordered_json search_json(const Scenario& s, const SearchResult& r, int
     e["headroom_bytes"] = m.capacity_bytes - m.peak_bytes;
     e["gpus"] = m.gpus;
     e["gpu_seconds_per_token"] = m.gpu_seconds_per_token;
-    e["breakdown_s"] = {{"compute", m.breakdown.compute},
-                        {"exposed_comm", m.breakdown.exposed_comm},
-                        {"bubble", m.breakdown.bubble},
-                        {"optimizer", m.breakdown.optimizer},
-                        {"host_bound", m.breakdown.host_bound},
-                        {"other", m.breakdown.other}};
+    e["breakdown_s"] = {{"compute", m.breakdown.compute.to_seconds()},
+                        {"exposed_comm", m.breakdown.exposed_comm.to_seconds()},
+                        {"bubble", m.breakdown.bubble.to_seconds()},
+                        {"optimizer", m.breakdown.optimizer.to_seconds()},
+                        {"host_bound", m.breakdown.host_bound.to_seconds()},
+                        {"other", m.breakdown.other.to_seconds()}};
     if (s.campaign) {
       e["campaign"] = {{"wall_days", m.campaign_wall_s / 86'400.0},
                        {"gpu_hours", m.campaign_gpu_hours},
@@ -553,8 +554,10 @@ void write_search_csv(const SearchResult& r, std::ostream& out) {
                        c.layout.sequence_parallel,
                        name_of(c.layout.schedule), c.layout.order, fmt::join(c.layout.stage_layers, " "), m.gpus,
                        m.microbatches, m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.gpu_seconds_per_token,
-                       m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute, m.breakdown.exposed_comm,
-                       m.breakdown.bubble, m.breakdown.optimizer, m.breakdown.other, std::string(name_of(m.fidelity)),
+                       m.peak_bytes, m.capacity_bytes - m.peak_bytes, m.breakdown.compute.to_seconds(),
+                       m.breakdown.exposed_comm.to_seconds(), m.breakdown.bubble.to_seconds(),
+                       m.breakdown.optimizer.to_seconds(), m.breakdown.other.to_seconds(),
+                       std::string(name_of(m.fidelity)),
                        final_columns, name_of(r.rerank_stop));
   }
 }

@@ -123,8 +123,9 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
     out << fmt::format("| {} | {} | {} | {:.3f} s | {:.0f} | {:.1f} % | {:.1f} GB | {:.3f} s | {:.3f} s | {:.3f} s | "
                        "{:.3f} s |\n",
                        k + 1, layout_text(c), c.layout.expert_dp(), m.step_time_s, m.tokens_per_s, 100 * m.mfu,
-                       static_cast<double>(m.peak_bytes) * 1e-9, m.breakdown.compute, m.breakdown.exposed_comm,
-                       m.breakdown.bubble, m.breakdown.optimizer);
+                       static_cast<double>(m.peak_bytes) * 1e-9, m.breakdown.compute.to_seconds(),
+                       m.breakdown.exposed_comm.to_seconds(), m.breakdown.bubble.to_seconds(),
+                       m.breakdown.optimizer.to_seconds());
   }
   out << "\nCollective time on the critical rank by group (seconds spent in the group's collectives, overlapped or "
          "not; ep = MoE dispatch and combine all-to-alls, cp = context-parallel exchanges, dp/edp = gradient "
@@ -149,18 +150,19 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
         "The best layout, {}, spends {:.1f} % of its {:.3f} s step computing, {:.1f} % waiting for communication, "
         "{:.1f} % in the pipeline bubble and {:.1f} % in the optimizer. Against each runner-up, the difference in "
         "step time splits into these parts (runner-up minus best; positive = the best saves time there):\n\n",
-        layout_text(bc), 100 * bb.compute / best.metrics.step_time_s, best.metrics.step_time_s,
-        100 * bb.exposed_comm / best.metrics.step_time_s, 100 * bb.bubble / best.metrics.step_time_s,
-        100 * bb.optimizer / best.metrics.step_time_s);
+        layout_text(bc), 100 * bb.compute.to_seconds() / best.metrics.step_time_s, best.metrics.step_time_s,
+        100 * bb.exposed_comm.to_seconds() / best.metrics.step_time_s,
+        100 * bb.bubble.to_seconds() / best.metrics.step_time_s,
+        100 * bb.optimizer.to_seconds() / best.metrics.step_time_s);
     out << "| rank | layout | Δ step | Δ compute | Δ exposed comm | Δ bubble | Δ optimizer | largest part |\n"
            "|---|---|---|---|---|---|---|---|\n";
     for (size_t k = 1; k < details.size(); ++k) {
       const TimeBreakdown& b = details[k].metrics.breakdown;
       const std::vector<std::pair<std::string, double>> parts = {
-          {"compute", b.compute - bb.compute},
-          {"exposed communication", b.exposed_comm - bb.exposed_comm},
-          {"pipeline bubble", b.bubble - bb.bubble},
-          {"optimizer", b.optimizer - bb.optimizer}};
+          {"compute", (b.compute - bb.compute).to_seconds()},
+          {"exposed communication", (b.exposed_comm - bb.exposed_comm).to_seconds()},
+          {"pipeline bubble", (b.bubble - bb.bubble).to_seconds()},
+          {"optimizer", (b.optimizer - bb.optimizer).to_seconds()}};
       const auto largest = std::max_element(parts.begin(), parts.end(), [](const auto& x, const auto& y) {
         return std::abs(x.second) < std::abs(y.second);
       });
@@ -211,10 +213,10 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
         if (it->second == top_index) continue;
         const LayoutMetrics& m = result.outcomes[it->second].metrics;
         const std::vector<std::pair<std::string, double>> parts = {
-            {"compute", m.breakdown.compute - tm.breakdown.compute},
-            {"exposed communication", m.breakdown.exposed_comm - tm.breakdown.exposed_comm},
-            {"pipeline bubble", m.breakdown.bubble - tm.breakdown.bubble},
-            {"optimizer", m.breakdown.optimizer - tm.breakdown.optimizer}};
+            {"compute", (m.breakdown.compute - tm.breakdown.compute).to_seconds()},
+            {"exposed communication", (m.breakdown.exposed_comm - tm.breakdown.exposed_comm).to_seconds()},
+            {"pipeline bubble", (m.breakdown.bubble - tm.breakdown.bubble).to_seconds()},
+            {"optimizer", (m.breakdown.optimizer - tm.breakdown.optimizer).to_seconds()}};
         const auto largest = std::max_element(parts.begin(), parts.end(),
                                               [](const auto& x, const auto& y) { return x.second < y.second; });
         line += fmt::format("; {} {} {:+.1f} % ({} {:+.3f} s)", name, value_text(name, value),
@@ -239,8 +241,8 @@ void write_layout_report(const LayoutReportOptions& options, std::ostream& out) 
         const LayoutMetrics& m = result.outcomes[it->second].metrics;
         out << fmt::format("| {} | {} | {} | {:.3f} s | {:.0f} | {:.3f} s | {:.3f} s | {:.3f} s | {:.1f} GB |\n", name,
                            shown, layout_text(result.candidates[it->second]), m.step_time_s, m.tokens_per_s,
-                           m.breakdown.compute, m.breakdown.exposed_comm, m.breakdown.bubble,
-                           static_cast<double>(m.peak_bytes) * 1e-9);
+                           m.breakdown.compute.to_seconds(), m.breakdown.exposed_comm.to_seconds(),
+                           m.breakdown.bubble.to_seconds(), static_cast<double>(m.peak_bytes) * 1e-9);
       }
     }
   }

@@ -75,16 +75,16 @@ std::string differences(const LayoutCandidate& fast, const LayoutMetrics& f, con
   } else {
     compute_cause = "a different split of the layers";
   }
-  parts.push_back({"compute", s.breakdown.compute - f.breakdown.compute, compute_cause});
-  parts.push_back({"exposed communication", s.breakdown.exposed_comm - f.breakdown.exposed_comm,
+  parts.push_back({"compute", (s.breakdown.compute - f.breakdown.compute).to_seconds(), compute_cause});
+  parts.push_back({"exposed communication", (s.breakdown.exposed_comm - f.breakdown.exposed_comm).to_seconds(),
                    a.tp != b.tp ? fmt::format("each GPU's blocking tensor-parallel all-reduces run over {} GPUs "
                                               "for 1/{} of the layers instead of over {} GPUs for 1/{}",
                                               a.tp, a.pp, b.tp, b.pp)
                                 : "data-parallel gradient reduction and pipeline transfers"});
-  parts.push_back({"pipeline bubble", s.breakdown.bubble - f.breakdown.bubble,
+  parts.push_back({"pipeline bubble", (s.breakdown.bubble - f.breakdown.bubble).to_seconds(),
                    fmt::format("pp {} · vpp {} with {} microbatches per pipeline instead of pp {} · vpp {} with {}",
                                a.pp, a.vpp, f.microbatches, b.pp, b.vpp, s.microbatches)});
-  parts.push_back({"optimizer", s.breakdown.optimizer - f.breakdown.optimizer, "optimizer step on the GPU's share"});
+  parts.push_back({"optimizer", (s.breakdown.optimizer - f.breakdown.optimizer).to_seconds(), "optimizer step on the GPU's share"});
   std::sort(parts.begin(), parts.end(),
             [](const Part& x, const Part& y) { return std::abs(x.delta) > std::abs(y.delta); });
   std::vector<std::string> out;
@@ -318,8 +318,9 @@ void write_sc21_search_report(const std::vector<Sc21SearchRow>& rows, const std:
                          "{} |\n",
                          k + 1, paper_layout(row, c) ? " (paper)" : "", c.layout.tp, c.layout.pp, c.layout.dp,
                          c.layout.vpp, c.micro_batch, name_of(c.layout.schedule), m.step_time_s,
-                         sc21_tflops_per_gpu(row.scenario, m), m.breakdown.compute, m.breakdown.exposed_comm,
-                         m.breakdown.bubble, static_cast<double>(m.peak_bytes) * 1e-9,
+                         sc21_tflops_per_gpu(row.scenario, m), m.breakdown.compute.to_seconds(),
+                         m.breakdown.exposed_comm.to_seconds(), m.breakdown.bubble.to_seconds(),
+                         static_cast<double>(m.peak_bytes) * 1e-9,
                          name_of(m.fidelity));
     };
     const size_t shown = std::min<size_t>(5, row.order.size());

@@ -265,8 +265,8 @@ TrainingValidationRow predict_reference(const ReferenceMeasurement& measured, co
   sim.power_model = power_model_applies(s.simulation, &profile);  // as `clustersim run` simulates it
   const TrainingReport report = simulate_training(cluster, s.model, s.training, s.layout, sim);
   row.predicted_step_ms = report.step_time_s * 1e3;
-  row.predicted_optimizer_ms = report.breakdown.optimizer * 1e3;
-  row.predicted_host_bound_ms = report.breakdown.host_bound * 1e3;
+  row.predicted_optimizer_ms = report.breakdown.optimizer.to_seconds() * 1e3;
+  row.predicted_host_bound_ms = report.breakdown.host_bound.to_seconds() * 1e3;
   // The forward and backward passes of the one-GPU step, priced as the simulator prices them.
   const Transformer t(s.model, s.training, ShardSpec{s.layout.tp, s.layout.sequence_parallel, s.layout.cp});
   const ComputeCostModel cost(cluster.node_spec(0).gpu, &profile);

@@ -336,10 +336,10 @@ RunValidation validate_runs(const std::string& csv_path, const std::string& data
       row.note = note;
       if (report) {
         row.step_time_s = report->step_time_s;
-        row.compute_s = report->breakdown.compute;
-        row.exposed_comm_s = report->breakdown.exposed_comm;
-        row.bubble_s = report->breakdown.bubble;
-        row.optimizer_s = report->breakdown.optimizer;
+        row.compute_s = report->breakdown.compute.to_seconds();
+        row.exposed_comm_s = report->breakdown.exposed_comm.to_seconds();
+        row.bubble_s = report->breakdown.bubble.to_seconds();
+        row.optimizer_s = report->breakdown.optimizer.to_seconds();
       }
       if (!ps.expressible()) {
         row.missing = ps.missing;

@@ -61,6 +61,10 @@ void count_chunk_split(Op& op, const LayerSizes& z) {
   op.host_split_pieces = static_cast<int>(z.local_experts);
 }
 
+// Whether SequentialMLP's activation is Megatron's compiled weighted SwiGLU (--bias-swiglu-fusion,
+// torch.compile'd Triton kernels priced at their measured rates, cost_models/memory_access.h).
+bool compiled_glu(const LayerSizes& z) { return z.swiglu && z.fused_swiglu; }
+
 // SequentialMLP's forward: for each local expert in turn fc1, the activation (SwiGLU weighted by the
 // routing probabilities, Megatron's compiled weighted_bias_swiglu_impl) and fc2 over its tokens;
 // each expert one measured call (HostPath::kLocalExpert).
@@ -70,15 +74,15 @@ void sequential_experts_forward(OpListBuilder& add, const LayerSizes& z, bool al
     const size_t begin = add.size();
     add.gemm("experts.fc1", tm, z.fe_out, z.h, z.gemm, all ? tm * z.h * z.e : 0);
     activation_forward(add, z, "experts.activation", tm, z.fe, z.fe_out, all);
+    if (compiled_glu(z)) add.op(add.size() - 1).access = MemoryAccess::kCompiledGlu;
     add.gemm("experts.fc2", tm, z.h, z.fe, z.gemm, all ? tm * z.fe * z.e : 0);
     share_host(add, begin, add.size(), HostPath::kLocalExpert);
   }
 }
 
 // Its backward, experts in reverse: fc2's data and weight gradients, the activation's backward (the
-// fused path's compiled backward runs two kernels: the input gradient and the routing
-// probabilities' gradient, a reduction over the expert's [tokens, ffn] into [tokens] fp32), fc1's
-// data and weight gradients.
+// compiled backward runs two kernels: the input gradient and the routing probabilities' gradient, a
+// reduction over the expert's [tokens, ffn] into [tokens] fp32), fc1's data and weight gradients.
 void sequential_experts_backward(OpListBuilder& add, const LayerSizes& z) {
   const int64_t tm = tokens_per_expert(z);
   for (int64_t x = 0; x < z.local_experts; ++x) {
@@ -86,7 +90,11 @@ void sequential_experts_backward(OpListBuilder& add, const LayerSizes& z) {
     add.gemm("experts.fc2.dgrad", tm, z.fe, z.h, z.gemm);
     add.gemm("experts.fc2.wgrad", z.h, z.fe, tm, z.gemm, 0, 1, true);
     activation_backward(add, z, "experts.activation.backward", tm, z.fe, z.fe_out);
-    if (z.swiglu && z.fused_swiglu) add.memory("experts.activation.probs_grad", tm * (z.fe_out + z.fe) * z.e, tm * 4);
+    if (compiled_glu(z)) {
+      add.op(add.size() - 1).access = MemoryAccess::kCompiledGluBackward;
+      add.memory("experts.activation.probs_grad", MemoryAccess::kCompiledGluBackward, tm * (z.fe_out + z.fe) * z.e,
+                 tm * 4);
+    }
     add.gemm("experts.fc1.dgrad", tm, z.h, z.fe_out, z.gemm);
     add.gemm("experts.fc1.wgrad", z.fe_out, z.h, tm, z.gemm, 0, 1, true);
     share_host(add, begin, add.size(), HostPath::kLocalExpert);

@@ -338,8 +338,9 @@ TEST(MoeLayer, ModelFlopsCountTheTopKExperts) {
 // at ep 1 runs its 8 experts one after the other, 3 kernels each forward and 6 backward (the
 // measured 3.00 / 5.95 per expert of tools/data/h200-2026-12-01-moe/README.md, "Per expert"), with
 // the grouped path's FLOPs; each expert's kernels cost its measured host time per call and pass,
-// the router and dispatcher's kernels the measured host time of that part of the layer, and the
-// received tokens are sorted into the experts' chunks at ep 1 too.
+// the router and dispatcher's kernels the measured host time of that part of the layer, the
+// received tokens are sorted into the experts' chunks at ep 1 too, and the compiled SwiGLU's
+// kernels take their measured memory paths.
 TEST(MoeLayer, SequentialExpertsRunEachExpertAsAMeasuredCall) {
   const int64_t s = 4096, k = 2, experts = 8;
   TrainingSpec t = training(s);
@@ -378,6 +379,13 @@ TEST(MoeLayer, SequentialExpertsRunEachExpertAsAMeasuredCall) {
     for (const Op* op : ops) grouped_flops += op->flops;
   }
   EXPECT_NEAR(flops, grouped_flops, grouped_flops * 1e-12);
+  // The compiled weighted SwiGLU's Triton kernels run on their own measured paths, the grouped
+  // path's activation at the copy rate.
+  EXPECT_EQ(find(q.forward, "experts.activation").access, MemoryAccess::kCompiledGlu);
+  EXPECT_EQ(find(q.backward, "experts.activation.backward").access, MemoryAccess::kCompiledGluBackward);
+  EXPECT_EQ(find(q.backward, "experts.activation.probs_grad").access, MemoryAccess::kCompiledGluBackward);
+  EXPECT_EQ(find(g.forward, "experts.activation").access, MemoryAccess::kStream);
+  EXPECT_EQ(parse_memory_access("compiled_glu_backward"), MemoryAccess::kCompiledGluBackward);
   // Shares of a call sum to the call (each rounded to a picosecond).
   auto picoseconds = [](Duration d) { return static_cast<double>(d.ps()); };
   EXPECT_NEAR(picoseconds(forward_host), picoseconds(costs.local_expert_forward * experts), 3.0 * experts);

@@ -177,7 +177,9 @@ struct Row {
 // up to the next per cent), against run2's median. Host time, not GPU time, decides every row but
 // Mixtral's at 4,096 and 16,384 tokens, whose GPU work is the GEMMs (under the power governor) and
 // the compiled SwiGLU's Triton kernels at their rates measured on the 8-expert sweep
-// (cost_models/memory_access.h). Why the others miss:
+// (cost_models/memory_access.h). Not independent of the constants: the per-expert host time is the
+// README's slope over 8 to 128 experts, whose 128-expert points are the Qwen3-30B-A3B rows at 1,024
+// and 4,096 tokens (alltoall) of both runs. Why the others miss:
 //  - Qwen3-30B-A3B 16,384, DeepSeek-V3 16,384 (+12 %, −11 %): inside the two runs' range (108.3–139.6
 //    and 224.5–262.3 ms; the host-bound steps vary by −30 % / +50 % from step to step, README "Noise").
 //  - DeepSeek-V3 1,024 (−35 %): both runs took 1.4 ms of host per expert (343.5 and 357.0 ms), against

@@ -20,6 +20,8 @@ std::string_view name_of(MemoryAccess access) {
     case MemoryAccess::kReduction: return "reduction";
     case MemoryAccess::kSoftmax: return "softmax";
     case MemoryAccess::kFusedOptimizer: return "fused_optimizer";
+    case MemoryAccess::kCompiledGlu: return "compiled_glu";
+    case MemoryAccess::kCompiledGluBackward: return "compiled_glu_backward";
   }
   throw InternalError("unknown MemoryAccess value");
 }
@@ -48,6 +50,16 @@ double default_fraction_of_copy(MemoryAccess access) {
     case MemoryAccess::kReduction: return 3529.93 / kCopy;
     case MemoryAccess::kSoftmax: return 2089.05 / kCopy;
     case MemoryAccess::kFusedOptimizer: return 3247.29 / kCopy;
+    // The compiled weighted SwiGLU's Triton kernels in the profiled steps of Megatron-Core's MoE
+    // layer with 8 experts of Qwen3-30B-A3B's shape (h 2048, expert ffn 768), bytes as the op lists
+    // count them (workloads/moe_layer_ops.cc): tools/data/h200-2026-12-01-moe/run*/results.jsonl,
+    // profile.top_kernels of qwen3-30b-a3b:alltoall:4096:E8 (4,096 tokens per expert), backward:
+    // triton_poi_fused_..._silu_split_0 38.3 / 38.7 µs for 31.46 MB, triton_red_fused_..._sum_1
+    // 32.1 / 32.2 µs for 18.89 MB: 712 GB/s over both runs; forward (run2's 1,024-token case, the
+    // only profile listing it): triton_poi_fused__to_copy_mul_silu_split_0 35.8 µs for 8 calls of
+    // 4.72 MB: 1,055 GB/s. (1 MB per µs is 1,000 GB/s.)
+    case MemoryAccess::kCompiledGlu: return 1000 * 4.72 / (35.8 / 8) / kCopy;
+    case MemoryAccess::kCompiledGluBackward: return 1000 * 2 * (31.46 + 18.89) / (38.3 + 38.7 + 32.1 + 32.2) / kCopy;
   }
   throw InternalError("unknown MemoryAccess value");
 }

@@ -24,6 +24,10 @@ namespace clustersim {
 //   kReduction              column sums (bias and norm-weight gradients)
 //   kSoftmax                log_softmax forward and backward over the vocabulary
 //   kFusedOptimizer         torch.optim.AdamW(fused=True), one multi-tensor pass
+//   kCompiledGlu            Megatron-Core's torch.compile'd weighted SwiGLU (weighted_bias_swiglu_impl,
+//                           Triton): its forward kernel, in the SequentialMLP experts
+//   kCompiledGluBackward    its compiled backward's two kernels (input gradient; the routing
+//                           probabilities' gradient, a reduction)
 // Bytes are each operand read and each result written once; the rate of each path is measured by
 // tools/calibrator/framework_benchmark.py (a calibration profile's memory.kernels) or defaults to a
 // measured fraction of the copy rate (default_fraction_of_copy()).
@@ -39,16 +43,20 @@ enum class MemoryAccess {
   kReduction,
   kSoftmax,
   kFusedOptimizer,
+  kCompiledGlu,
+  kCompiledGluBackward,
 };
 
 inline constexpr std::array kMemoryAccesses{
     MemoryAccess::kStream,        MemoryAccess::kElementwise,   MemoryAccess::kWideningCast,
     MemoryAccess::kBroadcast,     MemoryAccess::kStrided,       MemoryAccess::kConcatenation,
     MemoryAccess::kNormalization, MemoryAccess::kNormalizationBackward, MemoryAccess::kReduction,
-    MemoryAccess::kSoftmax,       MemoryAccess::kFusedOptimizer};
+    MemoryAccess::kSoftmax,       MemoryAccess::kFusedOptimizer, MemoryAccess::kCompiledGlu,
+    MemoryAccess::kCompiledGluBackward};
 
 // "stream", "elementwise", "widening_cast", "broadcast", "strided", "concatenation",
-// "normalization", "normalization_backward", "reduction", "softmax", "fused_optimizer".
+// "normalization", "normalization_backward", "reduction", "softmax", "fused_optimizer", "compiled_glu",
+// "compiled_glu_backward".
 std::string_view name_of(MemoryAccess access);
 // Throws InputError naming the text and the valid names.
 MemoryAccess parse_memory_access(std::string_view text);

@@ -769,6 +769,13 @@ void add_scenario_keys(Binder& s) {
                 "copy, masked_fill_ and softmax as ATen kernels (needs attention: naive)",
                 "true"),
         [](D& d, bool v) { d.s.training.fused_softmax = v; });
+  s.key(choice("training.moe_experts",
+               "how a mixture-of-experts layer runs its local experts under framework megatron: grouped (grouped "
+               "GEMMs, Transformer Engine's TEGroupedMLP) or sequential (SequentialMLP: each expert's MLP in turn, "
+               "with the router and permutation in PyTorch operations, as Megatron-Core's local spec without "
+               "Transformer Engine)",
+               "grouped", {"grouped", "sequential"}),
+        [](D& d, std::string v) { d.s.training.moe_experts = parse_moe_experts(v); });
   s.key(real("training.hidden_dropout",
              "dropout probability after attention and MLP, below 1 (0 stores no mask; default 0 with framework "
              "pytorch-eager)",

@@ -53,11 +53,11 @@ std::string describe(const Scenario& s) {
   const PrecisionPolicy& p = t.precision;
   o << fmt::format(
       "training s {} B {} b {} dtype {} framework {} given {} graphs {} optimizer {} recompute {} "
-      "attention {} flash {} fused {} {} {} {} dropout {} {}\n",
+      "attention {} flash {} fused {} {} {} {} dropout {} {} experts {}\n",
       t.seq_len, t.global_batch, t.micro_batch, static_cast<int>(t.compute_dtype), static_cast<int>(t.framework),
       s.framework_given, static_cast<int>(t.cuda_graphs), static_cast<int>(t.optimizer), static_cast<int>(t.recompute),
       static_cast<int>(t.attention), static_cast<int>(t.flash_kernel), t.fused_norm, t.fused_rope, t.fused_swiglu,
-      t.fused_softmax, t.hidden_dropout, t.attention_dropout);
+      t.fused_softmax, t.hidden_dropout, t.attention_dropout, static_cast<int>(t.moe_experts));
   o << fmt::format("precision {} {} {} {} {}\n", static_cast<int>(p.param_dtype), static_cast<int>(p.grad_dtype),
                    p.master_weights, p.fp32_grad_copy, static_cast<int>(p.optimizer_state_dtype));
   o << fmt::format("routing {} [{}] {}\n", t.moe_routing.skew, fmt::join(t.moe_routing.expert_load, ","),
@@ -229,6 +229,7 @@ const std::map<std::string, Change>& changes() {
       {"training.fused_rope", set("training.fused_rope=false")},
       {"training.fused_swiglu", set("training.fused_swiglu=false")},
       {"training.fused_softmax", set({"training.attention=naive"}, {"training.fused_softmax=false"})},
+      {"training.moe_experts", set(kMoe, {"training.moe_experts=sequential"})},
       {"training.hidden_dropout", set("training.hidden_dropout=0.2")},
       {"training.attention_dropout", set("training.attention_dropout=0.2")},
       {"training.moe_routing.skew", set(kMoe, {"training.moe_routing.skew=1.5"})},

@@ -47,10 +47,15 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
   c.grad_view_node = Duration::microseconds(D::kGradViewNodeUs);
   c.large_elementwise = Duration::microseconds(D::kLargeElementwiseUs);
   c.large_backward_elementwise = Duration::microseconds(D::kLargeBackwardElementwiseUs);
+  // Not in profiles: Megatron-Core's local MoE layer, measured once (megatron_moe_layer.py).
+  c.local_expert_forward = Duration::microseconds(D::kLocalExpertForwardUs);
+  c.local_expert_backward = Duration::microseconds(D::kLocalExpertBackwardUs);
+  c.local_dispatcher_forward = Duration::microseconds(D::kLocalDispatcherForwardUs);
+  c.local_dispatcher_backward = Duration::microseconds(D::kLocalDispatcherBackwardUs);
   c.source = fmt::format(
       "host thread, {}, {}: forward {} per elementwise op, {} per GEMM, {} per attention or norm call; backward "
       "{} / {} / {} per elementwise / GEMM / norm kernel (+{} / +{} for an elementwise output of 1 MiB or more); "
-      "{} per optimizer tensor, {} per NCCL call, {} per sync{}{}",
+      "{} per optimizer tensor, {} per NCCL call, {} per sync{}{}{}",
       name_of(training.framework), origin, to_string(c.elementwise), to_string(c.gemm), to_string(c.library),
       to_string(c.backward_elementwise), to_string(c.backward_gemm), to_string(c.backward_norm),
       to_string(c.large_elementwise),
@@ -62,6 +67,12 @@ HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* pro
                         "backward node",
                         to_string(c.module_call), to_string(c.view), to_string(c.split_call),
                         to_string(c.split_piece), to_string(c.grad_view_node)),
+      training.moe_experts != MoeExperts::kSequential
+          ? std::string()
+          : fmt::format("; SequentialMLP experts {} forward, {} backward per expert, their router and dispatcher "
+                        "{} forward, {} backward per layer",
+                        to_string(c.local_expert_forward), to_string(c.local_expert_backward),
+                        to_string(c.local_dispatcher_forward), to_string(c.local_dispatcher_backward)),
       training.cuda_graphs == CudaGraphs::kNone
           ? std::string()
           : fmt::format("; CUDA graphs ({}): {} per captured kernel", name_of(training.cuda_graphs),
@@ -74,6 +85,12 @@ Duration host_cost(const Op& op, const HostCosts& costs) {
   const Duration before = costs.module_call * op.host_module_calls + costs.view * op.host_view_calls +
                           costs.split_call * op.host_split_calls + costs.split_piece * op.host_split_pieces +
                           costs.grad_view_node * op.host_grad_view_nodes;
+  if (op.host_path != HostPath::kKernel && op.cost != OpCost::kCommunication) {
+    const bool expert = op.host_path == HostPath::kLocalExpert;
+    const Duration call = expert ? (backward ? costs.local_expert_backward : costs.local_expert_forward)
+                                 : (backward ? costs.local_dispatcher_backward : costs.local_dispatcher_forward);
+    return before + call.scaled(op.host_share);
+  }
   switch (op.cost) {
     case OpCost::kCommunication: return before + costs.collective;
     case OpCost::kGemm: return before + (backward ? costs.backward_gemm : costs.gemm);

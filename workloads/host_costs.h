@@ -24,6 +24,20 @@
 //   tools/data/h200-2026-12-02-host-size/README.md (tools/reference/host_size_scaling.py):
 //     an elementwise op with an output of 1 MiB or more costs 9.6 µs more forward, 7.7 µs more per
 //     backward kernel (GEMMs flat; normalisation not stepped, not applied).
+//   tools/data/h200-2026-12-01-moe/ (tools/reference/megatron_moe_layer.py; Megatron-Core 0.20.0
+//     without Transformer Engine, its local spec), for training.moe_experts sequential:
+//     one SequentialMLP expert (Qwen3-30B-A3B's shape, fused SwiGLU), forward 409.2 µs per call
+//     (run2/results.jsonl, micro "Megatron expert MLP (fused GLU), forward"); forward + backward
+//     0.8745 ms per expert: the mean of the README's four least-squares slopes of host time over
+//     E = 8 ... 128 experts ("Per expert": 0.709, 1.081, 0.859, 0.849 ms), so the backward is
+//     465.3 µs per expert (the forward + backward() microbenchmark, 1,792 µs, pays a whole
+//     backward() call per expert and is not used); the slopes' 128-expert points are the
+//     Qwen3-30B-A3B layer cases at 1,024 and 4,096 tokens themselves (tests/megatron_moe_layer_test.cc);
+//     the router and token dispatcher around the experts (softmax top-k router with auxiliary loss,
+//     alltoall dispatcher at ep 1, permutations in PyTorch): forward 4.504 ms, backward 3.931 ms
+//     per layer: the mean host_fwd_ms (7.778) and host_bwd_ms (7.654) of the four 8-expert cases
+//     (qwen3-30b-a3b:alltoall:{1024,4096}:E8 of run1 and run2) less 8 experts at the costs above.
+//     Measured on one machine and CPU, step to step within -30 % / +50 %.
 //   tools/data/h200-2026-12-01-power/README.md ("Host side"): replay() of a captured
 //     400-kernel graph of x.mul_ 204 µs: 0.51 µs per captured kernel (graph node).
 // Host costs depend on the CPU (two machines here differed by 2x on the same tiny op); these are
@@ -67,6 +81,16 @@ struct HostCostDefaults {
   static constexpr double kLargeOutputBytes = 1048576;
   static constexpr double kLargeElementwiseUs = 9.6;          // forward: 21.6 against 12.0 µs per op
   static constexpr double kLargeBackwardElementwiseUs = 7.7;  // backward: 27.7 against 20.0 µs per kernel
+  // Megatron-Core's local spec (training.moe_experts sequential), per SequentialMLP expert and per
+  // layer's router and dispatcher (h200-2026-12-01-moe, above): measured, not tuned.
+  static constexpr double kLocalExpertForwardUs = 409.2;
+  static constexpr double kLocalExpertUs = (709.0 + 1081.0 + 859.0 + 849.0) / 4;  // forward + backward
+  static constexpr double kLocalExpertBackwardUs = kLocalExpertUs - kLocalExpertForwardUs;
+  static constexpr double kLocalExpertsInSweep = 8;  // the smallest layer of the expert sweep
+  static constexpr double kLocalDispatcherForwardUs =
+      (7672.0 + 6490.0 + 7472.0 + 9478.0) / 4 - kLocalExpertsInSweep * kLocalExpertForwardUs;
+  static constexpr double kLocalDispatcherBackwardUs =
+      (7565.0 + 6490.0 + 6906.0 + 9654.0) / 4 - kLocalExpertsInSweep * kLocalExpertBackwardUs;
 };
 
 // Host costs of one framework's GPU operations (see the table above). All zero: no host side.
@@ -88,6 +112,12 @@ struct HostCosts {
   Duration grad_view_node;        // a view's kernel-free backward node (Op::host_grad_view_nodes)
   Duration large_elementwise;           // added to an elementwise op with a >= 1 MiB output, forward
   Duration large_backward_elementwise;  // ... and to such a backward kernel
+  // Megatron-Core's local spec, measured as calls (Op::host_path): a SequentialMLP expert's
+  // forward and backward, and a layer's router and token dispatcher in either pass.
+  Duration local_expert_forward;
+  Duration local_expert_backward;
+  Duration local_dispatcher_forward;
+  Duration local_dispatcher_backward;
   std::string source;             // one line for reports: which numbers are in force
 };
 
@@ -96,7 +126,9 @@ struct HostCosts {
 HostCosts host_costs(const TrainingSpec& training, const CalibrationProfile* profile = nullptr);
 
 // The host time to issue `op` (one kernel) by its pass and cost kind, plus the host-only calls
-// before it (module calls and views, and in backward the kernel-free nodes of views);
+// before it (module calls and views, and in backward the kernel-free nodes of views); a kernel of a
+// measured call (Op::host_path kLocalExpert, kLocalDispatcher) costs its share (Op::host_share) of
+// that call's host time in its pass instead of its kind's;
 // communication ops are NCCL calls (`collective`); a
 // normalisation (MemoryAccess::kNormalization) is a library call (`library`, F.layer_norm's
 // measured host time, not an elementwise op's), its input-gradient kernel

@@ -50,6 +50,7 @@ LayerSizes layer_sizes(const ModelSpec& model, const TrainingSpec& training, con
   z.fused_rope = training.fused_rope;
   z.fused_swiglu = training.fused_swiglu;
   z.fused_softmax = training.fused_softmax;
+  z.sequential_experts = training.moe_experts == MoeExperts::kSequential;
   const int64_t gates = z.swiglu ? 2 : 1;
   z.fc1_out = z.ffn * gates;
   z.vocab = dims.vocab_per_rank;

@@ -55,6 +55,7 @@ struct LayerSizes {
   int64_t fe, fe_out;     // expert intermediate size per rank, and fc1's output (× 2 for SwiGLU)
   int64_t fs, fs_out;     // shared experts' intermediate size per rank, and fc1's output
   bool allgather;         // allgather token dispatcher
+  bool sequential_experts;  // training.moe_experts sequential: one MLP per local expert (SequentialMLP)
   // deepep dispatcher: the one permutation of Megatron's flex dispatcher (moe.permute stands for it:
   // it expands tokens to their expert copies, on the receiving side there) and no chunk sort.
   bool deepep;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "workloads/host_costs.h"
 #include "workloads/model_flops.h"
 #include "workloads/parameter_count.h"
 #include "workloads/test_models.h"
@@ -331,6 +332,90 @@ TEST(MoeLayer, ModelFlopsCountTheTopKExperts) {
   // Skew does not change model FLOPs.
   t.moe_routing.skew = 2;
   EXPECT_DOUBLE_EQ(step_flops(m, t).model, flops.model);
+}
+
+// training.moe_experts sequential (Megatron-Core's SequentialMLP, workloads/host_costs.h): Mixtral
+// at ep 1 runs its 8 experts one after the other, 3 kernels each forward and 6 backward (the
+// measured 3.00 / 5.95 per expert of tools/data/h200-2026-12-01-moe/README.md, "Per expert"), with
+// the grouped path's FLOPs; each expert's kernels cost its measured host time per call and pass,
+// the router and dispatcher's kernels the measured host time of that part of the layer, the
+// received tokens are sorted into the experts' chunks at ep 1 too, and the compiled SwiGLU's
+// kernels take their measured memory paths.
+TEST(MoeLayer, SequentialExpertsRunEachExpertAsAMeasuredCall) {
+  const int64_t s = 4096, k = 2, experts = 8;
+  TrainingSpec t = training(s);
+  const Transformer grouped(testing::mixtral_8x7b(), t);
+  t.moe_experts = MoeExperts::kSequential;
+  const Transformer sequential(testing::mixtral_8x7b(), t);
+  const LayerOps& g = grouped.layer(LayerKind::kMoe);
+  const LayerOps& q = sequential.layer(LayerKind::kMoe);
+  const HostCosts costs = host_costs(t);
+  auto expert_ops = [](const std::vector<Op>& ops, std::string_view prefix) {
+    std::vector<const Op*> out;
+    for (const Op& op : ops) {
+      if (op.name.starts_with(prefix)) out.push_back(&op);
+    }
+    return out;
+  };
+  const std::vector<const Op*> fwd = expert_ops(q.forward, "experts.");
+  const std::vector<const Op*> bwd = expert_ops(q.backward, "experts.");
+  ASSERT_EQ(fwd.size(), static_cast<size_t>(3 * experts));
+  ASSERT_EQ(bwd.size(), static_cast<size_t>(6 * experts));
+  double flops = 0, grouped_flops = 0;
+  Duration forward_host, backward_host;
+  for (const Op* op : fwd) {
+    EXPECT_EQ(op->host_path, HostPath::kLocalExpert);
+    if (op->cost == OpCost::kGemm) {
+      EXPECT_EQ(op->gemm.m, s * k / experts) << op->name;
+    }
+    flops += op->flops;
+    forward_host += host_cost(*op, costs);
+  }
+  for (const Op* op : bwd) {
+    flops += op->flops;
+    backward_host += host_cost(*op, costs);
+  }
+  for (const std::vector<const Op*>& ops : {expert_ops(g.forward, "experts."), expert_ops(g.backward, "experts.")}) {
+    for (const Op* op : ops) grouped_flops += op->flops;
+  }
+  EXPECT_NEAR(flops, grouped_flops, grouped_flops * 1e-12);
+  // The compiled weighted SwiGLU's Triton kernels run on their own measured paths, the grouped
+  // path's activation at the copy rate.
+  EXPECT_EQ(find(q.forward, "experts.activation").access, MemoryAccess::kCompiledGlu);
+  EXPECT_EQ(find(q.backward, "experts.activation.backward").access, MemoryAccess::kCompiledGluBackward);
+  EXPECT_EQ(find(q.backward, "experts.activation.probs_grad").access, MemoryAccess::kCompiledGluBackward);
+  EXPECT_EQ(find(g.forward, "experts.activation").access, MemoryAccess::kStream);
+  EXPECT_EQ(parse_memory_access("compiled_glu_backward"), MemoryAccess::kCompiledGluBackward);
+  // Shares of a call sum to the call (each rounded to a picosecond).
+  auto picoseconds = [](Duration d) { return static_cast<double>(d.ps()); };
+  EXPECT_NEAR(picoseconds(forward_host), picoseconds(costs.local_expert_forward * experts), 3.0 * experts);
+  EXPECT_NEAR(picoseconds(backward_host), picoseconds(costs.local_expert_backward * experts), 6.0 * experts);
+  // The router and dispatcher: every other kernel of the MoE part, one measured part per pass.
+  Duration dispatcher;
+  int sorts = 0;
+  for (const Op& op : q.forward) {
+    if (op.host_path != HostPath::kLocalDispatcher) continue;
+    EXPECT_TRUE(op.name.starts_with("router") || op.name.starts_with("moe.")) << op.name;
+    dispatcher += host_cost(op, costs) - costs.split_call * op.host_split_calls -
+                  costs.split_piece * op.host_split_pieces;
+    if (op.name == "moe.sort_chunks" || op.name == "moe.unsort_chunks") {
+      ++sorts;
+      EXPECT_EQ(op.host_split_pieces, experts);
+    }
+  }
+  EXPECT_EQ(sorts, 2);
+  EXPECT_NEAR(picoseconds(dispatcher), picoseconds(costs.local_dispatcher_forward), 16);
+  EXPECT_TRUE(has(q.backward, "moe.sort_chunks.backward"));
+  EXPECT_FALSE(has(g.forward, "moe.sort_chunks"));  // the grouped path at ep 1, as before
+  // Everything outside the MoE part keeps its kernel's price.
+  for (const Op& op : q.forward) {
+    if (op.name.starts_with("qkv") || op.name.starts_with("post_attention_norm")) {
+      EXPECT_EQ(op.host_path, HostPath::kKernel) << op.name;
+    }
+  }
+  // Only framework megatron has SequentialMLP.
+  t.framework = Framework::kPytorchEager;
+  EXPECT_THROW(t.validate(testing::mixtral_8x7b()), InputError);
 }
 
 }  // namespace moe_test

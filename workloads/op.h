@@ -51,6 +51,16 @@ enum class CommKind {
   kEtpReduceScatter,
 };
 
+// Whose Python issues a kernel, where a measurement prices that code as a whole rather than per
+// kernel (workloads/host_costs.h):
+//   kKernel           by the kernel's cost kind (the default)
+//   kLocalExpert      a kernel of one of Megatron-Core's SequentialMLP experts (training.moe_experts
+//                     sequential): its share of the expert's measured host time per call and pass
+//   kLocalDispatcher  a kernel of the same layer's router and token dispatcher in plain PyTorch (no
+//                     Transformer Engine: no fused permutation or router): its share of the measured
+//                     host time of that part of the layer per pass
+enum class HostPath { kKernel, kLocalExpert, kLocalDispatcher };
+
 std::string_view name_of(OpCost cost);
 std::string_view name_of(Pass pass);
 std::string_view name_of(CommKind kind);
@@ -100,6 +110,10 @@ struct Op {
   // Backward only: the kernel-free autograd nodes of views (ViewBackward0, TransposeBackward0,
   // UnsafeViewBackward0) that autograd's engine runs around this kernel (workloads/host_costs.h).
   int host_grad_view_nodes = 0;
+  // Where a measured call prices this kernel's host side (HostPath) and its share of that call's
+  // host time (the kernels of one call or one pass share it evenly; 1 for kKernel).
+  HostPath host_path = HostPath::kKernel;
+  double host_share = 1;
 };
 
 }  // namespace clustersim

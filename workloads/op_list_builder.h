@@ -64,6 +64,10 @@ class OpListBuilder {
   // A collective of `kind` moving `bytes` (the nccl-tests convention, workloads/op.h), `steps` times.
   Op& comm(std::string_view name, CommKind kind, int64_t bytes, int64_t steps = 1);
 
+  // The ops of the list so far (the caller's and this builder's), and op `i` of it.
+  size_t size() const { return ops_.size(); }
+  Op& op(size_t i) { return ops_.at(i); }
+
  private:
   void fp8_cast(int64_t elements);
 

@@ -62,6 +62,17 @@ CudaGraphs parse_cuda_graphs(std::string_view text) {
   throw InputError(fmt::format("unknown cuda_graphs \"{}\" (valid: none, layers, step)", excerpt(text)));
 }
 
+std::string_view name_of(MoeExperts experts) {
+  return experts == MoeExperts::kSequential ? "sequential" : "grouped";
+}
+
+MoeExperts parse_moe_experts(std::string_view text) {
+  for (MoeExperts e : {MoeExperts::kGrouped, MoeExperts::kSequential}) {
+    if (text == name_of(e)) return e;
+  }
+  throw InputError(fmt::format("unknown moe_experts \"{}\" (valid: grouped, sequential)", excerpt(text)));
+}
+
 DataType TrainingSpec::activation_dtype() const {
   return compute_dtype == DataType::kFp8 ? DataType::kBf16 : compute_dtype;
 }
@@ -168,6 +179,11 @@ void TrainingSpec::validate(const ModelSpec& model) const {
     }
   }
   validate_fusion(model);
+  if (moe_experts == MoeExperts::kSequential && framework != Framework::kMegatron) {
+    throw InputError(
+        "training.moe_experts: sequential is Megatron-Core's SequentialMLP; it needs training.framework: megatron")
+        .about({"training.moe_experts", "training.framework"});
+  }
   if (framework == Framework::kPytorchEager) {
     auto unsupported = [](const std::string& what) {
       throw InputError(fmt::format("training.framework pytorch-eager: {} (the op model follows "

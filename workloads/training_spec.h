@@ -40,6 +40,15 @@ enum class Framework { kMegatron, kPytorchEager };
 //           pytorch-eager on one GPU or under DistributedDataParallel.
 enum class CudaGraphs { kNone, kLayers, kStep };
 
+// How Megatron-Core runs a mixture-of-experts layer's local experts (Megatron --moe-grouped-gemm):
+//   grouped     one grouped GEMM per expert weight over every local expert (Transformer Engine's
+//               TEGroupedMLP), the fused permutation and router kernels: a few launches per layer;
+//   sequential  SequentialMLP: a loop over the local experts, each an MLP of Megatron's own
+//               ColumnParallelLinear and RowParallelLinear with the compiled weighted SwiGLU, and the
+//               router and permutation in PyTorch operations, as Megatron-Core's local spec runs
+//               without Transformer Engine (the layer measured in tools/data/h200-2026-12-01-moe/).
+enum class MoeExperts { kGrouped, kSequential };
+
 std::string_view name_of(Recompute recompute);        // "none", "selective", "full"
 std::string_view name_of(AttentionKernel attention);  // "flash", "naive"
 Recompute parse_recompute(std::string_view text);
@@ -48,6 +57,8 @@ std::string_view name_of(Framework framework);  // "megatron", "pytorch-eager"
 Framework parse_framework(std::string_view text);
 std::string_view name_of(CudaGraphs graphs);  // "none", "layers", "step"
 CudaGraphs parse_cuda_graphs(std::string_view text);
+std::string_view name_of(MoeExperts experts);  // "grouped", "sequential"
+MoeExperts parse_moe_experts(std::string_view text);
 
 // How a model is trained: batch, sequence, numerics and memory-saving options.
 struct TrainingSpec {
@@ -83,6 +94,8 @@ struct TrainingSpec {
   double attention_dropout = 0.1;
   // Mixture-of-experts models: how tokens spread over the experts (workloads/moe_routing.h).
   MoeRouting moe_routing;
+  // Mixture-of-experts models under framework megatron: how the local experts run (MoeExperts).
+  MoeExperts moe_experts = MoeExperts::kGrouped;
 
   // Element type of stored activations: the compute dtype for bf16/fp16; bf16 for fp8 compute
   // (fp8 recipes cast to fp8 per GEMM and keep bf16 activations; Transformer Engine's fp8 caches
@@ -100,7 +113,7 @@ struct TrainingSpec {
   // flash_kernel sdpa-flash or flash-v1 needs attention flash; sdpa-flash a model without latent attention (equal
   // query/key and value head sizes). fused_norm false needs an RMSNorm model, fused_rope false a
   // RoPE model without latent attention, fused_swiglu false a SwiGLU MLP, fused_softmax false
-  // attention naive, and all four framework megatron.
+  // attention naive, and all four framework megatron; moe_experts sequential framework megatron.
   void validate(const ModelSpec& model) const;
 
  private:

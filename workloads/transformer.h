@@ -53,6 +53,12 @@ namespace clustersim {
 //   moe_ffn/etp each), ["moe.etp_reduce_scatter"], "moe.combine" (the reverse all-to-all),
 //   "moe.unpermute" (weighted sum of each token's k outputs), [shared experts: "shared.fc1",
 //   "shared.activation", "shared.fc2" with their tensor-parallel collectives], mlp_residual.
+// With training.moe_experts sequential (Megatron-Core's SequentialMLP, the local spec without
+// Transformer Engine) the experts are a loop: per local expert "experts.fc1", "experts.activation",
+// "experts.fc2" over its tokens (backward: "experts.fc2.dgrad", "experts.fc2.wgrad",
+// "experts.activation.backward", "experts.activation.probs_grad" for the weighted fused SwiGLU,
+// "experts.fc1.dgrad", "experts.fc1.wgrad"), "moe.sort_chunks" / "moe.unsort_chunks" run at ep 1 too,
+// and the host prices each expert and the router and dispatcher as measured calls (Op::host_path).
 // T_r = T/tp (sequence parallelism is required with tp > 1) tokens are routed per rank; each sends
 // T_r · top_k · h · bytes in its dispatch. The experts of the busiest expert-parallel rank process
 // R = T_r · top_k · ep · (its share of the routed slots) tokens (× etp after the etp all-gather): the

@@ -355,6 +355,12 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   }
 }
 
+nlohmann::ordered_json breakdown_seconds_json(const TimeBreakdown& breakdown) {
+  return {{"compute", breakdown.compute.to_seconds()},     {"exposed_comm", breakdown.exposed_comm.to_seconds()},
+          {"bubble", breakdown.bubble.to_seconds()},       {"optimizer", breakdown.optimizer.to_seconds()},
+          {"host_bound", breakdown.host_bound.to_seconds()}, {"other", breakdown.other.to_seconds()}};
+}
+
 nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   const Scenario& s = *c.scenario;
   nlohmann::ordered_json j;
@@ -400,12 +406,7 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
   j["tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
   j["flop_convention"] = kFlopConvention;
-  j["breakdown_s"] = {{"compute", r.breakdown.compute.to_seconds()},
-                      {"exposed_comm", r.breakdown.exposed_comm.to_seconds()},
-                      {"bubble", r.breakdown.bubble.to_seconds()},
-                      {"optimizer", r.breakdown.optimizer.to_seconds()},
-                      {"host_bound", r.breakdown.host_bound.to_seconds()},
-                      {"other", r.breakdown.other.to_seconds()}};
+  j["breakdown_s"] = breakdown_seconds_json(r.breakdown);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& st : r.programs.memory) {
     const MemoryBreakdown& m = st.memory;

@@ -48,6 +48,10 @@ void write_run_summary(const TrainingReport& report, const RunContext& context, 
 // groups{tp|cp|dp|pp|ep: {size, min_pods, max_pods}}} (parallelism/pod_placement.h). Keys in a
 // fixed order.
 nlohmann::ordered_json run_json(const TrainingReport& report, const RunContext& context);
+
+// The time breakdown as --json's `breakdown_s` object: each part in seconds, in the order
+// compute, exposed_comm, bubble, optimizer, host_bound, other.
+nlohmann::ordered_json breakdown_seconds_json(const TimeBreakdown& breakdown);
 // run_json() as `clustersim run --json` prints it: indented by 2, a path that is not UTF-8 with
 // U+FFFD in place of its bad bytes.
 void write_run_json(const TrainingReport& report, const RunContext& context, std::ostream& out);

@@ -489,12 +489,7 @@ nlohmann::ordered_json search_json(const Scenario& s, const SearchResult& r, int
     e["headroom_bytes"] = m.capacity_bytes - m.peak_bytes;
     e["gpus"] = m.gpus;
     e["gpu_seconds_per_token"] = m.gpu_seconds_per_token;
-    e["breakdown_s"] = {{"compute", m.breakdown.compute.to_seconds()},
-                        {"exposed_comm", m.breakdown.exposed_comm.to_seconds()},
-                        {"bubble", m.breakdown.bubble.to_seconds()},
-                        {"optimizer", m.breakdown.optimizer.to_seconds()},
-                        {"host_bound", m.breakdown.host_bound.to_seconds()},
-                        {"other", m.breakdown.other.to_seconds()}};
+    e["breakdown_s"] = breakdown_seconds_json(m.breakdown);
     if (s.campaign) {
       e["campaign"] = {{"wall_days", m.campaign_wall_s / 86'400.0},
                        {"gpu_hours", m.campaign_gpu_hours},

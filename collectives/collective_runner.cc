@@ -213,20 +213,21 @@ class CollectiveRunner::Impl {
     const Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
     Duration delay = transfer.latency;
+    const Route* route = nullptr;
     if (transfer.src != transfer.dst) {
-      const Duration route = cluster_.route(execution.group[static_cast<size_t>(transfer.src)],
-                                            execution.group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer))
-                                 .latency;
-      delay = delay > route ? delay - route : Duration::zero();
+      route = &cluster_.route(execution.group[static_cast<size_t>(transfer.src)],
+                              execution.group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer));
+      delay = delay > route->latency ? delay - route->latency : Duration::zero();
     }
-    sim_.schedule_after(delay, [this, id, index] { send(id, index); });
+    sim_.schedule_after(delay, [this, id, index, route] { send(id, index, route); });
   }
 
   static uint64_t flow_hash(uint64_t id, const Transfer& transfer) {
     return id * 0x9E3779B97F4A7C15ULL + transfer.channel;
   }
 
-  void send(uint64_t id, int32_t index) {
+  // `route`: the transfer's route, looked up by launch (null for a local copy).
+  void send(uint64_t id, int32_t index, const Route* route) {
     Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
     if (transfer.src == transfer.dst) {
@@ -235,9 +236,8 @@ class CollectiveRunner::Impl {
     }
     const double scale = execution.wire_scale[static_cast<size_t>(transfer.path)];
     check_invariant(scale > 0 && scale < 1e9, "a transfer's transport efficiency is positive");
-    network_->start_flow(execution.group[static_cast<size_t>(transfer.src)],
-                         execution.group[static_cast<size_t>(transfer.dst)], transfer.size.scaled(scale),
-                         [this, id, index] { finish(id, index); }, flow_hash(id, transfer));
+    check_invariant(route != nullptr, "a transfer between two GPUs has its route");
+    network_->start_flow_on(*route, transfer.size.scaled(scale), [this, id, index] { finish(id, index); });
   }
 
   void finish(uint64_t id, int32_t index) {

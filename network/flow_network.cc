@@ -55,7 +55,10 @@ class FlowNetwork::Impl {
       if (on_complete) sim_.schedule_after(Duration::zero(), std::move(on_complete));
       return retired_id();
     }
-    const Route& route = cluster_.route(src, dst, flow_hash);
+    return start_flow_on(cluster_.route(src, dst, flow_hash), size, std::move(on_complete));
+  }
+
+  FlowId start_flow_on(const Route& route, Bytes size, Completion on_complete) {
     if (size == Bytes::zero()) {
       if (on_complete) sim_.schedule_after(route.latency, std::move(on_complete));
       return retired_id();
@@ -331,6 +334,10 @@ FlowNetwork::~FlowNetwork() = default;
 
 FlowId FlowNetwork::start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash) {
   return impl_->start_flow(src, dst, size, std::move(on_complete), flow_hash);
+}
+
+FlowId FlowNetwork::start_flow_on(const Route& route, Bytes size, Completion on_complete) {
+  return impl_->start_flow_on(route, size, std::move(on_complete));
 }
 size_t FlowNetwork::active_flows() const { return impl_->active_flows(); }
 Bytes FlowNetwork::bytes_carried(LinkId link) const { return impl_->bytes_carried(link); }

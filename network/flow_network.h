@@ -67,6 +67,11 @@ class FlowNetwork {
   // the route latency. src == dst completes at once (a local copy costs no network time), in a
   // zero-delay event. Throws InputError for GPU ids outside the cluster.
   FlowId start_flow(GpuId src, GpuId dst, Bytes size, Completion on_complete, uint64_t flow_hash = 0);
+  // The same on `route`, a route of this network's cluster between two different GPUs that the
+  // caller already looked up (cluster.route(...) returns references that stay valid): a
+  // collective prices its transfer's latency by the route before it starts the flow, and so looks
+  // the route up once.
+  FlowId start_flow_on(const Route& route, Bytes size, Completion on_complete);
 
   // Number of flows currently transferring.
   size_t active_flows() const;

@@ -3,6 +3,7 @@
 // changes the loaded Scenario.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -328,7 +329,10 @@ const std::string kBase =
     "training: {seq_len: 4096, global_batch: 64}\n";
 
 Scenario load_with(const std::vector<std::string>& sets) {
-  const std::string path = (std::filesystem::temp_directory_path() / "clustersim_scenario_keys_test.yaml").string();
+  // One file per process: ctest runs this file's tests as parallel processes.
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("clustersim_scenario_keys_test_" + std::to_string(::getpid()) + ".yaml"))
+          .string();
   std::ofstream(path) << kBase;
   std::vector<Override> overrides;
   for (const std::string& s : sets) overrides.push_back(parse_override(s));

@@ -177,6 +177,23 @@ double parse_quantity(std::string_view text, const std::array<UnitEntry, N>& uni
 
 }  // namespace
 
+bool parse_whole_number(std::string_view text, int64_t& value) {
+  if (text.empty()) return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (auto [ptr, ec] = std::from_chars(first, last, value); ec == std::errc() && ptr == last) return true;
+  if (text.find_first_of("eE") == std::string_view::npos) return false;
+  double real = 0;
+  auto [ptr, ec] = std::from_chars(first, last, real);
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  if (ec != std::errc() || ptr != last || !std::isfinite(real) || std::abs(real) > kExact ||
+      real != std::floor(real)) {
+    return false;
+  }
+  value = static_cast<int64_t>(real);
+  return true;
+}
+
 Duration parse_duration(std::string_view text) {
   const double ps = parse_quantity(text, kDurationUnits, "duration", "1.5 us");
   return Duration::picoseconds(checked_round(ps, "duration"));

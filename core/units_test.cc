@@ -3,11 +3,33 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
 namespace clustersim {
 namespace units_test {
+
+// Whole numbers in digits or in exponent notation with an integral value up to 2^53.
+TEST(Units, ParsesWholeNumbersInDigitsOrExponentNotation) {
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"0", 0}, {"-3", -3}, {"500000000", 500'000'000}, {"5e8", 500'000'000}, {"2.5e9", 2'500'000'000},
+      {"1E6", 1'000'000}, {"9007199254740992", 9'007'199'254'740'992}, {"9223372036854775807", INT64_MAX},
+      {"9.007199254740992e15", 9'007'199'254'740'992}};
+  for (const auto& [text, want] : good) {
+    int64_t v = 0;
+    EXPECT_TRUE(parse_whole_number(text, v)) << text;
+    EXPECT_EQ(v, want) << text;
+  }
+  // Fractions, values a double cannot hold exactly, overflow, text and the empty string.
+  for (const char* bad : {"1.5", "1.5e0", "5e-1", "1e16", "1e300", "9223372036854775808", "", "12abc", "e5", "nan",
+                          "inf", " 5"}) {
+    int64_t v = 0;
+    EXPECT_FALSE(parse_whole_number(bad, v)) << bad;
+  }
+}
 
 TEST(Units, ParsesDurations) {
   EXPECT_EQ(parse_duration("1.5 us").ps(), 1'500'000);

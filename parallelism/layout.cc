@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "core/excerpt.h"
 
 namespace clustersim {
@@ -50,8 +51,7 @@ int64_t parse_grad_bucket_elements(std::string_view text) {
   if (text == "auto") return 0;
   constexpr int64_t kMost = int64_t{1} << 62;
   int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value < 1 || value > kMost) {
+  if (!parse_whole_number(text, value) || value < 1 || value > kMost) {
     throw InputError(fmt::format("\"{}\" is not auto or a whole number of parameters in [1, 2^62]", excerpt(text, 60)));
   }
   return value;

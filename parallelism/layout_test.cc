@@ -142,7 +142,8 @@ TEST(Layout, ScheduleAndOtherRules) {
 TEST(Layout, GradientBucketsFollowTheFrameworksDefault) {
   EXPECT_EQ(parse_grad_bucket_elements("auto"), 0);
   EXPECT_EQ(parse_grad_bucket_elements("6553600"), 6'553'600);
-  for (const char* bad : {"0", "-1", "1e6", "40M", "", "auto ", "99999999999999999999"}) {
+  EXPECT_EQ(parse_grad_bucket_elements("4e7"), 40'000'000);  // as help-config and the README write counts
+  for (const char* bad : {"0", "-1", "1.5e0", "40M", "", "auto ", "99999999999999999999"}) {
     EXPECT_THROW(parse_grad_bucket_elements(bad), InputError) << bad;
   }
   TrainingSpec megatron;

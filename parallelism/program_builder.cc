@@ -189,6 +189,41 @@ int64_t gradient_bucket_elements(const Layout& layout, const TrainingSpec& train
   return std::max(kMegatronMinBucket, kMegatronBucketPerDpRank * layout.dp);
 }
 
+void check_bucket_counts(const Transformer& transformer, const Layout& layout) {
+  // Each bucket is an event of the simulation (ZeRO-3 gathers: one per bucket and micro-batch): a
+  // bucket size far below a stage's parameters would run for hours, so the count is bounded before
+  // any program is built: gradient buckets like the micro-batches (kMaxMicrobatchesPerPipeline),
+  // ZeRO-3 gathers per step at 2^18 (Llama-3-8B on one DGX H100 at tp 2 with 32 micro-batches:
+  // 128,512 gathers of 1e6 parameters simulate in 8 s, 1.28 M of 1e5 took 72 s).
+  constexpr int64_t kMaxZero3GathersPerStep = int64_t{1} << 18;
+  const TrainingSpec& training = transformer.training();
+  const int64_t m = microbatches(layout, training.global_batch, training.micro_batch);
+  const int64_t bucket_elements = gradient_bucket_elements(layout, training);
+  for (int s = 0; s < layout.pp; ++s) {
+    const int64_t stage_total = stage_parameters(transformer, layout, s).total();
+    for (auto [key, elements, per_step, limit] :
+         {std::tuple<const char*, int64_t, int64_t, int64_t>{"parallelism.grad_bucket_elements", bucket_elements, 1,
+                                                             kMaxMicrobatchesPerPipeline},
+          std::tuple<const char*, int64_t, int64_t, int64_t>{
+              "parallelism.zero3_bucket_elements", layout.zero_stage >= 3 ? layout.zero3_bucket_elements : 0, m,
+              kMaxZero3GathersPerStep}}) {
+      if (elements <= 0) continue;
+      const int64_t buckets = (stage_total + elements - 1) / elements;
+      if (buckets > limit / per_step) {
+        const int64_t most = std::max<int64_t>(1, limit / per_step);
+        throw InputError(fmt::format("{}: {} makes {} buckets of pipeline stage {}'s {} parameters{}; at most {} "
+                                     "(valid: at least {} for this model and layout)",
+                                     key, elements, buckets, s, stage_total,
+                                     per_step > 1
+                                         ? fmt::format(", each gathered in each of the {} micro-batches", per_step)
+                                         : "",
+                                     most, (stage_total + most - 1) / most))
+            .about({key});
+      }
+    }
+  }
+}
+
 TrainingPrograms build_training_programs(const Transformer& transformer, const ComputeCostModel& cost,
                                          const Layout& layout, const ProgramOptions& options) {
   const ModelSpec& model = transformer.model();
@@ -266,37 +301,10 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
   out.memory = stage_memory(transformer, layout);
   const int64_t dense_shards = static_cast<int64_t>(layout.shard_dp()) * layout.cp;
   const int64_t bucket_elements = gradient_bucket_elements(layout, training);
+  check_bucket_counts(transformer, layout);
   const int64_t expert_shards = layout.expert_dp();
   for (int s = 0; s < p; ++s) {
-    // Each bucket is an event of the simulation (ZeRO-3 gathers: one per bucket and micro-batch): a
-    // bucket size far below the stage's parameters would run for hours, so the count is bounded
-    // before any program is built: gradient buckets like the micro-batches
-    // (kMaxMicrobatchesPerPipeline), ZeRO-3 gathers per step at 2^18 (Llama-3-8B on one DGX H100
-    // at tp 2 with 32 micro-batches: 128,512 gathers of 1e6 parameters simulate in 8 s, 1.28 M of
-    // 1e5 took 72 s).
     const StageParameters stage_params = stage_parameters(transformer, layout, s);
-    {
-      constexpr int64_t kMaxZero3GathersPerStep = int64_t{1} << 18;
-      const int64_t stage_total = stage_params.total();
-      for (auto [key, elements, per_step, limit] :
-           {std::tuple<const char*, int64_t, int64_t, int64_t>{"parallelism.grad_bucket_elements",
-                                                               bucket_elements, 1,
-                                                               kMaxMicrobatchesPerPipeline},
-            std::tuple<const char*, int64_t, int64_t, int64_t>{
-                "parallelism.zero3_bucket_elements", layout.zero_stage >= 3 ? layout.zero3_bucket_elements : 0, m,
-                kMaxZero3GathersPerStep}}) {
-        if (elements <= 0) continue;
-        const int64_t buckets = (stage_total + elements - 1) / elements;
-        if (buckets > limit / per_step) {
-          const int64_t most = std::max<int64_t>(1, limit / per_step);
-          throw InputError(fmt::format(
-              "{}: {} makes {} buckets of pipeline stage {}'s {} parameters{}; at most {} (use at least {})", key,
-              elements, buckets, s, stage_total,
-              per_step > 1 ? fmt::format(", each gathered in each of the {} micro-batches", per_step) : "", most,
-              (stage_total + most - 1) / most));
-        }
-      }
-    }
     StageProgram stage;
     for (int c = 0; c < v; ++c) {
       const int vs = c * p + s;

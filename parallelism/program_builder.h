@@ -79,6 +79,13 @@ TrainingPrograms build_training_programs(const Transformer& transformer, const C
 // None, distributed_data_parallel.py:135-137); the step simulation then ignores the size.
 int64_t gradient_bucket_elements(const Layout& layout, const TrainingSpec& training);
 
+// Throws InputError about parallelism.grad_bucket_elements (or parallelism.zero3_bucket_elements)
+// when a stage's parameters would make more buckets than a step can simulate: more than
+// kMaxMicrobatchesPerPipeline (65,536) gradient buckets per stage, or more than 2^18 ZeRO-3
+// gathers per step (buckets x micro-batches). The message gives the least valid size for this
+// model and layout. build_training_programs and validate_run both call it.
+void check_bucket_counts(const Transformer& transformer, const Layout& layout);
+
 // Throws InputError about training.cuda_graphs (its message opens with the key; InputError::keys())
 // when its value cannot apply: layers needs framework megatron; step needs framework pytorch-eager
 // with tp 1, pp 1, cp 1 and zero 0 (one GPU or DDP).

@@ -150,6 +150,7 @@ void validate_run_on(const ModelSpec& model, const TrainingSpec& training, const
   if (layout.moe_dispatcher == MoeDispatcher::kDeepEp && layout.ep > 1 && model.moe.enabled()) {
     require_even_shares_for_deepep(expert_rank_shares(expert_token_shares(model, training.moe_routing), layout.ep));
   }
+  check_bucket_counts(Transformer(model, training, shard_spec(layout)), layout);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ struct ClusterContext {
 //  7. training.cuda_graphs against the framework and layout (check_cuda_graphs);
 //  8. the layouts training.framework pytorch-eager covers (check_pytorch_eager_layout);
 //  9. DeepEP's dispatch with balanced routing only (require_even_shares_for_deepep, on the
-//     expert-parallel ranks' shares of the routed tokens; moe_dispatcher deepep, ep > 1, MoE).
+//     expert-parallel ranks' shares of the routed tokens; moe_dispatcher deepep, ep > 1, MoE);
+// 10. the gradient and ZeRO-3 bucket counts of every pipeline stage (check_bucket_counts).
 // Steps 4 and 5 only with context.check_nodes. A run that passes can still be refused while it is
 // built or simulated for sizes beyond int64 (OverflowError) or a request the collectives reject.
 // The errors of steps 7 and 8 carry the keys they are about (InputError::keys():
@@ -50,7 +51,7 @@ struct ClusterContext {
 void validate_run(const ModelSpec& model, const TrainingSpec& training, const Layout& layout,
                   const ClusterContext& context);
 
-// The same checks, all nine, on a cluster not built yet: the nodes of `spec` as the scenario
+// The same checks, all ten, on a cluster not built yet: the nodes of `spec` as the scenario
 // loader resolves them (ClusterSpec::nodes; spec.gpus_per_node, when above 0, GPUs used in each),
 // GPUs numbered node by node as Cluster numbers them. `allow_idle_gpus` as in ClusterContext.
 void validate_run(const ModelSpec& model, const TrainingSpec& training, const Layout& layout, const ClusterSpec& spec,

@@ -183,8 +183,9 @@ const Schema& schema_of(const std::string& kind) {
 // (sections and lists of sections included) its dotted path `key` ("a.b[].c" for a list's
 // elements), `type` in help-config's words (describe_type: "integer in [1, 16777216]", "one of:
 // ..."), `default` as YAML writes it (null: none), `required`, `description`, `choices` (enum and
-// string-list keys; else empty) and `min`/`max` (null where unbounded; durations in s, bandwidths
-// in bytes/s, FLOP rates in FLOP/s, power in W: KeyDef's bounds).
+// string-list keys; for an integer key the words it takes besides numbers, as ["auto"]; else
+// empty) and `min`/`max` (null where unbounded; durations in s, bandwidths in bytes/s, FLOP rates
+// in FLOP/s, power in W: KeyDef's bounds).
 std::string keys(const std::string& kind) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const KeyDef& k : schema_of(kind).keys()) {

@@ -17,6 +17,7 @@
 #include "core/excerpt.h"
 #include "core/input_file.h"
 #include "core/utf8.h"
+#include "core/units.h"
 
 namespace clustersim {
 
@@ -76,12 +77,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-bool parse_int_text(const std::string& text, int64_t& value) {
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(first, last, value);
-  return ec == std::errc() && ptr == last && !text.empty();
-}
+bool parse_int_text(const std::string& text, int64_t& value) { return parse_whole_number(text, value); }
 
 bool parse_real_text(const std::string& text, double& value) {
   const char* first = text.data();
@@ -122,12 +118,16 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
   switch (def.type) {
     case ValueType::kInt:
     case ValueType::kIntList: {
+      if (std::find(def.choices.begin(), def.choices.end(), text) != def.choices.end()) return;
       int64_t v = 0;
       if (!parse_int_text(text, v)) {
         // Digits beyond int64 are an integer out of range, not a malformed one.
         const bool digits = text.find_first_not_of("0123456789", text.starts_with('-') ? 1 : 0) == std::string::npos &&
                             text.size() > (text.starts_with('-') ? 1U : 0U);
         if (digits) throw fail(fmt::format("{} is out of range: expected {}", excerpt(text), describe_type(def)));
+        if (!def.choices.empty()) {
+          throw fail(fmt::format("\"{}\" is not valid; expected {}", excerpt(text), describe_type(def)));
+        }
         throw fail(fmt::format("\"{}\" is not an integer", excerpt(text)));
       }
       check_range(def, static_cast<double>(v), text, fail);
@@ -568,7 +568,10 @@ const KeyDef& ConfigDocument::declared(const std::string& path, ValueType type) 
   const std::string spath = schema_path_of(prefix_ + path);
   const KeyDef* def = data_->schema->find(spath);
   if (def == nullptr) throw InternalError("ConfigDocument: undeclared key " + spath);
-  const bool compatible = def->type == type || (type == ValueType::kString && def->type == ValueType::kEnum);
+  // A string reads an enum, and an integer key that also takes words (choices, e.g. "auto"): the
+  // setter then parses the text.
+  const bool compatible = def->type == type || (type == ValueType::kString && def->type == ValueType::kEnum) ||
+                          (type == ValueType::kString && def->type == ValueType::kInt && !def->choices.empty());
   if (!compatible) throw InternalError("ConfigDocument: key " + spath + " read with the wrong type");
   return *def;
 }

@@ -19,6 +19,8 @@ const Schema& test_schema() {
     s.key({.path = "training.recompute", .type = ValueType::kEnum, .default_text = "none", .description = "r",
            .choices = {"none", "selective", "full"}});
     s.key({.path = "training.lr", .type = ValueType::kReal, .description = "learning rate"});
+    s.key({.path = "training.buckets", .type = ValueType::kInt, .default_text = "auto", .description = "b",
+           .choices = {"auto"}, .min = 1});
     s.key({.path = "training.packed", .type = ValueType::kBool, .default_text = "false", .description = "packing"});
     s.section("link", "a link");
     s.key({.path = "link.bandwidth", .type = ValueType::kBandwidth, .description = "bw", .required = true});
@@ -158,6 +160,12 @@ TEST(ConfigDocument, ReadsTypedValuesAndDefaults) {
   EXPECT_EQ(groups[1].get_int("count"), 5);
   EXPECT_TRUE(doc.has("training.seq_len"));
   EXPECT_FALSE(doc.has("training.recompute"));
+  // An integer in exponent notation; an integer key that also takes a word reads as text.
+  auto exp = ConfigDocument::load_string("training: {seq_len: 5e8, buckets: 4e7}\nlink: {bandwidth: 400 Gb/s}\n",
+                                         "s.yaml", test_schema());
+  EXPECT_EQ(exp.get_int("training.seq_len"), 500'000'000);
+  EXPECT_EQ(exp.get_string("training.buckets"), "4e7");
+  EXPECT_EQ(doc.get_string("training.buckets"), "auto");
 }
 
 TEST(ConfigDocument, UnknownKeyNamesLineColumnAndSuggestion) {
@@ -194,6 +202,13 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 0}").find("out of range"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 1.5}").find("not an integer"),
             std::string::npos);
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 2.5e0}").find("not an integer"),
+            std::string::npos);
+  // An integer key that takes words: the message gives both.
+  const std::string word = error_of("link: {bandwidth: 1 GB/s}\ntraining: {buckets: some}");
+  EXPECT_NE(word.find("training.buckets: \"some\" is not valid; expected integer >= 1 or auto"), std::string::npos)
+      << word;
+  EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ntraining: {buckets: 0}").find("out of range"), std::string::npos);
   // Beyond int64: out of range, named as written.
   const std::string huge = error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 99999999999999999999999}");
   EXPECT_NE(huge.find("training.seq_len: 99999999999999999999999 is out of range: expected integer >= 1"),

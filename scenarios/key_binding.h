@@ -11,7 +11,7 @@
 //         [](Scenario& s, int64_t v) { s.layout.tp = static_cast<int>(v); });
 //
 // A setter takes the target and the value as its type reads it (ValueType -> C++ type):
-//   kInt int64_t, kReal double, kBool bool, kString and kEnum std::string, kDuration Duration,
+//   kInt int64_t (std::string where the key also takes words, KeyDef::choices), kReal double, kBool bool, kString and kEnum std::string, kDuration Duration,
 //   kBytes Bytes, kBandwidth Bandwidth, kFlopRate FlopRate, kPower Power, kIntList
 //   std::vector<int64_t>, kStringList std::vector<std::string>;
 // and optionally, third, the KeyRef of the key (its document and path: where(), error()).
@@ -143,10 +143,11 @@ V read(const ConfigDocument& doc, const std::string& path) {
 
 // Whether a setter taking V can hold a value of `type`.
 template <typename V>
-bool reads(ValueType type) {
-  switch (type) {
+bool reads(const KeyDef& def) {
+  switch (def.type) {
     case ValueType::kInt:
-      return std::is_same_v<V, int64_t>;
+      // An integer key that also takes words (choices): its setter parses the text.
+      return std::is_same_v<V, int64_t> || (std::is_same_v<V, std::string> && !def.choices.empty());
     case ValueType::kReal:
       return std::is_same_v<V, double>;
     case ValueType::kBool:
@@ -210,7 +211,7 @@ class KeyBinder {
     using Traits = key_binding_detail::setter_traits<F>;
     using V = typename Traits::value;
     def.path = prefix_ + def.path;
-    if (!key_binding_detail::reads<V>(def.type)) throw InternalError("key " + def.path + ": setter of the wrong type");
+    if (!key_binding_detail::reads<V>(def)) throw InternalError("key " + def.path + ": setter of the wrong type");
     bindings_.add(def.path, when,
                   [setter, project = project_](const ConfigDocument& doc, const std::string& path, Root& root) {
                     Target& target = project_target(project, root);

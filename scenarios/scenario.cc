@@ -541,10 +541,13 @@ void add_parallelism_keys(Binder& s) {
   s.key(key_def("parallelism.overlap_param_gather", ValueType::kBool,
                 "overlap the distributed optimizer's parameter all-gather with the next forward", "false"),
         [](D& d, bool v) { d.s.layout.overlap_param_gather = v; });
-  s.key(key_def("parallelism.grad_bucket_elements", ValueType::kString,
-                "gradient bucket size in parameters: auto (megatron: max(40M, 1M x dp), Megatron-Core DDP's default; "
-                "pytorch-eager: 25 MiB of gradients, DDP's bucket_cap_mb) or a count",
-                "auto"),
+  KeyDef grad_bucket = integer("parallelism.grad_bucket_elements",
+                               "gradient bucket size in parameters: auto (megatron: max(40M, 1M x dp), Megatron-Core "
+                               "DDP's default; pytorch-eager: 25 MiB of gradients, DDP's bucket_cap_mb) or a count; "
+                               "a stage makes at most 65,536 buckets",
+                               "auto", 1, static_cast<double>(int64_t{1} << 62));
+  grad_bucket.choices = {"auto"};
+  s.key(grad_bucket,
         [](D& d, std::string v, const KeyRef& k) {
           d.s.layout.grad_bucket_elements = located(k, [&] { return parse_grad_bucket_elements(v); });
         });
@@ -1246,10 +1249,8 @@ SearchProblem search_problem(const Scenario& scenario, const Cluster& cluster) {
     throw InputError(scenario.search_objective_where +
                      "energy needs the power model: set simulation.power_model: true or auto");
   }
-  if (scenario.jitter) {
-    throw InputError(scenario.jitter_where + "a search ranks steady steps (each sampled step with jitter simulates "
-                                             "every rank); remove jitter: to search, and run the best layout with it");
-  }
+  // jitter: is left out: a search ranks steady steps (each sampled step with jitter simulates
+  // every rank); `clustersim search` says so, and `run` of the winner applies it.
   problem.stragglers = scenario.stragglers;
   if (scenario.campaign) {
     problem.campaign = [scenario, &cluster](const Layout& layout, const TrainingReport& r, LayoutMetrics& m) {

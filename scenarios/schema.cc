@@ -31,6 +31,9 @@ std::string join(const std::vector<std::string>& items) {
 // Whole bounds up to 2^53 print as integers (16777216, not 1.67772e+07).
 std::string format_bound(double v) {
   if (v == std::floor(v) && std::abs(v) < 9.007199254740992e15) return fmt::format("{}", static_cast<int64_t>(v));
+  // A large power of two (2^62, the bound of counts that int64 arithmetic keeps exact) as one.
+  int exponent = 0;
+  if (v > 0 && std::frexp(v, &exponent) == 0.5) return fmt::format("2^{}", exponent - 1);
   return fmt::format("{:g}", v);
 }
 
@@ -86,7 +89,7 @@ std::string describe_type(const KeyDef& def) {
   switch (def.type) {
     case ValueType::kSection: return "section";
     case ValueType::kSectionList: return "list of sections";
-    case ValueType::kInt: return "integer" + range;
+    case ValueType::kInt: return "integer" + range + (def.choices.empty() ? "" : " or " + join(def.choices));
     case ValueType::kReal: return "number" + range;
     case ValueType::kBool: return "true|false";
     case ValueType::kString: return "string";

@@ -37,7 +37,7 @@ struct KeyDef {
   ValueType type = ValueType::kString;
   std::string default_text;          // as it would be written in YAML; empty: no default
   std::string description;           // one line
-  std::vector<std::string> choices;  // kEnum / kStringList
+  std::vector<std::string> choices;  // kEnum / kStringList; kInt: words taken besides integers ("auto")
   // Inclusive bounds: of kInt / kReal / kIntList elements; of kDuration in seconds, kBandwidth in
   // bytes/s, kFlopRate in FLOP/s, kPower in W. A dimensioned key without bounds gets its type's physical range
   // (physical_range()).

@@ -184,6 +184,12 @@ void TrainingSpec::validate(const ModelSpec& model) const {
         "training.moe_experts: sequential is Megatron-Core's SequentialMLP; it needs training.framework: megatron")
         .about({"training.moe_experts", "training.framework"});
   }
+  if (moe_experts == MoeExperts::kSequential && !model.moe.enabled()) {
+    throw InputError(fmt::format("training.moe_experts: sequential is how a mixture-of-experts layer runs its experts; "
+                                 "model {} has none (model.moe.num_experts 0); leave the key at grouped",
+                                 model.name.empty() ? std::string("(unnamed)") : model.name))
+        .about({"training.moe_experts"});
+  }
   if (framework == Framework::kPytorchEager) {
     auto unsupported = [](const std::string& what) {
       throw InputError(fmt::format("training.framework pytorch-eager: {} (the op model follows "

@@ -113,7 +113,8 @@ struct TrainingSpec {
   // flash_kernel sdpa-flash or flash-v1 needs attention flash; sdpa-flash a model without latent attention (equal
   // query/key and value head sizes). fused_norm false needs an RMSNorm model, fused_rope false a
   // RoPE model without latent attention, fused_swiglu false a SwiGLU MLP, fused_softmax false
-  // attention naive, and all four framework megatron; moe_experts sequential framework megatron.
+  // attention naive, and all four framework megatron; moe_experts sequential framework megatron and a
+  // mixture-of-experts model.
   void validate(const ModelSpec& model) const;
 
  private:

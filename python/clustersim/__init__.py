@@ -251,7 +251,8 @@ def keys(kind="scenario"):
     path, "a.b[].c" for an element of a list; the name an override of ``run`` takes), type
     (help-config's words: "integer in [1, 16777216]", "one of: bf16, fp16, fp8", "section"),
     default (as YAML writes it, a str; None where the key has none), required (bool), description,
-    choices (the values of an enum or string-list key; else empty), min and max (the bounds, None
+    choices (the values of an enum or string-list key; the words an integer key takes besides
+    numbers, as ["auto"]; else empty), min and max (the bounds, None
     where there is none; durations in s, bandwidths in bytes/s, FLOP rates in FLOP/s, power in W).
 
     Raises InputError for another kind and InputTypeError for a kind that is not a str.

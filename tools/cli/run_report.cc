@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parallelism/pod_placement.h"
+#include "parallelism/program_builder.h"
 
 
 namespace clustersim {
@@ -178,8 +179,16 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   out << fmt::format("  model      {} · {} layers · h {} · seq {} · global batch {} · micro batch {}\n", s.model.name,
                      s.model.layers, s.model.hidden, s.training.seq_len, s.training.global_batch,
                      s.training.micro_batch);
-  out << fmt::format("  layout     {} · {} {} per pipeline · recompute {}\n", describe_layout(s.layout),
-                     r.microbatches, r.microbatches == 1 ? "microbatch" : "microbatches", name_of(s.training.recompute));
+  // The gradient bucket size where gradients are reduced (auto resolved as the framework does).
+  std::string buckets;
+  if (static_cast<int64_t>(s.layout.dp) * s.layout.cp > 1) {
+    buckets = fmt::format(" · gradient buckets {:.4g}M parameters{}",
+                          static_cast<double>(gradient_bucket_elements(s.layout, s.training)) / 1e6,
+                          s.layout.grad_bucket_elements == 0 ? " (auto)" : "");
+  }
+  out << fmt::format("  layout     {} · {} {} per pipeline · recompute {}{}\n", describe_layout(s.layout),
+                     r.microbatches, r.microbatches == 1 ? "microbatch" : "microbatches", name_of(s.training.recompute),
+                     buckets);
   if (s.model.moe.enabled()) {
     const MoeRouting& routing = s.training.moe_routing;
     std::string text = !routing.expert_load.empty() ? "the given per-expert histogram"
@@ -380,7 +389,9 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
                  {"dp_shard", s.layout.dp_shard},
                  {"schedule", std::string(name_of(s.layout.schedule))},
                  {"micro_batch", s.training.micro_batch},
-                 {"recompute", std::string(name_of(s.training.recompute))}};
+                 {"recompute", std::string(name_of(s.training.recompute))},
+                 // The size in parameters, auto resolved (parallelism/program_builder.h).
+                 {"grad_bucket_elements", gradient_bucket_elements(s.layout, s.training)}};
   if (c.cluster->spec().fabric.type == FabricType::kThreeTier) {
     const FabricSpec& fabric = c.cluster->spec().fabric;
     nlohmann::ordered_json groups = nlohmann::ordered_json::object();

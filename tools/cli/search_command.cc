@@ -322,7 +322,8 @@ std::vector<std::string> candidate_overrides(const LayoutCandidate& c, bool allo
       fmt::format("parallelism.schedule={}", name_of(c.layout.schedule)),
       fmt::format("parallelism.zero={}", c.layout.zero_stage),
       fmt::format("parallelism.dp_shard={}", c.layout.dp_shard),
-      "parallelism.distributed_optimizer=false",
+      // Megatron's name for ZeRO >= 1, stated as the stage says (a file's true would raise a zero 0).
+      fmt::format("parallelism.distributed_optimizer={}", c.layout.zero_stage >= 1),
       fmt::format("parallelism.sequence_parallel={}", c.layout.sequence_parallel),
       fmt::format("parallelism.order={}", c.layout.order),
       fmt::format("training.micro_batch={}", c.micro_batch),
@@ -575,6 +576,11 @@ SearchOutcome run_search(const SearchCommandOptions& options, SearchPartition& p
   if (options.top && *options.top < 1) throw InputError(fmt::format("--top {}: must be >= 1", *options.top));
 
   SearchProblem problem = search_problem(prepared);
+  if (scenario.jitter && partition.rank() == 0 && !options.quiet) {
+    std::cerr << fmt::format("search: {}ignored: the search ranks steady steps; `clustersim run` of a layout with its "
+                             "--set line applies the jitter\n",
+                             scenario.jitter_where);
+  }
   const int top = options.top.value_or(problem.space.top);
   outcome.top = top;
   problem.space.top = top;

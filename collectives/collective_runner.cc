@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "collectives/algorithm.h"
@@ -46,6 +47,18 @@ uint64_t matrix_hash(const std::vector<int64_t>& matrix) {
   }
   return hash;
 }
+
+// FNV-1a over a group's GPU ids, for the map from group to shape.
+struct GroupHash {
+  size_t operator()(const std::vector<GpuId>& group) const {
+    uint64_t hash = 14695981039346656037ULL;
+    for (GpuId gpu : group) {
+      hash ^= static_cast<uint64_t>(static_cast<uint32_t>(gpu));
+      hash *= 1099511628211ULL;
+    }
+    return static_cast<size_t>(hash);
+  }
+};
 
 void check_request(const CollectiveRequest& request) {
   const auto n = static_cast<int64_t>(request.group.size());
@@ -94,22 +107,18 @@ class CollectiveRunner::Impl {
   }
 
   void start(const CollectiveRequest& request, Completion on_complete) {
-    const Priced& priced = price(request);
+    const PricedCall call = price_call(request);
+    const Priced& priced = *call.priced;
     if (fidelity_ == Fidelity::kAnalytical) {
       sim_.schedule_after(priced.selection.time, std::move(on_complete));
       return;
     }
-    const GroupLayout& layout = *layouts_[static_cast<size_t>(priced.shape)];
-    const AlgorithmEntry& entry = algorithm_entry(priced.selection.choice.algorithm);
-    const StepCosts costs = step_costs(entry.algorithm, priced.selection.choice.protocol, layout);
+    const PlannedTransfers& planned = plan_for(request, priced);
     const uint64_t id = next_execution_++;
     Execution& execution = executions_[id];
-    execution.plan = entry.plan(request, layout, costs, options_);
-    execution.group = request.group;
+    execution.planned = &planned;
+    execution.group = call.group;
     execution.on_complete = std::move(on_complete);
-    execution.wire_scale = {1.0 / (costs.efficiency * layout.intra_efficiency),
-                            1.0 / (costs.efficiency * layout.nic_efficiency),
-                            1.0 / (costs.efficiency * layout.intra_efficiency * layout.nvls_efficiency)};
     begin(id, execution);
   }
 
@@ -118,16 +127,7 @@ class CollectiveRunner::Impl {
 
   size_t transfer_count(const CollectiveRequest& request) {
     const Priced& priced = price(request);
-    const TransferKey key{priced.shape, request.op, priced.selection.choice.algorithm,
-                          priced.selection.choice.protocol, request.size.count(), request.root,
-                          request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
-    auto it = transfer_counts_.find(key);
-    if (it != transfer_counts_.end()) return it->second;
-    const GroupLayout& layout = *layouts_[static_cast<size_t>(priced.shape)];
-    const AlgorithmEntry& entry = algorithm_entry(priced.selection.choice.algorithm);
-    const StepCosts costs = step_costs(entry.algorithm, priced.selection.choice.protocol, layout);
-    const size_t count = entry.plan(request, layout, costs, options_).size();
-    return transfer_counts_.emplace(key, count).first->second;
+    return plan_for(request, priced).plan.size();
   }
 
  private:
@@ -135,22 +135,76 @@ class CollectiveRunner::Impl {
     int shape = 0;
     Selection selection;
   };
+  // A request's pricing and its group as shape_of_group_ keeps it (an execution points to it).
+  struct PricedCall {
+    const Priced* priced = nullptr;
+    const std::vector<GpuId>* group = nullptr;
+  };
+
+  // One collective's transfers as its algorithm plans them, with their dependency graph: the same
+  // for every call with the same shape, op, algorithm, protocol, size, root and matrix, so built
+  // once (a step calls each data- or tensor-parallel collective thousands of times).
+  struct PlannedTransfers {
+    TransferPlan plan;
+    std::array<double, 3> wire_scale{};          // per TransferPath: wire bytes per payload byte
+    std::vector<int32_t> waiting;                // per transfer: its dependencies
+    std::vector<int32_t> successor_begin{0};     // CSR offsets into successors, one past each transfer
+    std::vector<int32_t> successors;
+    std::vector<int32_t> roots;                  // the transfers without dependencies, in order
+  };
 
   struct Execution {
-    TransferPlan plan;
-    std::vector<GpuId> group;
+    const PlannedTransfers* planned = nullptr;
+    const std::vector<GpuId>* group = nullptr;
     Completion on_complete;
-    std::array<double, 3> wire_scale{};  // per TransferPath: wire bytes per payload byte
-    std::vector<int32_t> waiting_on;     // per transfer: dependencies not yet complete
-    std::vector<std::vector<int32_t>> successors;
+    std::vector<int32_t> waiting_on;  // per transfer: dependencies not yet complete
     size_t remaining = 0;
   };
 
   using SelectionKey = std::tuple<int, CollectiveOp, CollectiveAlgorithm, Protocol, int64_t, int, uint64_t>;
   using TransferKey = SelectionKey;  // with the chosen algorithm and protocol in place of the request's
 
+  // The planned transfers of `request` (priced as `priced`), built on first use.
+  const PlannedTransfers& plan_for(const CollectiveRequest& request, const Priced& priced) {
+    const TransferKey key{priced.shape, request.op, priced.selection.choice.algorithm,
+                          priced.selection.choice.protocol, request.size.count(), request.root,
+                          request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+    const GroupLayout& layout = *layouts_[static_cast<size_t>(priced.shape)];
+    const AlgorithmEntry& entry = algorithm_entry(priced.selection.choice.algorithm);
+    const StepCosts costs = step_costs(entry.algorithm, priced.selection.choice.protocol, layout);
+    auto planned = std::make_unique<PlannedTransfers>();
+    planned->plan = entry.plan(request, layout, costs, options_);
+    planned->wire_scale = {1.0 / (costs.efficiency * layout.intra_efficiency),
+                           1.0 / (costs.efficiency * layout.nic_efficiency),
+                           1.0 / (costs.efficiency * layout.intra_efficiency * layout.nvls_efficiency)};
+    const size_t count = planned->plan.size();
+    planned->waiting.resize(count);
+    std::vector<int32_t> successor_count(count, 0);
+    for (size_t i = 0; i < count; ++i) {
+      const auto dependencies = planned->plan.dependencies(i);
+      planned->waiting[i] = static_cast<int32_t>(dependencies.size());
+      if (dependencies.empty()) planned->roots.push_back(static_cast<int32_t>(i));
+      for (int32_t dependency : dependencies) ++successor_count[static_cast<size_t>(dependency)];
+    }
+    planned->successor_begin.resize(count + 1);
+    for (size_t i = 0; i < count; ++i) planned->successor_begin[i + 1] = planned->successor_begin[i] + successor_count[i];
+    planned->successors.resize(static_cast<size_t>(planned->successor_begin[count]));
+    std::vector<int32_t> filled(planned->successor_begin.begin(), planned->successor_begin.end() - 1);
+    // Successors in increasing order of the transfer, as the transfers were added.
+    for (size_t i = 0; i < count; ++i) {
+      for (int32_t dependency : planned->plan.dependencies(i)) {
+        planned->successors[static_cast<size_t>(filled[static_cast<size_t>(dependency)]++)] = static_cast<int32_t>(i);
+      }
+    }
+    return *plans_.emplace(key, std::move(planned)).first->second;
+  }
+
   // Validates the request and returns its shape and selection, computing them once.
-  const Priced& price(const CollectiveRequest& request) {
+  const Priced& price(const CollectiveRequest& request) { return *price_call(request).priced; }
+
+  PricedCall price_call(const CollectiveRequest& request) {
     auto group_it = shape_of_group_.find(request.group);
     if (group_it == shape_of_group_.end()) {
       GroupLayout layout = make_group_layout(cluster_, request.group);  // validates the group
@@ -169,7 +223,7 @@ class CollectiveRunner::Impl {
                            request.root,
                            request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
     auto it = selections_.find(key);
-    if (it != selections_.end()) return it->second;
+    if (it != selections_.end()) return {&it->second, &group_it->first};
     const GroupLayout& layout = *layouts_[static_cast<size_t>(shape)];
     const CandidatePricing pricing = [&](const AlgorithmEntry& entry, Protocol protocol) {
       if (profile_ != nullptr) {
@@ -181,42 +235,34 @@ class CollectiveRunner::Impl {
       return closed_form_time(request, layout, entry, protocol);
     };
     Priced priced{shape, select_algorithm(request, layout, pricing)};
-    return selections_.emplace(key, priced).first->second;
+    return {&selections_.emplace(key, priced).first->second, &group_it->first};
   }
 
   void begin(uint64_t id, Execution& execution) {
-    const size_t count = execution.plan.size();
+    const PlannedTransfers& planned = *execution.planned;
+    const size_t count = planned.plan.size();
     execution.remaining = count;
-    execution.waiting_on.resize(count);
-    execution.successors.resize(count);
-    for (size_t i = 0; i < count; ++i) {
-      const auto dependencies = execution.plan.dependencies(i);
-      execution.waiting_on[i] = static_cast<int32_t>(dependencies.size());
-      for (int32_t dependency : dependencies) {
-        execution.successors[static_cast<size_t>(dependency)].push_back(static_cast<int32_t>(i));
-      }
-    }
+    execution.waiting_on = planned.waiting;
     if (count == 0) {
       Completion done = std::move(execution.on_complete);
       executions_.erase(id);
       sim_.schedule_after(Duration::zero(), std::move(done));
       return;
     }
-    for (size_t i = 0; i < count; ++i) {
-      if (execution.waiting_on[i] == 0) launch(id, static_cast<int32_t>(i));
-    }
+    for (int32_t root : planned.roots) launch(id, root);
   }
 
   // Always through the event queue, even without delay, so that completions never nest. A flow
   // starts `latency − route latency` after its dependencies: the network adds the route latency.
   void launch(uint64_t id, int32_t index) {
     const Execution& execution = executions_.at(id);
-    const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
+    const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     Duration delay = transfer.latency;
     const Route* route = nullptr;
     if (transfer.src != transfer.dst) {
-      route = &cluster_.route(execution.group[static_cast<size_t>(transfer.src)],
-                              execution.group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer));
+      const std::vector<GpuId>& group = *execution.group;
+      route = &cluster_.route(group[static_cast<size_t>(transfer.src)], group[static_cast<size_t>(transfer.dst)],
+                              flow_hash(id, transfer));
       delay = delay > route->latency ? delay - route->latency : Duration::zero();
     }
     sim_.schedule_after(delay, [this, id, index, route] { send(id, index, route); });
@@ -228,13 +274,13 @@ class CollectiveRunner::Impl {
 
   // `route`: the transfer's route, looked up by launch (null for a local copy).
   void send(uint64_t id, int32_t index, const Route* route) {
-    Execution& execution = executions_.at(id);
-    const Transfer& transfer = execution.plan.transfer(static_cast<size_t>(index));
+    const Execution& execution = executions_.at(id);
+    const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     if (transfer.src == transfer.dst) {
       finish(id, index);
       return;
     }
-    const double scale = execution.wire_scale[static_cast<size_t>(transfer.path)];
+    const double scale = execution.planned->wire_scale[static_cast<size_t>(transfer.path)];
     check_invariant(scale > 0 && scale < 1e9, "a transfer's transport efficiency is positive");
     check_invariant(route != nullptr, "a transfer between two GPUs has its route");
     network_->start_flow_on(*route, transfer.size.scaled(scale), [this, id, index] { finish(id, index); });
@@ -242,7 +288,10 @@ class CollectiveRunner::Impl {
 
   void finish(uint64_t id, int32_t index) {
     Execution& execution = executions_.at(id);
-    for (int32_t next : execution.successors[static_cast<size_t>(index)]) {
+    const PlannedTransfers& planned = *execution.planned;
+    for (int32_t k = planned.successor_begin[static_cast<size_t>(index)];
+         k < planned.successor_begin[static_cast<size_t>(index) + 1]; ++k) {
+      const int32_t next = planned.successors[static_cast<size_t>(k)];
       if (--execution.waiting_on[static_cast<size_t>(next)] == 0) launch(id, next);
     }
     if (--execution.remaining == 0) {
@@ -259,13 +308,14 @@ class CollectiveRunner::Impl {
   const CollectiveProfile* profile_;
   PlanOptions options_;
 
-  std::map<std::vector<GpuId>, int> shape_of_group_;
+  // Node-based maps: an execution points to its group's key, and the keys stay where they are.
+  std::unordered_map<std::vector<GpuId>, int, GroupHash> shape_of_group_;
   std::map<std::vector<int64_t>, int> shape_of_key_;
   std::vector<std::unique_ptr<GroupLayout>> layouts_;
   std::map<SelectionKey, Priced> selections_;
-  std::map<TransferKey, size_t> transfer_counts_;
+  std::map<TransferKey, std::unique_ptr<PlannedTransfers>> plans_;
 
-  std::map<uint64_t, Execution> executions_;
+  std::unordered_map<uint64_t, Execution> executions_;
   uint64_t next_execution_ = 0;
 };
 

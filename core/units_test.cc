@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +100,30 @@ TEST(Units, TransferTimeRoundsUp) {
   EXPECT_EQ(transfer_time(Bytes::gigabytes(1), Bandwidth::gigabytes_per_s(100)), Duration::milliseconds(10));
   EXPECT_EQ(transfer_time(Bytes::zero(), Bandwidth::gigabytes_per_s(1)), Duration::zero());
   EXPECT_THROW(transfer_time(Bytes::of(1), Bandwidth()), InternalError);
+}
+
+// transfer_time's double fast path rounds as ceil(transfer_picoseconds) does, over sizes from a
+// byte to terabytes and rates from kB/s to PB/s, exact quotients (1 GB at 100 GB/s) included.
+TEST(Units, TransferTimeEqualsTheCeilingOfTheLongDoubleQuotient) {
+  std::mt19937_64 random(20261203);
+  std::uniform_real_distribution<double> log_size(0.0, 13.0);
+  std::uniform_real_distribution<double> log_rate(3.0, 15.0);
+  int checked = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const Bytes size = Bytes::of(static_cast<int64_t>(std::pow(10.0, log_size(random))));
+    // Every fourth rate a round number, whose quotients are often whole picoseconds.
+    const double rate = i % 4 == 0 ? std::round(std::pow(10.0, log_rate(random)) / 1e6) * 1e6 + 1e6
+                                   : std::pow(10.0, log_rate(random));
+    const long double exact = transfer_picoseconds(size, Bandwidth::bytes_per_s(rate));
+    if (!(exact < 9.2e18L)) continue;
+    EXPECT_EQ(transfer_time(size, Bandwidth::bytes_per_s(rate)).ps(), static_cast<int64_t>(std::ceil(exact)))
+        << size.count() << " B at " << rate << " B/s";
+    ++checked;
+  }
+  EXPECT_GT(checked, 150000);
+  for (int gb = 1; gb <= 1000; ++gb) {  // whole quotients: gb GB at 100 GB/s is gb x 10 ms
+    EXPECT_EQ(transfer_time(Bytes::gigabytes(gb), Bandwidth::gigabytes_per_s(100)), Duration::milliseconds(10) * gb);
+  }
 }
 
 TEST(Units, ComputeTimeRoundsUp) {

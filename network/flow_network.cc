@@ -74,10 +74,10 @@ class FlowNetwork::Impl {
     flow.updated = sim_.now();
     flow.rate = 0;
     flow.on_complete = std::move(on_complete);
-    flow.position.resize(route.links.size());
+    uint32_t* position = positions_of(slot);
     for (size_t k = 0; k < route.links.size(); ++k) {
       std::vector<uint32_t>& on_link = link_flows_[route.links[k]];
-      flow.position[k] = static_cast<uint32_t>(on_link.size());
+      position[k] = static_cast<uint32_t>(on_link.size());
       on_link.push_back(slot);
       dirty_links_.push_back(route.links[k]);
     }
@@ -120,7 +120,6 @@ class FlowNetwork::Impl {
     double rate = 0;  // bytes/s since `updated`
     EventId done;     // when the last byte leaves at `rate`
     Completion on_complete;
-    std::vector<uint32_t> position;  // index of this flow in link_flows_[route->links[k]]
   };
 
   FlowId id_of(uint32_t slot) const {
@@ -138,6 +137,7 @@ class FlowNetwork::Impl {
     flow_mark_.push_back(0);
     link_counts_.push_back(0);
     slot_links_.resize(flows_.size() * links_stride_);
+    slot_positions_.resize(flows_.size() * links_stride_);
     return static_cast<uint32_t>(flows_.size() - 1);
   }
 
@@ -158,11 +158,15 @@ class FlowNetwork::Impl {
     if (links.size() > links_stride_) {
       const size_t stride = std::max(links.size(), 2 * links_stride_);
       std::vector<LinkId> wider(flows_.size() * stride);
+      std::vector<uint32_t> wider_positions(flows_.size() * stride);
       for (size_t f = 0; f < flows_.size(); ++f) {
         std::copy_n(slot_links_.begin() + static_cast<std::ptrdiff_t>(f * links_stride_), link_counts_[f],
                     wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
+        std::copy_n(slot_positions_.begin() + static_cast<std::ptrdiff_t>(f * links_stride_), link_counts_[f],
+                    wider_positions.begin() + static_cast<std::ptrdiff_t>(f * stride));
       }
       slot_links_ = std::move(wider);
+      slot_positions_ = std::move(wider_positions);
       links_stride_ = stride;
     }
     std::copy(links.begin(), links.end(), slot_links_.begin() + static_cast<std::ptrdiff_t>(slot * links_stride_));
@@ -171,6 +175,8 @@ class FlowNetwork::Impl {
   std::span<const LinkId> links_of(uint32_t slot) const {
     return {slot_links_.data() + slot * links_stride_, link_counts_[slot]};
   }
+  // The flow's index in link_flows_ of each of its links, in the order of links_of.
+  uint32_t* positions_of(uint32_t slot) { return slot_positions_.data() + slot * links_stride_; }
 
   // An id for a flow that needs no bandwidth (local copy, zero bytes): unique, never active.
   FlowId retired_id() {
@@ -267,19 +273,22 @@ class FlowNetwork::Impl {
   // The flow's last byte has left the sender: free its links now, deliver after the route latency.
   void finish(uint32_t slot) {
     Flow& flow = flows_[slot];
-    const std::vector<LinkId>& links = flow.route->links;
+    const std::span<const LinkId> links = links_of(slot);
+    const uint32_t* positions = positions_of(slot);
+    // The links' flow lists lie scattered: ask for them all before walking them one by one.
+    for (LinkId link : links) __builtin_prefetch(&link_flows_[link]);
     for (size_t k = 0; k < links.size(); ++k) {
       std::vector<uint32_t>& on_link = link_flows_[links[k]];
-      const uint32_t position = flow.position[k];
+      const uint32_t position = positions[k];
       const uint32_t moved = on_link.back();
       on_link[position] = moved;
       on_link.pop_back();
       if (moved != slot) {
-        Flow& other = flows_[moved];
-        const auto& other_links = other.route->links;
+        // The moved flow's row, not its route: the rows lie in two compact arrays.
+        const std::span<const LinkId> other_links = links_of(moved);
         const size_t j = static_cast<size_t>(std::find(other_links.begin(), other_links.end(), links[k]) -
                                              other_links.begin());
-        other.position[j] = position;
+        positions_of(moved)[j] = position;
       }
       carried_[links[k]] += flow.size;
       if (!on_link.empty()) dirty_links_.push_back(links[k]);
@@ -302,6 +311,7 @@ class FlowNetwork::Impl {
   // them used), where the routes themselves lie scattered in the cluster's route cache.
   std::vector<uint32_t> flow_mark_;
   std::vector<LinkId> slot_links_;
+  std::vector<uint32_t> slot_positions_;  // rows as slot_links_: positions_of()
   std::vector<uint32_t> link_counts_;
   size_t links_stride_ = 8;
   std::vector<uint32_t> free_slots_;

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -53,10 +53,49 @@ struct RouteKey {
   bool operator==(const RouteKey&) const = default;
 };
 
-struct RouteKeyHash {
-  size_t operator()(const RouteKey& key) const {
-    return static_cast<size_t>(mix64(ecmp_hash(key.src, key.dst, 0) ^ key.choice));
+// The routes built so far, by (src, dst, ECMP choice): an open-addressing table of one slot per
+// key (a lookup is about one cache miss; std::unordered_map's bucket array and node chain made two,
+// and the flow simulation looks a route up for every transfer). The routes themselves live in a
+// deque, so a reference stays valid while the table grows.
+class RouteTable {
+ public:
+  // The route of `key`, built by `build()` on first use.
+  template <typename Build>
+  const Route& find_or_build(const RouteKey& key, Build&& build) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    size_t i = index_of(key);
+    while (slots_[i].route != nullptr) {
+      if (slots_[i].key == key) return *slots_[i].route;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    routes_.push_back(build());
+    slots_[i] = Slot{key, &routes_.back()};
+    ++count_;
+    return routes_.back();
   }
+
+ private:
+  struct Slot {
+    RouteKey key;
+    const Route* route = nullptr;
+  };
+  size_t index_of(const RouteKey& key) const {
+    return static_cast<size_t>(mix64(ecmp_hash(key.src, key.dst, 0) ^ key.choice)) & (slots_.size() - 1);
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+    for (const Slot& slot : old) {
+      if (slot.route == nullptr) continue;
+      size_t i = index_of(slot.key);
+      while (slots_[i].route != nullptr) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  size_t count_ = 0;
+  std::deque<Route> routes_;
 };
 
 struct NodeInfo {
@@ -185,9 +224,7 @@ class Cluster::Impl {
     std::lock_guard<std::mutex> lock(mutex_);
     const Alternatives alt = alternatives(src, dst);
     const uint64_t choice = ecmp_hash(src, dst, flow_hash) % alt.total;
-    auto [it, inserted] = routes_.try_emplace(RouteKey{src, dst, choice});
-    if (inserted) it->second = build_route(src, dst, alt, choice);
-    return it->second;
+    return routes_.find_or_build(RouteKey{src, dst, choice}, [&] { return build_route(src, dst, alt, choice); });
   }
 
  private:
@@ -442,7 +479,7 @@ class Cluster::Impl {
   // Routing state filled lazily by const queries, guarded by mutex_.
   mutable std::vector<NodeRoutes> layouts_;
   mutable std::optional<FabricRoutes> fabric_;
-  mutable std::unordered_map<RouteKey, Route, RouteKeyHash> routes_;
+  mutable RouteTable routes_;
   mutable std::mutex mutex_;
 };
 

@@ -37,7 +37,10 @@
 // datasheet peak (or HBM bandwidth): the same fraction of peak at the same fraction of the limit.
 // This is a default, not a measurement: the A100 and Blackwell figures are untested, and
 // simulation.power_model: auto runs the governor only where a calibration profile carries the GPU's
-// own power section (CalibrationProfile::power; the H200 profile's holds the figures above).
+// own power section (CalibrationProfile::power). The H200 profile's is derived from the same run by
+// `clustersim calibrate fit --power-summary` (tools/calibration/power_summary.h): held 692.1 W,
+// window 32 ms (median onset 36 ms of all six capped GEMM runs), share 0.196; the defaults here
+// keep the figures above, read from the run's tables.
 // Sustained rates. The GEMM and attention rates of a profile, and of the default efficiency model,
 // were measured back to back, long enough for the governor to settle on each kernel alone; under
 // the governor they are first undone to full clock (full_clock_gemm, full_clock_attention), so that

@@ -13,7 +13,9 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "scenarios/scenario.h"
+#include "tools/calibration/median.h"
 #include "tools/calibration/nccl_tests_log.h"
+#include "tools/calibration/power_summary.h"
 
 namespace clustersim {
 
@@ -70,12 +72,6 @@ class Rows {
   const RawTable& table_;
 };
 
-double median(std::vector<double> v) {
-  check_invariant(!v.empty(), "median of nothing");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string kind_of(const RawTable& t) {
   const std::string* kind = t.find_metadata("kind");
@@ -532,9 +528,17 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
       profile.machine.method += (profile.machine.method.empty() ? "" : "; ") + m;
     }
   }
+  if (!options.power.empty() && !options.power_summary.empty()) {
+    throw InputError("calibrate fit: give --power (a power section) or --power-summary (a run's summary.json to "
+                     "derive it from), not both");
+  }
   if (!options.power.empty()) {
     profile.power = parse_profile_power(read_input_file(options.power, "power measurements"), options.power);
     if (profile.power->source.empty()) profile.power->source = options.power;
+  }
+  if (!options.power_summary.empty()) {
+    profile.power = derive_profile_power(read_input_file(options.power_summary, "power and clock summary"),
+                                         options.power_summary);
   }
   if (profile.name.empty()) throw InputError("calibrate fit: give --name");
   return profile;

@@ -57,6 +57,10 @@ struct CalibrateFitOptions {
   // --power: a JSON file holding the profile's `power` section (cost_models/calibration_profile.h,
   // ProfilePower), derived from a power and clock run ("" = none)
   std::string power;
+  // --power-summary: the summary.json of a power and clock run (tools/reference/
+  // power_clock_analyze.py), from which the power section is derived (power_summary.h; "" = none).
+  // At most one of power and power_summary.
+  std::string power_summary;
 };
 
 // One measured collective time.

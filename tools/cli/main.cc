@@ -214,7 +214,11 @@ int main(int argc, char** argv) {
   fit_cmd->add_option("--name", fit.name, "profile name (default: the first input's name)");
   fit_cmd->add_option("--power", fit.power,
                       "JSON file of the GPU's power measurements, the profile's power section "
-                      "(tools/data/h200-2026-12-01-power/power.json)")
+                      "(the format of cost_models/calibration_profile.md); --power-summary derives one")
+      ->check(CLI::ExistingFile);
+  fit_cmd->add_option("--power-summary", fit.power_summary,
+                      "summary.json of a power and clock run (tools/reference/power_clock_analyze.py) to derive the "
+                      "profile's power section from (tools/data/h200-2026-12-01-power/run1/summary.json)")
       ->check(CLI::ExistingFile);
   add_nccl_log_options(fit_cmd);
 

@@ -15,7 +15,7 @@ namespace clustersim {
 struct CollectiveProfile;  // calibrated fits (collectives/collective_profile.h)
 
 // Events between two calls of SimulationOptions::progress: about 0.1 s of a flow-fidelity run
-// (0.25-3.2 M events/s, parallelism/work_estimate.h), 5 ms of an analytical one.
+// (2-4 M events/s, parallelism/work_estimate.h), 5 ms of an analytical one.
 inline constexpr uint64_t kProgressIntervalEvents = 1 << 16;
 
 struct SimulationOptions {

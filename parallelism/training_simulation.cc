@@ -136,6 +136,17 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
                                  kMaxJitterGpus, layout.world_size()));
   }
   report.work = estimate_run_work(cluster, layout, report.programs, sim, options, jittered);
+  if (options.auto_flow_seconds && sim.fidelity == Fidelity::kAnalytical) {
+    // auto beyond the size caps: flow where its estimate is within the budget.
+    StepSimulationOptions flow = sim;
+    flow.fidelity = Fidelity::kFlow;
+    const RunWork flow_work = estimate_run_work(cluster, layout, report.programs, flow, options, jittered);
+    if (flow_work.seconds <= *options.auto_flow_seconds) {
+      sim.fidelity = Fidelity::kFlow;
+      report.work = flow_work;
+    }
+    report.work.auto_flow_estimate_s = flow_work.seconds;
+  }
   if (options.on_estimate) options.on_estimate(report.work);
   // Every simulate_step of the run, with the progress callback counting on from the steps before.
   uint64_t events_before = 0;

@@ -55,7 +55,10 @@ struct RunWork {
   int steps = 1;           // steps simulated
   uint64_t events = 0;     // estimated engine events of all of them
   double seconds = 0;      // at the measured events per second of the fidelity (StepWork::seconds)
-  Fidelity fidelity = Fidelity::kAnalytical;
+  Fidelity fidelity = Fidelity::kAnalytical;  // the fidelity the run is simulated at
+  // With TrainingSimulationOptions::auto_flow_seconds: the run's estimate at flow fidelity (s),
+  // whichever fidelity it was simulated at; empty otherwise.
+  std::optional<double> auto_flow_estimate_s;
 };
 
 // SimulationOptions (fidelity, representative, trace, collective profile, launch queue: what every
@@ -79,6 +82,10 @@ struct TrainingSimulationOptions : SimulationOptions {
   bool straggler_baseline = true;
   // Sampled steps with jitter (on top of the stragglers): TrainingReport::jitter.
   std::optional<StepJitter> jitter;
+  // simulation.fidelity: auto beyond its size caps (scenarios/scenario.h, resolve_fidelity): with
+  // `fidelity` analytical, the run is simulated at flow fidelity instead where its flow estimate
+  // (RunWork::seconds at flow fidelity) is at most this many seconds. Empty: `fidelity` as given.
+  std::optional<double> auto_flow_seconds;
   // Called once with the run's estimate before the first step is simulated; it may throw to refuse
   // the run (check_run_work), and nothing is simulated then.
   std::function<void(const RunWork&)> on_estimate;

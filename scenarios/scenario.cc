@@ -815,7 +815,8 @@ void add_scenario_keys(Binder& s) {
   s.section("simulation", "how to simulate");
   s.key(choice("simulation.fidelity",
                "flow: collectives as flows sharing links; analytical: closed forms; auto: flow up to flow_max_gpus "
-               "and flow_max_all_to_all_ranks",
+               "and flow_max_all_to_all_ranks, and beyond them where the run's flow estimate is at most "
+               "auto_flow_seconds (run only; a search ranks by the caps)",
                "auto", {"auto", "flow", "analytical"}),
         [](D& d, std::string v) {
           d.s.simulation.fidelity = v == "flow"         ? FidelityChoice::kFlow
@@ -830,9 +831,15 @@ void add_scenario_keys(Binder& s) {
                 "an all-to-all of n ranks is n(n-1) flows",
                 "64", 1, kMaxClusterGpus),
         [](D& d, int64_t v) { d.s.simulation.flow_max_all_to_all_ranks = static_cast<int>(v); });
+  s.key(key_def("simulation.auto_flow_seconds", ValueType::kDuration,
+                "under fidelity auto, beyond flow_max_gpus and flow_max_all_to_all_ranks: simulate a run at flow "
+                "fidelity where its estimated time on one core is at most this (the estimate is a rough guide, "
+                "a factor 2 either way); 0 s: the caps alone decide",
+                "10 s"),
+        [](D& d, Duration v) { d.s.simulation.auto_flow_seconds = v.to_seconds(); });
   s.key(integer("simulation.max_events",
-                "refuse a run estimated at more simulation events than this, before it starts (about 8 min of a "
-                "flow-fidelity run on one core at 1 M events/s; parallelism/work_estimate.h); 0 = no bound",
+                "refuse a run estimated at more simulation events than this, before it starts (about 4 min of a "
+                "flow-fidelity run on one core at 2 M events/s; parallelism/work_estimate.h); 0 = no bound",
                 "500000000", 0, 1e15),
         [](D& d, int64_t v) { d.s.simulation.max_events = static_cast<uint64_t>(v); });
   s.key(key_def("simulation.representative", ValueType::kBool,
@@ -1331,6 +1338,14 @@ Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus, int all_
 
 Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layout) {
   return resolve_fidelity(settings, layout.world_size(), std::max(layout.ep, layout.cp));
+}
+
+std::optional<double> auto_flow_budget(const SimulationSettings& settings, const Layout& layout) {
+  if (settings.fidelity != FidelityChoice::kAuto || settings.auto_flow_seconds <= 0 ||
+      resolve_fidelity(settings, layout) == Fidelity::kFlow) {
+    return std::nullopt;
+  }
+  return settings.auto_flow_seconds;
 }
 
 std::string framework_note(const Scenario& s) {

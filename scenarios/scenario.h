@@ -74,8 +74,12 @@ struct SimulationSettings {
   // that (a 256-rank one, 65,280 flows, takes seconds per collective).
   int flow_max_gpus = 256;
   int flow_max_all_to_all_ranks = 64;
+  // Beyond those caps `auto` still runs `clustersim run` at flow fidelity where the run's flow
+  // estimate (parallelism/work_estimate.h: events at kFlowEventsPerSecond, a rough guide) is at
+  // most this many seconds; 0: the caps alone decide. A search ranks by the caps alone.
+  double auto_flow_seconds = 10.0;
   // simulation.max_events: a run estimated above this many engine events (RunWork::events,
-  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 8 min of a
+  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 4 min of a
   // flow-fidelity run on one core of the development machine (kFlowEventsPerSecond).
   uint64_t max_events = 500'000'000;
   bool representative = true;
@@ -157,6 +161,9 @@ std::vector<std::string> model_preset_names(const std::string& data_dir = "");
 Fidelity resolve_fidelity(const SimulationSettings& settings, int gpus, int all_to_all_ranks = 1);
 // The same for a layout: its world size and max(ep, cp).
 Fidelity resolve_fidelity(const SimulationSettings& settings, const Layout& layout);
+// What TrainingSimulationOptions::auto_flow_seconds is for a run of `layout`: the budget where
+// `auto` resolved to analytical by its caps (and the budget is above 0), else empty.
+std::optional<double> auto_flow_budget(const SimulationSettings& settings, const Layout& layout);
 
 // The search that `scenario`'s search: section describes on `cluster` (the Cluster built from
 // scenario.cluster; it must outlive the result): model, training, the fixed layout fields as the

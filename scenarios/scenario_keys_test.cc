@@ -75,8 +75,8 @@ std::string describe(const Scenario& s) {
       l.grad_bucket_elements, static_cast<int>(l.grad_reduce_op), l.tp_comm_overlap, l.zero3_bucket_elements,
       l.dp_shard);
   const SimulationSettings& sim = s.simulation;
-  o << fmt::format("simulation {} {} {} {} {} {} {}\n", static_cast<int>(sim.fidelity), sim.flow_max_gpus,
-                   sim.flow_max_all_to_all_ranks, sim.max_events, sim.representative, sim.allow_idle_gpus,
+  o << fmt::format("simulation {} {} {} {} {} {} {} {}\n", static_cast<int>(sim.fidelity), sim.flow_max_gpus,
+                   sim.flow_max_all_to_all_ranks, sim.auto_flow_seconds, sim.max_events, sim.representative, sim.allow_idle_gpus,
                    sim.power_model ? (*sim.power_model ? "true" : "false") : "auto");
   for (const Straggler& st : s.stragglers) o << fmt::format("straggler {} {}\n", st.gpu, st.speed);
   if (s.jitter) o << fmt::format("jitter {} {} {} {}\n", s.jitter->cv, s.jitter->steps, s.jitter->seed, s.jitter_where);
@@ -263,6 +263,7 @@ const std::map<std::string, Change>& changes() {
       {"simulation.fidelity", set("simulation.fidelity=flow")},
       {"simulation.flow_max_gpus", set("simulation.flow_max_gpus=128")},
       {"simulation.flow_max_all_to_all_ranks", set("simulation.flow_max_all_to_all_ranks=32")},
+      {"simulation.auto_flow_seconds", set("simulation.auto_flow_seconds=30 s")},
       {"simulation.max_events", set("simulation.max_events=1000")},
       {"simulation.representative", set("simulation.representative=false")},
       {"simulation.allow_idle_gpus", set("simulation.allow_idle_gpus=true")},

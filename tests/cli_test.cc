@@ -53,6 +53,37 @@ TEST(Cli, RunPrintsTheSummary) {
   EXPECT_NE(r.output.find("1 GPU (1 node of "), std::string::npos) << r.output;
 }
 
+// fidelity auto beyond its size caps runs at flow fidelity where the flow estimate is within
+// simulation.auto_flow_seconds, the same step as fidelity flow, and says why; 0 s leaves the caps
+// alone to decide (analytical), as does a budget below the estimate.
+TEST(Cli, AutoFidelityRunsFlowBeyondItsCapsWithinItsBudget) {
+  const std::string base = "run " + scenario("search/gpt3-1.3b-2-dgx-h100.yaml") + " --set simulation.flow_max_gpus=8";
+  const auto json_of = [](const std::string& command) {
+    const Result r = run(command + " --json");
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
+    return nlohmann::json::parse(r.output);
+  };
+  const nlohmann::json within = json_of(base);
+  EXPECT_EQ(within["sim"]["fidelity"], "flow");
+  const double estimate = within["sim"]["auto_flow_estimate_s"].get<double>();
+  EXPECT_GT(estimate, 0.0);
+  EXPECT_LT(estimate, 10.0);
+  const nlohmann::json flow = json_of(base + " --set simulation.fidelity=flow");
+  EXPECT_EQ(within["step_time_s"], flow["step_time_s"]);
+  EXPECT_FALSE(flow["sim"].contains("auto_flow_estimate_s"));
+  const nlohmann::json off = json_of(base + " --set simulation.auto_flow_seconds=0s");
+  EXPECT_EQ(off["sim"]["fidelity"], "analytical");
+  EXPECT_EQ(off["step_time_s"], json_of(base + " --set simulation.fidelity=analytical")["step_time_s"]);
+  const nlohmann::json above = json_of(base + " --set \"simulation.auto_flow_seconds=1 ms\"");
+  EXPECT_EQ(above["sim"]["fidelity"], "analytical");
+  EXPECT_EQ(above["sim"]["auto_flow_estimate_s"].get<double>(), estimate);
+  const Result text = run(base + " --set \"simulation.auto_flow_seconds=1 ms\"");
+  EXPECT_NE(text.output.find("analytical fidelity (auto: 16 GPUs > simulation.flow_max_gpus 8, and the flow estimate, "
+                             "about 1 s, above simulation.auto_flow_seconds 0.001 s)"),
+            std::string::npos)
+      << text.output;
+}
+
 // --quiet leaves standard error empty (no progress, no closing "searched ..." line): with --json
 // the combined output is the JSON document alone. Without it the closing line is there.
 TEST(Cli, QuietSearchWritesNothingButItsResult) {

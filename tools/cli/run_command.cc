@@ -60,6 +60,7 @@ RunOutcome simulate_run(const RunOptions& options) {
 
   TrainingSimulationOptions sim;
   sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout);
+  sim.auto_flow_seconds = auto_flow_budget(scenario.simulation, scenario.layout);
   sim.representative = scenario.simulation.representative;
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.stragglers = scenario.stragglers;
@@ -101,6 +102,7 @@ RunOutcome simulate_run(const RunOptions& options) {
   }();
   bar.finish();
   const TrainingReport& report = outcome.report;
+  outcome.fidelity = report.work.fidelity;  // auto may have chosen flow within its budget
   if (scenario.campaign) {
     // The seeded runs' progress, on the same terms as the step's: lines once it has run 5 s.
     ProgressBar campaign_bar("run", options.progress ? ProgressBar::mode_for_stderr() : ProgressBar::Mode::kOff,

@@ -345,11 +345,17 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     const Layout& l = c.scenario->layout;
     const int a2a = std::max(l.ep, l.cp);
     if (l.world_size() > sim.flow_max_gpus) {
-      why = fmt::format(" (auto: {} GPUs > simulation.flow_max_gpus {})", l.world_size(), sim.flow_max_gpus);
+      why = fmt::format("{} GPUs > simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
     } else if (a2a > sim.flow_max_all_to_all_ranks) {
-      why = fmt::format(" (auto: all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {})", a2a,
+      why = fmt::format("all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {}", a2a,
                         sim.flow_max_all_to_all_ranks);
     }
+    if (const std::optional<double>& flow = r.work.auto_flow_estimate_s) {
+      why += fmt::format(", and the flow estimate, about {}, {} simulation.auto_flow_seconds {:g} s", 
+                         describe_estimated_seconds(*flow), *flow <= sim.auto_flow_seconds ? "within" : "above",
+                         sim.auto_flow_seconds);
+    }
+    if (!why.empty()) why = " (auto: " + why + ")";
   }
   out << fmt::format("  simulation     {} fidelity{}, {} simulated {}, {} events, {:.3f} s wall\n",
                      std::string(name_of(c.fidelity)), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
@@ -517,6 +523,8 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
               {"fidelity", std::string(name_of(c.fidelity))},
               {"simulated_ranks", r.step.ranks.size()},
               {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
+  // fidelity auto beyond its caps: the flow estimate it weighed against simulation.auto_flow_seconds.
+  if (r.work.auto_flow_estimate_s) j["sim"]["auto_flow_estimate_s"] = *r.work.auto_flow_estimate_s;
   return j;
 }
 

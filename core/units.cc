@@ -194,7 +194,7 @@ bool parse_whole_number(std::string_view text, int64_t& value) {
   const char* first = text.data();
   const char* last = text.data() + text.size();
   if (auto [ptr, ec] = std::from_chars(first, last, value); ec == std::errc() && ptr == last) return true;
-  if (text.find_first_of("eE") == std::string_view::npos) return false;
+  if (text.find_first_of(".eE") == std::string_view::npos) return false;
   double real = 0;
   auto [ptr, ec] = std::from_chars(first, last, real);
   constexpr double kExact = 9007199254740992.0;  // 2^53

@@ -209,9 +209,9 @@ FlopRate parse_flop_rate(std::string_view text);
 Power parse_power(std::string_view text);  // >= 0
 
 // A whole number as scenario files and flags write it: digits ("500000000", "-3") or an integral
-// value in exponent notation ("5e8", "2.5e9", "1E6") up to 2^53 in magnitude, where a double holds
-// every integer exactly. Returns false, leaving `value` unspecified, for anything else ("1.5",
-// "5e-1", "1e300", "", "12abc").
+// value in decimal or exponent notation ("4096.0", "5e8", "2.5e9", "1E6") up to 2^53 in magnitude,
+// where a double holds every integer exactly. Returns false, leaving `value` unspecified, for
+// anything else ("1.5", "5e-1", "1e300", "", "12abc").
 bool parse_whole_number(std::string_view text, int64_t& value);
 
 // Human-readable forms for reports and error messages ("1.50 us", "80.0 GiB", "450 GB/s").

@@ -19,7 +19,7 @@ TEST(Units, ParsesWholeNumbersInDigitsOrExponentNotation) {
   const std::vector<std::pair<std::string, int64_t>> good = {
       {"0", 0}, {"-3", -3}, {"500000000", 500'000'000}, {"5e8", 500'000'000}, {"2.5e9", 2'500'000'000},
       {"1E6", 1'000'000}, {"9007199254740992", 9'007'199'254'740'992}, {"9223372036854775807", INT64_MAX},
-      {"9.007199254740992e15", 9'007'199'254'740'992}};
+      {"9.007199254740992e15", 9'007'199'254'740'992}, {"4096.0", 4096}, {"-2.0", -2}};
   for (const auto& [text, want] : good) {
     int64_t v = 0;
     EXPECT_TRUE(parse_whole_number(text, v)) << text;

@@ -52,7 +52,8 @@ int64_t parse_grad_bucket_elements(std::string_view text) {
   constexpr int64_t kMost = int64_t{1} << 62;
   int64_t value = 0;
   if (!parse_whole_number(text, value) || value < 1 || value > kMost) {
-    throw InputError(fmt::format("\"{}\" is not auto or a whole number of parameters in [1, 2^62]", excerpt(text, 60)));
+    throw InputError(fmt::format("\"{}\" is out of range or not a number: expected integer in [1, 2^62] or auto",
+                                 excerpt(text, 60)));
   }
   return value;
 }

@@ -50,12 +50,15 @@ std::string describe_run_work(const RunWork& work) {
                      name_of(work.fidelity), describe_estimated_seconds(work.seconds));
 }
 
-void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source) {
+void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source, std::string_view where) {
   if (max_events == 0 || work.events <= max_events) return;
+  const std::string prefix = !where.empty()   ? std::string(where)
+                             : source.empty() ? std::string("simulation.max_events: ")
+                                              : fmt::format("{}: simulation.max_events: ", source);
   throw InputError(fmt::format(
-      "{}{}simulation.max_events: this run is estimated at {}, above the bound of {:.3g}; raise "
+      "{}this run is estimated at {}, above the bound of {:.3g}; raise "
       "simulation.max_events (0 = no bound), or use simulation.fidelity: analytical or a smaller layout",
-      source, source.empty() ? "" : ": ", describe_run_work(work), static_cast<double>(max_events)));
+      prefix, describe_run_work(work), static_cast<double>(max_events)));
 }
 
 TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model, const TrainingSpec& training,

@@ -169,7 +169,9 @@ std::string describe_run_work(const RunWork& work);
 
 // Throws InputError, prefixed with `source` (the scenario file; "" for none) and naming
 // simulation.max_events, when `work` is estimated above `max_events` events (0 = no bound).
-void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source);
+// `where`, when given, is the place of the key itself ("--set simulation.max_events: ",
+// "f.yaml:4:3: simulation.max_events: "), and replaces that prefix.
+void check_run_work(const RunWork& work, uint64_t max_events, std::string_view source, std::string_view where = "");
 
 // Validates the run (validate_run, parallelism/validate_run.h: InputError naming fields and valid
 // values), builds the programs and simulates one step; also InputError for a straggler outside the

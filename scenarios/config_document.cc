@@ -124,11 +124,14 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
         // Digits beyond int64 are an integer out of range, not a malformed one.
         const bool digits = text.find_first_not_of("0123456789", text.starts_with('-') ? 1 : 0) == std::string::npos &&
                             text.size() > (text.starts_with('-') ? 1U : 0U);
-        if (digits) throw fail(fmt::format("{} is out of range: expected {}", excerpt(text), describe_type(def)));
-        if (!def.choices.empty()) {
-          throw fail(fmt::format("\"{}\" is not valid; expected {}", excerpt(text), describe_type(def)));
+        // So is an integral value in exponent notation beyond what a double holds exactly (1e16).
+        double real = 0;
+        const bool whole_real = parse_real_text(text, real) && real == std::floor(real);
+        if (digits || whole_real) {
+          throw fail(fmt::format("{} is out of range: expected {}", excerpt(text), describe_type(def)));
         }
-        throw fail(fmt::format("\"{}\" is not an integer", excerpt(text)));
+        throw fail(fmt::format("\"{}\" is not {}; expected {}", excerpt(text),
+                               def.choices.empty() ? "an integer" : "valid", describe_type(def)));
       }
       check_range(def, static_cast<double>(v), text, fail);
       return;

@@ -841,7 +841,10 @@ void add_scenario_keys(Binder& s) {
                 "refuse a run estimated at more simulation events than this, before it starts (about 4 min of a "
                 "flow-fidelity run on one core at 2 M events/s; parallelism/work_estimate.h); 0 = no bound",
                 "500000000", 0, 1e15),
-        [](D& d, int64_t v) { d.s.simulation.max_events = static_cast<uint64_t>(v); });
+        [](D& d, int64_t v, const KeyRef& k) {
+          d.s.simulation.max_events = static_cast<uint64_t>(v);
+          if (k.given()) d.s.max_events_where = k.where();
+        });
   s.key(key_def("simulation.representative", ValueType::kBool,
                 "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"),
         [](D& d, bool v) { d.s.simulation.representative = v; });

@@ -126,6 +126,7 @@ struct Scenario {
   std::vector<Straggler> stragglers;     // the stragglers: list, one entry per GPU
   std::optional<StepJitter> jitter;      // the jitter: section
   std::string jitter_where;              // "file:line:column: jitter: ", for messages
+  std::string max_events_where;          // where simulation.max_events was given ("" = its default)
   std::string search_objective_where;    // "file:line:column: search.objective: " (or the file)
   // cluster.storage (bytes/s); the node bandwidth absent: the node's compute NICs.
   std::optional<double> storage_bandwidth;

@@ -84,6 +84,17 @@ TEST(Cli, AutoFidelityRunsFlowBeyondItsCapsWithinItsBudget) {
       << text.output;
 }
 
+// How a mixture-of-experts layer runs its experts is shown in the routing line and the JSON layout.
+TEST(Cli, MoeExpertsAreShown) {
+  const std::string moe = "run " + scenario("mixtral-8x7b-64-h100.yaml");
+  Result r = run(moe + " --set training.moe_experts=sequential");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("experts one at a time (moe_experts sequential: SequentialMLP)"), std::string::npos)
+      << r.output;
+  r = run(moe + " --json");
+  EXPECT_EQ(nlohmann::json::parse(r.output)["layout"]["moe_experts"], "grouped");
+}
+
 // --quiet leaves standard error empty (no progress, no closing "searched ..." line): with --json
 // the combined output is the JSON document alone. Without it the closing line is there.
 TEST(Cli, QuietSearchWritesNothingButItsResult) {

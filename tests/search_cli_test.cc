@@ -363,6 +363,17 @@ TEST(SearchCli, BadTopAndCsvFailBeforeTheSearch) {
   std::filesystem::remove_all(folder);
 }
 
+// When a rule of the file (a bucket size too small for every layout) refuses every candidate, the
+// example names it and no idle-GPU hint misleads.
+TEST(SearchCli, ASearchRefusedByAFileRuleNamesItWithoutTheIdleGpuHint) {
+  const Result r = run("search " + kSmall +
+                       " --set parallelism.grad_bucket_elements=1000 --set search.tp=[1,2] --set search.pp=[1,2]");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no feasible layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parallelism.grad_bucket_elements"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("allow_idle_gpus"), std::string::npos) << r.out;
+}
+
 TEST(SearchCli, AWellFormedSearchThatFindsNothingExitsWith0AndSaysWhy) {
   // docs/cases/layouts.md L6: 5,128 GPUs, Turing-NLG 530B, every GPU used.
   const Result r = run("search " + scenario("search/turing-nlg-530b-5128-a100.yaml"));

@@ -540,6 +540,15 @@ CalibrationProfile fit_calibration_profile(const CalibrateFitOptions& options, s
     profile.power = derive_profile_power(read_input_file(options.power_summary, "power and clock summary"),
                                          options.power_summary);
   }
+  if (profile.power && notes != nullptr) {
+    const ProfilePower& p = *profile.power;
+    notes->push_back(fmt::format("power: limit {} W, idle {} W, held {} W, window {}, memory clock share {:g}; bf16 "
+                                 "GEMMs settle at {:g} of {:.4g} TFLOP/s (from {})",
+                                 p.power_limit.in_watts(), p.idle_power.in_watts(), p.held_power.in_watts(),
+                                 to_string(p.window), p.memory_clock_share, p.gemm_bf16.settled_ratio,
+                                 p.gemm_bf16.full_rate / 1e12,
+                                 options.power_summary.empty() ? options.power : options.power_summary));
+  }
   if (profile.name.empty()) throw InputError("calibrate fit: give --name");
   return profile;
 }

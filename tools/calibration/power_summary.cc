@@ -45,8 +45,12 @@ class Summary {
   double positive(const json& s, const std::string& field) const {
     const std::string name = s.value("name", "?");
     auto it = s.find(field);
-    if (it == s.end() || !it->is_number()) {
+    if (it == s.end() || it->is_null()) {
       throw InputError(fmt::format("{}: scenario \"{}\": missing the number \"{}\"", path_, name, field));
+    }
+    if (!it->is_number()) {
+      throw InputError(fmt::format("{}: scenario \"{}\": \"{}\" is {}, not a number", path_, name, field,
+                                   excerpt(it->dump(), 60)));
     }
     const double v = it->get<double>();
     if (!std::isfinite(v) || !(v > 0)) {
@@ -60,9 +64,12 @@ class Summary {
     const json* nvml = doc_.contains("run") && doc_["run"].is_object() && doc_["run"].contains("nvml")
                            ? &doc_["run"]["nvml"]
                            : nullptr;
-    if (nvml == nullptr || !nvml->is_object() || !nvml->contains("enforced_power_limit_w") ||
-        !(*nvml)["enforced_power_limit_w"].is_number()) {
+    if (nvml == nullptr || !nvml->is_object() || !nvml->contains("enforced_power_limit_w")) {
       throw InputError(fmt::format("{}: missing run.nvml.enforced_power_limit_w", path_));
+    }
+    if (!(*nvml)["enforced_power_limit_w"].is_number()) {
+      throw InputError(fmt::format("{}: run.nvml.enforced_power_limit_w is {}, not a number (watts)", path_,
+                                   excerpt((*nvml)["enforced_power_limit_w"].dump(), 60)));
     }
     const double w = (*nvml)["enforced_power_limit_w"].get<double>();
     if (!std::isfinite(w) || !(w > 0)) {

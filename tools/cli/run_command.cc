@@ -74,7 +74,7 @@ RunOutcome simulate_run(const RunOptions& options) {
   ProgressBar bar("run", options.progress ? ProgressBar::mode_for_stderr() : ProgressBar::Mode::kOff, "events");
   bool announced = false;  // progress only for runs whose estimate was stated: short runs print nothing
   sim.on_estimate = [&](const RunWork& work) {
-    check_run_work(work, scenario.simulation.max_events, scenario.source);
+    check_run_work(work, scenario.simulation.max_events, scenario.source, scenario.max_events_where);
     if (!options.progress || work.seconds < kAnnouncedRunSeconds) return;
     announced = true;
     std::cerr << "run: estimated " << describe_run_work(work) << "\n";

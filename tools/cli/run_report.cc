@@ -182,8 +182,11 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
   // The gradient bucket size where gradients are reduced (auto resolved as the framework does).
   std::string buckets;
   if (static_cast<int64_t>(s.layout.dp) * s.layout.cp > 1) {
-    buckets = fmt::format(" · gradient buckets {:.4g}M parameters{}",
-                          static_cast<double>(gradient_bucket_elements(s.layout, s.training)) / 1e6,
+    const double elements = static_cast<double>(gradient_bucket_elements(s.layout, s.training));
+    buckets = fmt::format(" · gradient buckets {} parameters{}",
+                          elements < 1e9    ? fmt::format("{:.4g}M", elements / 1e6)
+                          : elements < 1e12 ? fmt::format("{:.4g}G", elements / 1e9)
+                                            : fmt::format("{:.3g}", elements),
                           s.layout.grad_bucket_elements == 0 ? " (auto)" : "");
   }
   out << fmt::format("  layout     {} · {} {} per pipeline · recompute {}{}\n", describe_layout(s.layout),
@@ -197,7 +200,11 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
     if (routing.capacity_factor > 0) {
       text += fmt::format(" · capacity factor {:g} (tokens above it dropped)", routing.capacity_factor);
     }
-    out << fmt::format("  routing    {} · top {} of {} experts\n", text, s.model.moe.top_k, s.model.moe.num_experts);
+    out << fmt::format("  routing    {} · top {} of {} experts · {}\n", text, s.model.moe.top_k,
+                       s.model.moe.num_experts,
+                       s.training.moe_experts == MoeExperts::kSequential
+                           ? "experts one at a time (moe_experts sequential: SequentialMLP)"
+                           : "experts as grouped GEMMs");
   }
   out << "\n";
   if (const std::string note = framework_note(s); !note.empty()) out << "  note: " << note << "\n\n";
@@ -398,6 +405,7 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
                  {"recompute", std::string(name_of(s.training.recompute))},
                  // The size in parameters, auto resolved (parallelism/program_builder.h).
                  {"grad_bucket_elements", gradient_bucket_elements(s.layout, s.training)}};
+  if (s.model.moe.enabled()) j["layout"]["moe_experts"] = std::string(name_of(s.training.moe_experts));
   if (c.cluster->spec().fabric.type == FabricType::kThreeTier) {
     const FabricSpec& fabric = c.cluster->spec().fabric;
     nlohmann::ordered_json groups = nlohmann::ordered_json::object();

@@ -266,7 +266,11 @@ void write_summary(const Scenario& s, const Cluster& cluster, const SearchResult
       why.push_back(fmt::format("{} {}", rej.count, describe(rej.reason)));
     }
     out << fmt::format("{}.\n", fmt::join(why, "; "));
-    if (!space.allow_idle_gpus) {
+    // Idle GPUs help where sizes decided; not where another rule (a bucket size, say) refused every layout.
+    const bool sizes_rejected = std::any_of(r.rejected.begin(), r.rejected.end(), [](const auto& rej) {
+      return rej.count > 0 && rej.reason != RejectReason::kLayoutRule && rej.reason != RejectReason::kSimulation;
+    });
+    if (!space.allow_idle_gpus && sizes_rejected) {
       // The tp·cp·pp products searched, and those that leave a whole data-parallel size.
       std::set<int64_t> products, dividing;
       for (const auto& c : r.candidates) {

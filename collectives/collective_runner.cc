@@ -158,8 +158,18 @@ class CollectiveRunner::Impl {
     const std::vector<GpuId>* group = nullptr;
     Completion on_complete;
     std::vector<int32_t> waiting_on;  // per transfer: dependencies not yet complete
+    std::vector<const Route*> routes;  // per transfer: its route once launched (null: a local copy)
     size_t remaining = 0;
   };
+
+  // An execution's transfer as one word, so that the callbacks the engine and the network hold
+  // ([this, ticket]: 16 bytes) fit std::function's own storage and allocate nothing.
+  static constexpr int kIndexBits = 28;
+  static uint64_t ticket(uint64_t id, int32_t index) { return id << kIndexBits | static_cast<uint64_t>(index); }
+  static uint64_t id_of(uint64_t ticket) { return ticket >> kIndexBits; }
+  static int32_t index_of(uint64_t ticket) {
+    return static_cast<int32_t>(ticket & ((uint64_t{1} << kIndexBits) - 1));
+  }
 
   using SelectionKey = std::tuple<int, CollectiveOp, CollectiveAlgorithm, Protocol, int64_t, int, uint64_t>;
   using TransferKey = SelectionKey;  // with the chosen algorithm and protocol in place of the request's
@@ -243,6 +253,9 @@ class CollectiveRunner::Impl {
     const size_t count = planned.plan.size();
     execution.remaining = count;
     execution.waiting_on = planned.waiting;
+    check_invariant(count < (size_t{1} << kIndexBits) && id < (uint64_t{1} << (64 - kIndexBits)),
+                    "a collective's transfers and executions fit a ticket");
+    execution.routes.assign(count, nullptr);
     if (count == 0) {
       Completion done = std::move(execution.on_complete);
       executions_.erase(id);
@@ -255,25 +268,25 @@ class CollectiveRunner::Impl {
   // Always through the event queue, even without delay, so that completions never nest. A flow
   // starts `latency − route latency` after its dependencies: the network adds the route latency.
   void launch(uint64_t id, int32_t index) {
-    const Execution& execution = executions_.at(id);
+    Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     Duration delay = transfer.latency;
-    const Route* route = nullptr;
     if (transfer.src != transfer.dst) {
       const std::vector<GpuId>& group = *execution.group;
-      route = &cluster_.route(group[static_cast<size_t>(transfer.src)], group[static_cast<size_t>(transfer.dst)],
-                              flow_hash(id, transfer));
+      const Route* route = &cluster_.route(group[static_cast<size_t>(transfer.src)],
+                                           group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer));
+      execution.routes[static_cast<size_t>(index)] = route;
       delay = delay > route->latency ? delay - route->latency : Duration::zero();
     }
-    sim_.schedule_after(delay, [this, id, index, route] { send(id, index, route); });
+    sim_.schedule_after(delay, [this, t = ticket(id, index)] { send(id_of(t), index_of(t)); });
   }
 
   static uint64_t flow_hash(uint64_t id, const Transfer& transfer) {
     return id * 0x9E3779B97F4A7C15ULL + transfer.channel;
   }
 
-  // `route`: the transfer's route, looked up by launch (null for a local copy).
-  void send(uint64_t id, int32_t index, const Route* route) {
+  // Starts the transfer's flow on the route launch looked up.
+  void send(uint64_t id, int32_t index) {
     const Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     if (transfer.src == transfer.dst) {
@@ -282,8 +295,10 @@ class CollectiveRunner::Impl {
     }
     const double scale = execution.planned->wire_scale[static_cast<size_t>(transfer.path)];
     check_invariant(scale > 0 && scale < 1e9, "a transfer's transport efficiency is positive");
+    const Route* route = execution.routes[static_cast<size_t>(index)];
     check_invariant(route != nullptr, "a transfer between two GPUs has its route");
-    network_->start_flow_on(*route, transfer.size.scaled(scale), [this, id, index] { finish(id, index); });
+    network_->start_flow_on(*route, transfer.size.scaled(scale),
+                            [this, t = ticket(id, index)] { finish(id_of(t), index_of(t)); });
   }
 
   void finish(uint64_t id, int32_t index) {

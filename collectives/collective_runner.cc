@@ -158,7 +158,7 @@ class CollectiveRunner::Impl {
     const std::vector<GpuId>* group = nullptr;
     Completion on_complete;
     std::vector<int32_t> waiting_on;  // per transfer: dependencies not yet complete
-    std::vector<const Route*> routes;  // per transfer: its route once launched (null: a local copy)
+    std::vector<const Route*> routes;  // per transfer: its route (null: a local copy)
     size_t remaining = 0;
   };
 
@@ -256,6 +256,24 @@ class CollectiveRunner::Impl {
     check_invariant(count < (size_t{1} << kIndexBits) && id < (uint64_t{1} << (64 - kIndexBits)),
                     "a collective's transfers and executions fit a ticket");
     execution.routes.assign(count, nullptr);
+    // Every transfer's route at once: the lookups then overlap their cache misses
+    // (Cluster::routes), where one per launch waited for each.
+    std::vector<Cluster::RouteRequest>& requests = route_requests_;
+    std::vector<const Route*>& found = found_routes_;
+    std::vector<int32_t>& indices = route_indices_;
+    requests.clear();
+    indices.clear();
+    const std::vector<GpuId>& group = *execution.group;
+    for (size_t i = 0; i < count; ++i) {
+      const Transfer& transfer = planned.plan.transfer(i);
+      if (transfer.src == transfer.dst) continue;
+      requests.push_back({group[static_cast<size_t>(transfer.src)], group[static_cast<size_t>(transfer.dst)],
+                          flow_hash(id, transfer)});
+      indices.push_back(static_cast<int32_t>(i));
+    }
+    found.resize(requests.size());
+    cluster_.routes(requests, found);
+    for (size_t k = 0; k < indices.size(); ++k) execution.routes[static_cast<size_t>(indices[k])] = found[k];
     if (count == 0) {
       Completion done = std::move(execution.on_complete);
       executions_.erase(id);
@@ -272,10 +290,7 @@ class CollectiveRunner::Impl {
     const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     Duration delay = transfer.latency;
     if (transfer.src != transfer.dst) {
-      const std::vector<GpuId>& group = *execution.group;
-      const Route* route = &cluster_.route(group[static_cast<size_t>(transfer.src)],
-                                           group[static_cast<size_t>(transfer.dst)], flow_hash(id, transfer));
-      execution.routes[static_cast<size_t>(index)] = route;
+      const Route* route = execution.routes[static_cast<size_t>(index)];  // looked up by begin
       delay = delay > route->latency ? delay - route->latency : Duration::zero();
     }
     sim_.schedule_after(delay, [this, t = ticket(id, index)] { send(id_of(t), index_of(t)); });
@@ -331,6 +346,10 @@ class CollectiveRunner::Impl {
   std::map<TransferKey, std::unique_ptr<PlannedTransfers>> plans_;
 
   std::unordered_map<uint64_t, Execution> executions_;
+  // begin()'s buffers for the batched route lookup, kept between calls.
+  std::vector<Cluster::RouteRequest> route_requests_;
+  std::vector<const Route*> found_routes_;
+  std::vector<int32_t> route_indices_;
   uint64_t next_execution_ = 0;
 };
 

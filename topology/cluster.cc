@@ -1,6 +1,7 @@
 #include "topology/cluster.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <deque>
 #include <limits>
@@ -59,6 +60,11 @@ struct RouteKey {
 // deque, so a reference stays valid while the table grows.
 class RouteTable {
  public:
+  // Asks for the cache line of `key`'s first slot (a later find_or_build of it).
+  void prefetch(const RouteKey& key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[index_of(key)]);
+  }
+
   // The route of `key`, built by `build()` on first use.
   template <typename Build>
   const Route& find_or_build(const RouteKey& key, Build&& build) {
@@ -225,6 +231,32 @@ class Cluster::Impl {
     const Alternatives alt = alternatives(src, dst);
     const uint64_t choice = ecmp_hash(src, dst, flow_hash) % alt.total;
     return routes_.find_or_build(RouteKey{src, dst, choice}, [&] { return build_route(src, dst, alt, choice); });
+  }
+
+  void routes(std::span<const Cluster::RouteRequest> requests, std::span<const Route*> out) const {
+    check_invariant(out.size() == requests.size(), "Cluster::routes: one output per request");
+    for (const Cluster::RouteRequest& r : requests) check_pair(r.src, r.dst);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Keys a window ahead of the lookups, their slots asked for as the keys are made.
+    constexpr size_t kAhead = 16;
+    struct Pending {
+      Alternatives alt;
+      RouteKey key;
+    };
+    std::array<Pending, kAhead> ring{};
+    auto make = [&](size_t i) {
+      const Cluster::RouteRequest& r = requests[i];
+      Pending p{alternatives(r.src, r.dst), {}};
+      p.key = RouteKey{r.src, r.dst, ecmp_hash(r.src, r.dst, r.flow_hash) % p.alt.total};
+      routes_.prefetch(p.key);
+      ring[i % kAhead] = p;
+    };
+    for (size_t i = 0; i < std::min(kAhead, requests.size()); ++i) make(i);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Pending p = ring[i % kAhead];
+      out[i] = &routes_.find_or_build(p.key, [&] { return build_route(p.key.src, p.key.dst, p.alt, p.key.choice); });
+      if (i + kAhead < requests.size()) make(i + kAhead);
+    }
   }
 
  private:
@@ -526,6 +558,10 @@ int Cluster::pod_count() const { return impl_->pod_count(); }
 
 const Route& Cluster::route(GpuId src, GpuId dst, uint64_t flow_hash) const {
   return impl_->route(src, dst, flow_hash);
+}
+
+void Cluster::routes(std::span<const RouteRequest> requests, std::span<const Route*> out) const {
+  impl_->routes(requests, out);
 }
 
 uint64_t Cluster::equal_cost_paths(GpuId src, GpuId dst) const { return impl_->equal_cost_paths(src, dst); }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,15 @@ class Cluster {
   // no global random state). Routes are computed on first use and cached per (src, dst, choice);
   // nothing is stored for pairs never asked for. Thread-safe.
   const Route& route(GpuId src, GpuId dst, uint64_t flow_hash = 0) const;
+  // route() for many transfers at once: out[i] = &route(requests[i]...), the same references, the
+  // cache's lines asked for a few lookups ahead (a flow simulation at scale looks routes up in a
+  // table larger than the processor's caches). `out` has requests.size() entries. Same errors.
+  struct RouteRequest {
+    GpuId src = 0;
+    GpuId dst = 0;
+    uint64_t flow_hash = 0;
+  };
+  void routes(std::span<const RouteRequest> requests, std::span<const Route*> out) const;
 
   // Number of equal-cost shortest paths route(src, dst, ·) chooses among (≥ 1). Same errors.
   uint64_t equal_cost_paths(GpuId src, GpuId dst) const;

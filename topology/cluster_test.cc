@@ -120,6 +120,32 @@ TEST(Cluster, RoutesAreCachedAndDeterministic) {
   }
 }
 
+// The batched lookup returns route()'s own references, in order, for requests that are new to the
+// cache (it grows while the batch is looked up), repeated, and within one node; bad ids throw.
+TEST(Cluster, BatchedRoutesAreTheSingleLookups) {
+  const ClusterSpec spec = test_specs::cluster(test_specs::nvswitch_node(), 8, test_specs::fabric(FabricType::kFatTree, 16));
+  const Cluster batched(spec);
+  const Cluster single(spec);
+  std::vector<Cluster::RouteRequest> requests;
+  for (GpuId src = 0; src < 64; src += 3) {
+    for (GpuId dst = 1; dst < 64; dst += 5) {
+      if (src != dst) requests.push_back({src, dst, static_cast<uint64_t>(src * 131 + dst)});
+    }
+  }
+  requests.push_back(requests.front());  // a repeat: the same reference
+  std::vector<const Route*> out(requests.size());
+  batched.routes(requests, out);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Cluster::RouteRequest& r = requests[i];
+    EXPECT_EQ(out[i], &batched.route(r.src, r.dst, r.flow_hash)) << i;
+    EXPECT_EQ(out[i]->links, single.route(r.src, r.dst, r.flow_hash).links) << i;
+  }
+  EXPECT_EQ(out.front(), out.back());
+  std::vector<const Route*> one(1);
+  const std::vector<Cluster::RouteRequest> bad = {{2, 2, 0}};
+  EXPECT_THROW(batched.routes(bad, one), InputError);
+}
+
 TEST(Cluster, RejectsBadIds) {
   const Cluster cluster(test_specs::cluster(test_specs::nvswitch_node(), 1, test_specs::fabric(FabricType::kSingleSwitch)));
   EXPECT_THROW(cluster.route(0, 8), InputError);

@@ -8,9 +8,8 @@
 namespace clustersim {
 
 namespace {
-// The heap of keys at the current time: std::push_heap / pop_heap with this "less" keep the
-// smallest order on top (a function object, which the heap algorithms inline).
-constexpr auto later_order = [](const auto& a, const auto& b) { return a.order > b.order; };
+// The order of the now set (a function object, which the algorithms inline).
+constexpr auto earlier_order = [](const auto& a, const auto& b) { return a.order < b.order; };
 }  // namespace
 
 uint32_t EventQueue::new_block() {
@@ -31,33 +30,49 @@ void EventQueue::free_block(uint32_t block) {
   free_blocks_ = block;
 }
 
-void EventQueue::append(int level, int digit, const Key& key) {
+void EventQueue::append(int level, int digit, int64_t time_ps, uint64_t order, uint32_t slot) {
   Bucket& bucket = buckets_[static_cast<size_t>(level * kDigits + digit)];
   if (bucket.tail == kNoBlock) {
     const uint32_t block = new_block();
     bucket.head = block;
     bucket.tail = block;
+    bucket.tail_size = 0;
     occupied_[static_cast<size_t>(level)][static_cast<size_t>(digit / 64)] |= uint64_t{1} << (digit % 64);
     occupied_levels_ |= uint32_t{1} << level;
-  } else if (blocks_[bucket.tail].size == kBlockKeys) {
+  } else if (bucket.tail_size == kBlockKeys) {
     const uint32_t block = new_block();
     blocks_[bucket.tail].next = block;
     bucket.tail = block;
+    bucket.tail_size = 0;
   }
   Block& tail = blocks_[bucket.tail];
-  tail.keys[tail.size++] = key;
+  Key& key = tail.keys[bucket.tail_size];
+  key.time_ps = time_ps;
+  key.order = order;
+  key.slot = slot;
+  tail.size = ++bucket.tail_size;
 }
 
-void EventQueue::insert(const Key& key) {
-  const uint64_t differ = static_cast<uint64_t>(key.time_ps) ^ static_cast<uint64_t>(last_);
+void EventQueue::insert(int64_t time_ps, uint64_t order, uint32_t slot) {
+  const uint64_t differ = static_cast<uint64_t>(time_ps) ^ static_cast<uint64_t>(last_);
   if (differ == 0) {
-    now_heap_.push_back(key);
-    std::push_heap(now_heap_.begin(), now_heap_.end(), later_order);
+    if (now_empty()) {
+      now_.clear();
+      now_next_ = 0;
+    }
+    const Key key{time_ps, order, slot};
+    if (now_.empty() || now_.back().order < order) {
+      now_.push_back(key);  // the usual case: insertion sequences only grow
+    } else {
+      // A lower priority than a pending key's at this time: its place among those not yet popped.
+      const auto at = std::upper_bound(now_.begin() + static_cast<std::ptrdiff_t>(now_next_), now_.end(), key, earlier_order);
+      now_.insert(at, key);
+    }
     return;
   }
   const int level = (63 - std::countl_zero(differ)) / kDigitBits;
-  const int digit = static_cast<int>((static_cast<uint64_t>(key.time_ps) >> (level * kDigitBits)) & (kDigits - 1));
-  append(level, digit, key);
+  const int digit = static_cast<int>((static_cast<uint64_t>(time_ps) >> (level * kDigitBits)) & (kDigits - 1));
+  append(level, digit, time_ps, order, slot);
 }
 
 int EventQueue::lowest_bucket() const {
@@ -85,7 +100,7 @@ uint32_t EventQueue::take(int index) {
   return head;
 }
 
-EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
+uint32_t EventQueue::add_key(Time time, int32_t priority) {
   check_invariant(time.ps() >= last_, "EventQueue: an event pushed before the last popped one");
   check_invariant(priority >= kMinPriority && priority <= kMaxPriority, "EventQueue: priority out of range");
   check_invariant(next_sequence_ < (uint64_t{1} << 48), "EventQueue: sequence space exhausted");
@@ -94,38 +109,38 @@ EventId EventQueue::push(Time time, int32_t priority, Callback callback) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    check_invariant(slots_.size() < UINT32_MAX, "EventQueue: too many pending events");
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
+    check_invariant(slot_count_ < UINT32_MAX, "EventQueue: too many pending events");
+    slot = slot_count_++;
+    if ((slot >> kChunkBits) == chunks_.size()) chunks_.push_back(std::make_unique<Chunk>());
     pending_.push_back(0);
   }
-  slots_[slot].callback = std::move(callback);
   pending_[slot] = 1;
   const uint64_t order = (static_cast<uint64_t>(priority - kMinPriority) << 48) | next_sequence_++;
-  insert(Key{time.ps(), order, slot});
+  insert(time.ps(), order, slot);
   ++keys_;
   ++live_;
-  return EventId{slot, slots_[slot].generation};
+  return slot;
 }
 
 bool EventQueue::cancel(EventId id) {
-  if (!id.valid() || id.slot >= slots_.size()) return false;
-  Slot& s = slots_[id.slot];
+  if (!id.valid() || id.slot >= slot_count_) return false;
+  Slot& s = slot_at(id.slot);
   if (pending_[id.slot] == 0 || s.generation != id.generation) return false;
   pending_[id.slot] = 0;
-  s.callback = nullptr;
+  s.callback.reset();
   --live_;
   if (keys_ > kCompactAbove && keys_ > 2 * live_) compact();
   return true;
 }
 
 void EventQueue::compact() {
-  std::erase_if(now_heap_, [this](const Key& k) {
+  now_.erase(now_.begin(), now_.begin() + static_cast<std::ptrdiff_t>(now_next_));
+  now_next_ = 0;
+  std::erase_if(now_, [this](const Key& k) {
     if (live(k)) return false;
     release(k.slot);
     return true;
   });
-  std::make_heap(now_heap_.begin(), now_heap_.end(), later_order);
   std::vector<int> indices;
   for (int level = 0; level < kLevels; ++level) {
     for (int digit = 0; digit < kDigits; ++digit) {
@@ -150,37 +165,37 @@ void EventQueue::compact() {
       free_block(block);
       block = next;
     }
-    for (const Key& k : survivors) append(index / kDigits, index % kDigits, k);
+    for (const Key& k : survivors) append(index / kDigits, index % kDigits, k.time_ps, k.order, k.slot);
   }
   keys_ = live_;
 }
 
 void EventQueue::release(uint32_t slot) {
-  ++slots_[slot].generation;
+  ++slot_at(slot).generation;
   free_slots_.push_back(slot);
 }
 
 void EventQueue::drop_cancelled_now() {
-  while (!now_heap_.empty() && !live(now_heap_.front())) {
-    const uint32_t slot = now_heap_.front().slot;
-    std::pop_heap(now_heap_.begin(), now_heap_.end(), later_order);
-    now_heap_.pop_back();
+  if (!any_cancelled()) return;  // the flags are read only while cancelled keys remain
+  while (!now_empty() && !live(now_[now_next_])) {
     --keys_;
-    release(slot);
+    release(now_[now_next_++].slot);
   }
 }
 
 bool EventQueue::settle() {
   while (true) {
     drop_cancelled_now();
-    if (!now_heap_.empty()) return true;
+    if (!now_empty()) return true;
+    now_.clear();
+    now_next_ = 0;
     const int index = lowest_bucket();
     if (index < 0) return false;
     const bool check = any_cancelled();
     const uint32_t chain = take(index);
     if (index >= kDigits) {
       // The earliest live key of a higher bucket becomes last_; no live key is earlier, so every
-      // live key of the bucket lands in a lower one (or the heap).
+      // live key of the bucket lands in a lower one (or the now set).
       // When every key is cancelled last_ stays: the keys are only dropped.
       bool found = false;  // a flag, not a sentinel: INT64_MAX is a valid time
       int64_t earliest = INT64_MAX;
@@ -205,12 +220,13 @@ bool EventQueue::settle() {
           release(k.slot);
           --keys_;
         } else {
-          // Keys of level 0 (from a bucket of level 1) run within the next 256 ps.
-          if (index < 2 * kDigits) prefetch_callback(k.slot);
           if (k.time_ps == last_) {
-            now_heap_.push_back(k);
+            // Runs within the next few events. (Asking for every key of a level-1 bucket, thousands,
+            // filled the core's miss buffers and stalled the spread.)
+            prefetch_callback(k.slot);
+            now_.push_back(k);
           } else {
-            insert(k);
+            insert(k.time_ps, k.order, k.slot);
           }
         }
       }
@@ -218,7 +234,21 @@ bool EventQueue::settle() {
       free_block(block);
       block = next;
     }
-    std::make_heap(now_heap_.begin(), now_heap_.end(), later_order);
+    // In insertion order; sorted already unless the time's keys have several priorities.
+    if (!std::is_sorted(now_.begin(), now_.end(), earlier_order)) std::sort(now_.begin(), now_.end(), earlier_order);
+    if (index < kDigits) prefetch_next_time();
+  }
+}
+
+void EventQueue::prefetch_next_time() const {
+  const auto& words = occupied_[0];
+  for (size_t w = 0; w < words.size(); ++w) {
+    if (words[w] == 0) continue;
+    const size_t next = w * 64 + static_cast<size_t>(std::countr_zero(words[w]));
+    const uint32_t block = buckets_[next].head;
+    const Block& b = blocks_[block];
+    for (uint32_t i = 0; i < b.size; ++i) prefetch_callback(b.keys[i].slot);
+    return;
   }
 }
 
@@ -227,7 +257,7 @@ Time EventQueue::next_time() {
   // popped one on (Simulator::run_until stops the clock before the next event). Buckets are
   // visited in time order: lower levels first, then lower digits.
   drop_cancelled_now();
-  if (!now_heap_.empty()) return Time::from_ps(last_);
+  if (!now_empty()) return Time::from_ps(last_);
   for (uint32_t levels = occupied_levels_; levels != 0; levels &= levels - 1) {
     const int level = std::countr_zero(levels);
     const auto& words = occupied_[static_cast<size_t>(level)];
@@ -253,21 +283,33 @@ Time EventQueue::next_time() {
   return Time::zero();
 }
 
-EventQueue::Callback EventQueue::pop(Time& time) {
+uint32_t EventQueue::pop_slot(Time& time) {
   const bool any = settle();
   check_invariant(any, "EventQueue::pop on an empty queue");
-  const Key top = now_heap_.front();
-  std::pop_heap(now_heap_.begin(), now_heap_.end(), later_order);
-  now_heap_.pop_back();
+  const Key top = now_[now_next_++];
   --keys_;
-  if (!now_heap_.empty()) prefetch_callback(now_heap_.front().slot);
-  Slot& s = slots_[top.slot];
-  Callback callback = std::move(s.callback);
-  s.callback = nullptr;
   pending_[top.slot] = 0;
-  release(top.slot);
   --live_;
   time = Time::from_ps(top.time_ps);
+  return top.slot;
+}
+
+void EventQueue::run_popped(uint32_t slot) {
+  struct Release {  // frees the slot after the callback, also when it throws
+    EventQueue& queue;
+    uint32_t slot;
+    ~Release() {
+      queue.slot_at(slot).callback.reset();
+      queue.release(slot);
+    }
+  } release{*this, slot};
+  slot_at(slot).callback();
+}
+
+EventQueue::Callback EventQueue::pop(Time& time) {
+  const uint32_t slot = pop_slot(time);
+  Callback callback = std::move(slot_at(slot).callback);
+  release(slot);
   return callback;
 }
 

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -222,6 +225,101 @@ TEST(EventQueue, OrderHoldsAcrossEveryDigitLevel) {
   for (size_t i = 0; i < ran.size(); ++i) {
     EXPECT_EQ(ran[i].sequence, expected[i].sequence) << "event " << i << " at " << expected[i].time << " ps";
   }
+}
+
+// A popped callback runs where its slot lies (pop_slot, run_popped) while it pushes thousands of
+// events (new slot chunks): its captures stay readable after the pushes, and its slot is reused
+// only once it has returned.
+TEST(EventQueue, ACallbackRunsInPlaceWhileItPushesThousandsOfEvents) {
+  EventQueue q;
+  std::vector<int> ran;
+  const std::string name = "a capture longer than any small-string buffer";
+  std::string seen;
+  q.push(at_ns(1), 0, [&q, &ran, &seen, name] {
+    for (int i = 0; i < 5000; ++i) q.push(at_ns(2), 0, [&ran, i] { ran.push_back(i); });
+    seen = name;  // read after the pushes
+  });
+  Time t;
+  const uint32_t slot = q.pop_slot(t);
+  EXPECT_EQ(t, at_ns(1));
+  q.run_popped(slot);
+  EXPECT_EQ(seen, name);
+  EXPECT_EQ(q.size(), 5000U);
+  while (!q.empty()) q.run_popped(q.pop_slot(t));
+  ASSERT_EQ(ran.size(), 5000U);
+  for (int i = 0; i < 5000; ++i) EXPECT_EQ(ran[static_cast<size_t>(i)], i);
+}
+
+// Pushes at the current time while its events run: a higher priority (lower value) than pending
+// ones runs before them, an equal or lower one after them, in insertion order.
+TEST(EventQueue, PushesAtTheCurrentTimeTakeTheirPlaceAmongItsPendingEvents) {
+  EventQueue q;
+  std::vector<int> order;
+  q.push(at_ns(5), 0, [&] {
+    order.push_back(0);
+    q.push(at_ns(5), -3, [&] { order.push_back(1); });
+    q.push(at_ns(5), 7, [&] { order.push_back(5); });
+    q.push(at_ns(5), 0, [&] { order.push_back(4); });
+    q.push(at_ns(5), -3, [&] { order.push_back(2); });
+  });
+  q.push(at_ns(5), 0, [&] { order.push_back(3); });
+  q.push(at_ns(6), -10, [&] { order.push_back(6); });
+  Time t;
+  while (!q.empty()) q.pop(t)();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+// Compaction while the events of the current time are half popped keeps the rest in order.
+TEST(EventQueue, CompactionInTheMiddleOfATimeKeepsItsOrder) {
+  EventQueue q;
+  std::vector<int> ran;
+  std::vector<EventId> ids;
+  constexpr int kEvents = 10000;
+  for (int i = 0; i < kEvents; ++i) ids.push_back(q.push(at_ns(3), i % 3, [&ran, i] { ran.push_back(i); }));
+  Time t;
+  for (int i = 0; i < 100; ++i) q.pop(t)();
+  std::vector<int> expected(ran);
+  for (int p = 0; p < 3; ++p) {
+    for (int i = 0; i < kEvents; ++i) {
+      if (i % 3 != p || std::find(ran.begin(), ran.end(), i) != ran.end()) continue;
+      if (i % 7 == 0) {
+        expected.push_back(i);
+      } else {
+        EXPECT_TRUE(q.cancel(ids[static_cast<size_t>(i)]));  // the later cancels compact
+      }
+    }
+  }
+  while (!q.empty()) q.pop(t)();
+  EXPECT_EQ(ran, expected);
+}
+
+// A callback that throws still frees its slot: the queue goes on, and the slot is reused.
+TEST(EventQueue, ACallbackThatThrowsFreesItsSlot) {
+  EventQueue q;
+  q.push(at_ns(1), 0, [] { throw std::runtime_error("model error"); });
+  Time t;
+  const uint32_t slot = q.pop_slot(t);
+  EXPECT_THROW(q.run_popped(slot), std::runtime_error);
+  int ran = 0;
+  const EventId next = q.push(at_ns(2), 0, [&ran] { ++ran; });
+  EXPECT_EQ(next.slot, slot);
+  q.pop(t)();
+  EXPECT_EQ(ran, 1);
+  EXPECT_TRUE(q.empty());
+}
+
+// Callbacks still pending (or cancelled and not yet dropped) when the queue goes are destroyed.
+TEST(EventQueue, PendingAndCancelledCallbacksAreDestroyedWithTheQueue) {
+  auto owned = std::make_shared<int>(0);
+  {
+    EventQueue q;
+    q.push(at_ns(1), 0, [owned] {});
+    const EventId id = q.push(at_ns(2), 0, [owned] {});
+    EXPECT_EQ(owned.use_count(), 3);
+    EXPECT_TRUE(q.cancel(id));
+    EXPECT_EQ(owned.use_count(), 2);  // a cancelled callback goes at once
+  }
+  EXPECT_EQ(owned.use_count(), 1);
 }
 
 }  // namespace event_queue_test

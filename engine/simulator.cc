@@ -33,26 +33,22 @@ uint64_t fold(uint64_t hash, uint64_t value) {
 }
 }  // namespace
 
-EventId Simulator::schedule_at(Time at, Callback callback, int32_t priority) {
-  if (at < now_) {
-    throw InternalError(fmt::format("event scheduled in the past: at {} ps, now {} ps", at.ps(), now_.ps()));
-  }
-  return queue_.push(at, priority, std::move(callback));
+void Simulator::throw_in_the_past(Time at) const {
+  throw InternalError(fmt::format("event scheduled in the past: at {} ps, now {} ps", at.ps(), now_.ps()));
 }
 
-EventId Simulator::schedule_after(Duration delay, Callback callback, int32_t priority) {
-  check_invariant(delay >= Duration::zero(), "Simulator::schedule_after with a negative delay");
-  return queue_.push(now_ + delay, priority, std::move(callback));
+void Simulator::throw_negative_delay() {
+  throw InternalError("Simulator::schedule_after with a negative delay");
 }
 
 void Simulator::execute_next() {
   Time at;
-  Callback callback = queue_.pop(at);
+  const uint32_t slot = queue_.pop_slot(at);
   check_invariant(at >= now_, "Simulator: time went backwards");
   now_ = at;
   ++events_executed_;
   fingerprint_ = fold(fingerprint_, static_cast<uint64_t>(at.ps()));
-  callback();
+  queue_.run_popped(slot);
 }
 
 Time Simulator::run() {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 
 #include "core/units.h"
 #include "engine/event_queue.h"
@@ -19,10 +20,19 @@ class Simulator {
 
   Time now() const { return now_; }
 
-  // Schedules `callback` at absolute time `at`. Throws InternalError if `at` is in the past.
-  EventId schedule_at(Time at, Callback callback, int32_t priority = 0);
-  // Schedules `callback` after `delay` (>= 0) from now.
-  EventId schedule_after(Duration delay, Callback callback, int32_t priority = 0);
+  // Schedules `callback` (any callable, or a Callback) at absolute time `at`; it is constructed
+  // where the queue keeps it. Throws InternalError if `at` is in the past.
+  template <class F>
+  EventId schedule_at(Time at, F&& callback, int32_t priority = 0) {
+    if (at < now_) throw_in_the_past(at);
+    return queue_.push(at, priority, std::forward<F>(callback));
+  }
+  // Schedules `callback` after `delay` (>= 0) from now. Throws InternalError for a negative delay.
+  template <class F>
+  EventId schedule_after(Duration delay, F&& callback, int32_t priority = 0) {
+    if (delay < Duration::zero()) throw_negative_delay();
+    return queue_.push(now_ + delay, priority, std::forward<F>(callback));
+  }
   // Cancels a pending event; false if it already ran or was cancelled.
   bool cancel(EventId id) { return queue_.cancel(id); }
 
@@ -41,6 +51,8 @@ class Simulator {
 
  private:
   void execute_next();
+  [[noreturn]] void throw_in_the_past(Time at) const;
+  [[noreturn]] static void throw_negative_delay();
 
   EventQueue queue_;
   Time now_ = Time::zero();

@@ -144,11 +144,13 @@ TrainingReport simulate_training(const Cluster& cluster, const ModelSpec& model,
     StepSimulationOptions flow = sim;
     flow.fidelity = Fidelity::kFlow;
     const RunWork flow_work = estimate_run_work(cluster, layout, report.programs, flow, options, jittered);
-    if (flow_work.seconds <= *options.auto_flow_seconds) {
+    if (flow_work.seconds <= *options.auto_flow_seconds &&
+        (options.auto_flow_max_events == 0 || flow_work.events <= options.auto_flow_max_events)) {
       sim.fidelity = Fidelity::kFlow;
       report.work = flow_work;
     }
     report.work.auto_flow_estimate_s = flow_work.seconds;
+    report.work.auto_flow_estimate_events = flow_work.events;
   }
   if (options.on_estimate) options.on_estimate(report.work);
   // Every simulate_step of the run, with the progress callback counting on from the steps before.

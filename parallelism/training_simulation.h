@@ -59,6 +59,7 @@ struct RunWork {
   // With TrainingSimulationOptions::auto_flow_seconds: the run's estimate at flow fidelity (s),
   // whichever fidelity it was simulated at; empty otherwise.
   std::optional<double> auto_flow_estimate_s;
+  std::optional<uint64_t> auto_flow_estimate_events;  // the same estimate's events
 };
 
 // SimulationOptions (fidelity, representative, trace, collective profile, launch queue: what every
@@ -84,8 +85,11 @@ struct TrainingSimulationOptions : SimulationOptions {
   std::optional<StepJitter> jitter;
   // simulation.fidelity: auto beyond its size caps (scenarios/scenario.h, resolve_fidelity): with
   // `fidelity` analytical, the run is simulated at flow fidelity instead where its flow estimate
-  // (RunWork::seconds at flow fidelity) is at most this many seconds. Empty: `fidelity` as given.
+  // (RunWork::seconds at flow fidelity) is at most this many seconds and its events at most
+  // auto_flow_max_events (0: no bound; the run's simulation.max_events, so that auto never picks a
+  // fidelity the run would be refused at). Empty: `fidelity` as given.
   std::optional<double> auto_flow_seconds;
+  uint64_t auto_flow_max_events = 0;
   // Called once with the run's estimate before the first step is simulated; it may throw to refuse
   // the run (check_run_work), and nothing is simulated then.
   std::function<void(const RunWork&)> on_estimate;

@@ -34,15 +34,15 @@ inline constexpr double kEventsPerTransfer = 3.0;
 inline constexpr double kEventsPerOp = 1.0;
 
 // Flow-fidelity events per second of one core, measured on the development machine (2-core
-// Xeon VM, 2026-12-03, after the flow speed-ups of that day): Llama-3-405B at flow fidelity
-// (scenarios/llama3-405b-16k-h100.yaml) on 512 GPUs (dp 4) 5.4 M events in 1.28 s (4.2 M/s), on
-// 2,048 GPUs (dp 16) 11.0 M in 2.8-3.0 s (3.8 M/s), on 16,384 GPUs 172 M in 70-88 s (2.0-2.5 M/s)
-// before the batched route lookups and in 48.9-49.3 s (3.5 M/s) after them; gpt3-175b-1536-a100
-// 8.3 M in 2.0 s (4.2 M/s). 2 M/s, the slowest of those, keeps the stated time an upper guide where
-// it decides (simulation.auto_flow_seconds); analytical runs execute about 8 M events/s
-// (engine_benchmark). The count of events is the estimate, the time a rough guide (a
-// factor 2 either way, more on a loaded machine).
-inline constexpr double kFlowEventsPerSecond = 2.0e6;
+// EPYC VM, 2026-12-03, after the event queue of that day: in-place callbacks, a sorted now set):
+// Llama-3-405B at flow fidelity (scenarios/llama3-405b-16k-h100.yaml) on 512 GPUs (dp 4) 5.4 M
+// events in 1.27 s (4.3 M/s), on 2,048 GPUs (dp 16) 11.0 M in 2.38-2.51 s (4.4-4.6 M/s), on
+// 16,384 GPUs 172 M in 55.8 s on a quiet machine (3.1 M/s; 56.6-64.0 s beside a build, 2.7-3.0
+// M/s); gpt3-175b-1536-a100 8.3 M in 1.80 s (4.6 M/s). 3 M/s, the slowest quiet rate rounded
+// down, keeps the stated time an upper guide where it decides (simulation.auto_flow_seconds);
+// analytical runs execute about 8 M events/s (engine_benchmark). The count of events is the
+// estimate, the time a rough guide (a factor 2 either way, more on a loaded machine).
+inline constexpr double kFlowEventsPerSecond = 3.0e6;
 inline constexpr double kAnalyticalEventsPerSecond = 8e6;
 
 struct StepWork {

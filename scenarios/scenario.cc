@@ -834,12 +834,12 @@ void add_scenario_keys(Binder& s) {
   s.key(key_def("simulation.auto_flow_seconds", ValueType::kDuration,
                 "under fidelity auto, beyond flow_max_gpus and flow_max_all_to_all_ranks: simulate a run at flow "
                 "fidelity where its estimated time on one core is at most this (the estimate is a rough guide, "
-                "a factor 2 either way); 0 s: the caps alone decide",
-                "10 s"),
+                "a factor 2 either way) and its events at most max_events; 0 s: the caps alone decide",
+                "60 s"),
         [](D& d, Duration v) { d.s.simulation.auto_flow_seconds = v.to_seconds(); });
   s.key(integer("simulation.max_events",
-                "refuse a run estimated at more simulation events than this, before it starts (about 4 min of a "
-                "flow-fidelity run on one core at 2 M events/s; parallelism/work_estimate.h); 0 = no bound",
+                "refuse a run estimated at more simulation events than this, before it starts (about 3 min of a "
+                "flow-fidelity run on one core at 3 M events/s; parallelism/work_estimate.h); 0 = no bound",
                 "500000000", 0, 1e15),
         [](D& d, int64_t v, const KeyRef& k) {
           d.s.simulation.max_events = static_cast<uint64_t>(v);

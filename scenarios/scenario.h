@@ -76,10 +76,13 @@ struct SimulationSettings {
   int flow_max_all_to_all_ranks = 64;
   // Beyond those caps `auto` still runs `clustersim run` at flow fidelity where the run's flow
   // estimate (parallelism/work_estimate.h: events at kFlowEventsPerSecond, a rough guide) is at
-  // most this many seconds; 0: the caps alone decide. A search ranks by the caps alone.
-  double auto_flow_seconds = 10.0;
+  // most this many seconds and its events at most max_events; 0: the caps alone decide. 60 s, the
+  // wall time a 16,384-GPU step at flow fidelity is to stay within (the shipped Llama-3-405B one is
+  // estimated at 55 s and runs in about 56 s): contention is then simulated up to that scale by
+  // default. A search ranks by the caps alone.
+  double auto_flow_seconds = 60.0;
   // simulation.max_events: a run estimated above this many engine events (RunWork::events,
-  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 4 min of a
+  // parallelism/work_estimate.h) is refused before it starts; 0 = no bound. 5e8 is about 3 min of a
   // flow-fidelity run on one core of the development machine (kFlowEventsPerSecond).
   uint64_t max_events = 500'000'000;
   bool representative = true;

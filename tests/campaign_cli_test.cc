@@ -20,9 +20,11 @@ using cli_test::run;
 const std::string kSource = CLUSTERSIM_SOURCE_DIR;
 
 // Llama-3-405B's pre-training on 16,384 H100 (the shipped scenario's campaign): the Monte-Carlo's
-// mean against the closed forms, and the GPU-hours and cost of that mean.
+// mean against the closed forms, and the GPU-hours and cost of that mean. (The step at analytical
+// fidelity: auto would simulate its flows, a minute on one core, and the campaign is what is checked.)
 TEST(CampaignCli, Llama3PretrainingCampaignIsConsistent) {
-  const Result r = run("run --json " + kSource + "/scenarios/llama3-405b-16k-h100.yaml");
+  const Result r =
+      run("run --json " + kSource + "/scenarios/llama3-405b-16k-h100.yaml --set simulation.fidelity=analytical");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   const nlohmann::json& c = j.at("campaign");

@@ -8,7 +8,7 @@ import clustersim
 from conftest import SOURCE_DIR, canonical
 
 # Every shipped scenario, the calibration references of scenarios/reference/ included (all of them
-# together run in about a second).
+# together run in a few seconds).
 SCENARIOS = sorted(SOURCE_DIR.glob("scenarios/*.yaml")) + sorted(SOURCE_DIR.glob("scenarios/reference/*.yaml"))
 LLAMA3_8B = SOURCE_DIR / "scenarios" / "llama3-8b-dgx-h100.yaml"
 
@@ -20,10 +20,17 @@ def test_every_shipped_scenario_is_found():
     assert any(path.parent.name == "reference" for path in SCENARIOS)
 
 
+# The 16,384-GPU Llama-3-405B steps run analytically here (a 10 s budget for fidelity auto): at the
+# default budget auto simulates their flows, a minute each (tests/flow_scale_slow_test.cc, label slow).
+MINUTE_AT_FLOW = {"llama3-405b-16k-h100.yaml", "llama3-405b-16k-h100-pods.yaml"}
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: str(p.relative_to(SOURCE_DIR / "scenarios")))
 def test_run_equals_the_cli_json(cli, scenario):
-    expected = cli.json("run", scenario, "--json", "--reproducible")
-    assert canonical(clustersim.run(scenario, reproducible=True)) == canonical(expected)
+    overrides = {"simulation.auto_flow_seconds": "10s"} if scenario.name in MINUTE_AT_FLOW else {}
+    sets = [a for key, value in overrides.items() for a in ("--set", f"{key}={value}")]
+    expected = cli.json("run", scenario, "--json", "--reproducible", *sets)
+    assert canonical(clustersim.run(scenario, overrides=overrides, reproducible=True)) == canonical(expected)
 
 
 def test_a_run_without_reproducible_reports_its_wall_time(cli):

@@ -61,6 +61,7 @@ RunOutcome simulate_run(const RunOptions& options) {
   TrainingSimulationOptions sim;
   sim.fidelity = resolve_fidelity(scenario.simulation, scenario.layout);
   sim.auto_flow_seconds = auto_flow_budget(scenario.simulation, scenario.layout);
+  sim.auto_flow_max_events = scenario.simulation.max_events;
   sim.representative = scenario.simulation.representative;
   sim.allow_idle_gpus = scenario.simulation.allow_idle_gpus;
   sim.stragglers = scenario.stragglers;

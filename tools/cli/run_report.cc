@@ -358,9 +358,14 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
                         sim.flow_max_all_to_all_ranks);
     }
     if (const std::optional<double>& flow = r.work.auto_flow_estimate_s) {
-      why += fmt::format(", and the flow estimate, about {}, {} simulation.auto_flow_seconds {:g} s", 
-                         describe_estimated_seconds(*flow), *flow <= sim.auto_flow_seconds ? "within" : "above",
-                         sim.auto_flow_seconds);
+      const uint64_t events = r.work.auto_flow_estimate_events.value_or(0);
+      if (*flow <= sim.auto_flow_seconds && sim.max_events > 0 && events > sim.max_events) {
+        why += fmt::format(", and the flow estimate, {} events, above simulation.max_events {}", events, sim.max_events);
+      } else {
+        why += fmt::format(", and the flow estimate, about {}, {} simulation.auto_flow_seconds {:g} s",
+                           describe_estimated_seconds(*flow), *flow <= sim.auto_flow_seconds ? "within" : "above",
+                           sim.auto_flow_seconds);
+      }
     }
     if (!why.empty()) why = " (auto: " + why + ")";
   }

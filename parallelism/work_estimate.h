@@ -38,8 +38,10 @@ inline constexpr double kEventsPerOp = 1.0;
 // Llama-3-405B at flow fidelity (scenarios/llama3-405b-16k-h100.yaml) on 512 GPUs (dp 4) 5.4 M
 // events in 1.27 s (4.3 M/s), on 2,048 GPUs (dp 16) 11.0 M in 2.38-2.51 s (4.4-4.6 M/s), on
 // 16,384 GPUs 172 M in 55.8 s on a quiet machine (3.1 M/s; 56.6-64.0 s beside a build, 2.7-3.0
-// M/s); gpt3-175b-1536-a100 8.3 M in 1.80 s (4.6 M/s). 3 M/s, the slowest quiet rate rounded
-// down, keeps the stated time an upper guide where it decides (simulation.auto_flow_seconds);
+// M/s); gpt3-175b-1536-a100 8.3 M in 1.80 s (4.6 M/s). 3 M/s is the 16,384-GPU quiet rate rounded
+// down (the slowest of those sizes); with its estimate 4.5 % below the events that run executes
+// (164.6 M against 172.1 M) the stated 55 s is about its quiet wall time, and a loaded machine
+// takes longer (70-81 s beside a build);
 // analytical runs execute about 8 M events/s (engine_benchmark). The count of events is the
 // estimate, the time a rough guide (a factor 2 either way, more on a loaded machine).
 inline constexpr double kFlowEventsPerSecond = 3.0e6;

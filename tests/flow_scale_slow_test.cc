@@ -20,7 +20,7 @@ using cli_test::run;
 const std::string kScenario = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/llama3-405b-16k-h100.yaml";
 
 TEST(FlowScale, AutoSimulatesTheFlowsOfThe16kGpuLlamaStep) {
-  const Result r = run("run --json --reproducible " + kScenario);
+  const Result r = run("run --json --reproducible --quiet " + kScenario);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["sim"]["fidelity"], "flow");
@@ -30,7 +30,7 @@ TEST(FlowScale, AutoSimulatesTheFlowsOfThe16kGpuLlamaStep) {
   const double executed = j["sim"]["run_events"].get<double>();
   EXPECT_NEAR(estimated, executed, 0.15 * executed);
   // At analytical fidelity (the caps alone) the step differs: the flows' contention.
-  const Result a = run("run --json --reproducible " + kScenario + " --set simulation.auto_flow_seconds=0s");
+  const Result a = run("run --json --reproducible --quiet " + kScenario + " --set simulation.auto_flow_seconds=0s");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   const nlohmann::json analytical = nlohmann::json::parse(a.output);
   EXPECT_EQ(analytical["sim"]["fidelity"], "analytical");

@@ -118,6 +118,7 @@ class CollectiveRunner::Impl {
     Execution& execution = executions_[id];
     execution.planned = &planned;
     execution.group = call.group;
+    execution.seed = call.entry->calls++;
     execution.on_complete = std::move(on_complete);
     begin(id, execution);
   }
@@ -135,10 +136,21 @@ class CollectiveRunner::Impl {
     int shape = 0;
     Selection selection;
   };
+  // A group's shape, and how many calls it has started: a transfer's ECMP choice derives from its
+  // source, destination, channel and its call's number among its group's calls (Cluster::route),
+  // never from the order in which different groups' calls were made, so a representative rank's
+  // mirrored groups (parallelism/comm_streams.cc) take the paths their own ranks would. Each call
+  // draws anew, as on a fabric whose ECMP or adaptive routing spreads a step's many calls over the
+  // equal-cost paths.
+  struct GroupEntry {
+    int shape = 0;
+    uint64_t calls = 0;
+  };
   // A request's pricing and its group as shape_of_group_ keeps it (an execution points to it).
   struct PricedCall {
     const Priced* priced = nullptr;
     const std::vector<GpuId>* group = nullptr;
+    GroupEntry* entry = nullptr;  // the group's
   };
 
   // One collective's transfers as its algorithm plans them, with their dependency graph: the same
@@ -156,6 +168,7 @@ class CollectiveRunner::Impl {
   struct Execution {
     const PlannedTransfers* planned = nullptr;
     const std::vector<GpuId>* group = nullptr;
+    uint64_t seed = 0;  // ECMP seed: the call's number among its group's calls (GroupEntry)
     Completion on_complete;
     std::vector<int32_t> waiting_on;  // per transfer: dependencies not yet complete
     std::vector<const Route*> routes;  // per transfer: its route (null: a local copy)
@@ -221,10 +234,11 @@ class CollectiveRunner::Impl {
       const std::vector<int64_t> key = shape_key(layout);
       auto [shape_it, inserted] = shape_of_key_.emplace(key, static_cast<int>(layouts_.size()));
       if (inserted) layouts_.push_back(std::make_unique<GroupLayout>(std::move(layout)));
-      group_it = shape_of_group_.emplace(request.group, shape_it->second).first;
+      const GroupEntry entry{shape_it->second, 0};
+      group_it = shape_of_group_.emplace(request.group, entry).first;
     }
     check_request(request);
-    const int shape = group_it->second;
+    const int shape = group_it->second.shape;
     const SelectionKey key{shape,
                            request.op,
                            request.algorithm,
@@ -233,7 +247,7 @@ class CollectiveRunner::Impl {
                            request.root,
                            request.all_to_all_bytes.empty() ? 0 : matrix_hash(request.all_to_all_bytes)};
     auto it = selections_.find(key);
-    if (it != selections_.end()) return {&it->second, &group_it->first};
+    if (it != selections_.end()) return {&it->second, &group_it->first, &group_it->second};
     const GroupLayout& layout = *layouts_[static_cast<size_t>(shape)];
     const CandidatePricing pricing = [&](const AlgorithmEntry& entry, Protocol protocol) {
       if (profile_ != nullptr) {
@@ -245,7 +259,7 @@ class CollectiveRunner::Impl {
       return closed_form_time(request, layout, entry, protocol);
     };
     Priced priced{shape, select_algorithm(request, layout, pricing)};
-    return {&selections_.emplace(key, priced).first->second, &group_it->first};
+    return {&selections_.emplace(key, priced).first->second, &group_it->first, &group_it->second};
   }
 
   void begin(uint64_t id, Execution& execution) {
@@ -268,7 +282,7 @@ class CollectiveRunner::Impl {
       const Transfer& transfer = planned.plan.transfer(i);
       if (transfer.src == transfer.dst) continue;
       requests.push_back({group[static_cast<size_t>(transfer.src)], group[static_cast<size_t>(transfer.dst)],
-                          flow_hash(id, transfer)});
+                          flow_hash(execution.seed, transfer)});
       indices.push_back(static_cast<int32_t>(i));
     }
     found.resize(requests.size());
@@ -296,8 +310,10 @@ class CollectiveRunner::Impl {
     sim_.schedule_after(delay, [this, t = ticket(id, index)] { send(id_of(t), index_of(t)); });
   }
 
-  static uint64_t flow_hash(uint64_t id, const Transfer& transfer) {
-    return id * 0x9E3779B97F4A7C15ULL + transfer.channel;
+  // The ECMP input of a transfer (Cluster::route mixes in its source and destination): its
+  // call's seed and its channel.
+  static uint64_t flow_hash(uint64_t seed, const Transfer& transfer) {
+    return seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(transfer.channel);
   }
 
   // Starts the transfer's flow on the route launch looked up.
@@ -339,7 +355,7 @@ class CollectiveRunner::Impl {
   PlanOptions options_;
 
   // Node-based maps: an execution points to its group's key, and the keys stay where they are.
-  std::unordered_map<std::vector<GpuId>, int, GroupHash> shape_of_group_;
+  std::unordered_map<std::vector<GpuId>, GroupEntry, GroupHash> shape_of_group_;
   std::map<std::vector<int64_t>, int> shape_of_key_;
   std::vector<std::unique_ptr<GroupLayout>> layouts_;
   std::map<SelectionKey, Priced> selections_;

@@ -316,6 +316,47 @@ TEST(CollectiveRunner, ConcurrentCollectivesShareLinksInFlowFidelity) {
   }
 }
 
+// The ECMP choice of a transfer follows its group's own calls, not the order in which different
+// groups' calls were started: the eight data-parallel rings of the oversubscribed fat tree below,
+// started in either order (twice each), finish each at the same times. This is what lets a
+// representative rank's mirrored groups take the paths their own ranks would take
+// (parallelism/comm_streams.cc).
+TEST(CollectiveRunner, PathsDoNotDependOnTheOrderInWhichGroupsCall) {
+  const NodeSpec node = test_specs::nvswitch_node(8, 8);
+  const Cluster cluster(test_specs::cluster(node, 8, test_specs::fabric(FabricType::kFatTree, 16, 4.0)));
+  auto ring_of = [&](int local) {
+    std::vector<GpuId> group;
+    for (int n = 0; n < 8; ++n) group.push_back(n * 8 + local);
+    return request(CollectiveOp::kAllReduce, group, Bytes::mebibytes(64), CollectiveAlgorithm::kRing,
+                   Protocol::kSimple);
+  };
+  auto finish_times = [&](bool reversed) {
+    Simulator sim;
+    FlowNetwork network(sim, cluster);
+    CollectiveRunner runner(sim, cluster, &network, Fidelity::kFlow);
+    std::vector<double> finished(16, 0.0);
+    for (int call = 0; call < 2; ++call) {
+      for (int i = 0; i < 8; ++i) {
+        const int local = reversed ? 7 - i : i;
+        runner.start(ring_of(local), [&, call, local] {
+          finished[static_cast<size_t>(call * 8 + local)] = (sim.now() - Time::zero()).to_seconds();
+        });
+      }
+      sim.run();
+    }
+    return finished;
+  };
+  const std::vector<double> forward = finish_times(false);
+  const std::vector<double> reversed = finish_times(true);
+  for (size_t i = 0; i < forward.size(); ++i) {
+    EXPECT_GT(forward[i], 0.0) << i;
+    EXPECT_DOUBLE_EQ(forward[i], reversed[i]) << "ring " << i % 8 << ", call " << i / 8;
+  }
+  // The rings do collide on the uplinks (they do not all finish together), so the paths matter.
+  EXPECT_NE(*std::min_element(forward.begin(), forward.begin() + 8),
+            *std::max_element(forward.begin(), forward.begin() + 8));
+}
+
 // An oversubscribed fat-tree: 8 nodes of 8 GPUs and 8 NICs, 16 ports per leaf (2 nodes per leaf,
 // 4 leaves), uplinks = downlinks / 4. The eight data-parallel rings of a training step (GPU k of
 // every node) run at once; each ring leaves each leaf once, so a leaf's 16 NICs carry 8 crossings

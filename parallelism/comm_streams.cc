@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <memory>
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -13,6 +15,20 @@
 namespace clustersim::step_sim {
 
 namespace {
+
+// A completion to be called `count` times: the last call runs `done` (a collective and the
+// mirrors it waits for). Copies share one count and one `done`.
+template <typename F>
+std::function<void()> last_of(size_t count, F done) {
+  struct State {
+    size_t remaining;
+    F done;
+  };
+  auto state = std::make_shared<State>(State{count, std::move(done)});
+  return [state] {
+    if (--state->remaining == 0) state->done();
+  };
+}
 
 const char* stream_of(GroupKind kind) {
   switch (kind) {
@@ -93,12 +109,22 @@ void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, B
     sim_.schedule_after(Duration::zero(), finish);
     return;
   }
-  const int sequence = r.collective_sequence[index_of(kind)]++;
   const int needed = simulated_members(members);
+  if (needed == 1 && options_.representative && options_.fidelity == Fidelity::kFlow && ties_ranks(kind)) {
+    if (int* pending = pending_lanes(r); pending != nullptr && *pending > 0) {
+      Rank* held = &r;
+      r.held_for_lanes.push_back([this, held, kind, op, size, dtype, label, done, matrix] {
+        start_on_stream(*held, kind, op, size, dtype, label, done, matrix);
+      });
+      return;
+    }
+  }
+  const int sequence = r.collective_sequence[index_of(kind)]++;
   if (needed == 1) {
-    start_collective(op, members, size, dtype, std::move(finish), matrix);
     if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members)) {
-      start_mirrors(r, kind, op, size, dtype, matrix);
+      start_mirrored(r, kind, op, size, dtype, std::move(finish), matrix);
+    } else {
+      start_collective(op, members, size, dtype, std::move(finish), matrix);
     }
     return;
   }
@@ -137,27 +163,137 @@ void StepSimulation::start_collective(CollectiveOp op, const std::vector<int>& m
   runner.start(request, std::move(done));
 }
 
-void StepSimulation::start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
-                                   const Matrix& matrix) {
-  auto& cache = mirror_groups_[std::make_pair(r.stage, static_cast<int>(kind))];
-  if (cache.empty()) {
-    const std::vector<int>& own = group(r, kind);
-    std::vector<char> seen(static_cast<size_t>(layout_.world_size()), 0);
-    for (int m : own) seen[static_cast<size_t>(m)] = 1;
-    for (int other = 0; other < layout_.world_size(); ++other) {
-      if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
-      std::vector<int> g = grid_.group_of(kind, other);
-      for (int m : g) seen[static_cast<size_t>(m)] = 1;
-      cache.push_back(std::move(g));
-    }
-    if (cache.empty()) cache.push_back({});  // marks "computed, none"
+bool StepSimulation::ties_ranks(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::kTensor:
+    case GroupKind::kContext:
+    case GroupKind::kExpert:
+    case GroupKind::kExpertTensor: return true;
+    case GroupKind::kData:
+    case GroupKind::kDataContext:
+    case GroupKind::kDataShard: return layout_.zero_stage >= 3;
+    case GroupKind::kPipeline:
+    case GroupKind::kExpertData:
+    case GroupKind::kEmbedding:
+    case GroupKind::kDataReplicate: return false;
   }
-  for (const auto& g : cache) {
-    if (!g.empty()) start_collective(op, g, size, dtype, [] {}, matrix);
+  return false;
+}
+
+const std::vector<char>& StepSimulation::coupled_ranks(Rank& r) {
+  auto [it, inserted] = coupled_.try_emplace(r.stage);
+  std::vector<char>& coupled = it->second;
+  if (!inserted) return coupled;
+  std::vector<GroupKind> kinds;
+  for (size_t k = 0; k < kGroupKinds; ++k) {
+    if (ties_ranks(static_cast<GroupKind>(k))) kinds.push_back(static_cast<GroupKind>(k));
+  }
+  coupled.assign(static_cast<size_t>(layout_.world_size()), 0);
+  std::vector<int> frontier{r.rank};
+  coupled[static_cast<size_t>(r.rank)] = 1;
+  while (!frontier.empty()) {
+    const int x = frontier.back();
+    frontier.pop_back();
+    for (GroupKind kind : kinds) {
+      for (int m : grid_.group_of(kind, x)) {
+        if (coupled[static_cast<size_t>(m)]) continue;
+        coupled[static_cast<size_t>(m)] = 1;
+        frontier.push_back(m);
+      }
+    }
+  }
+  return coupled;
+}
+
+StepSimulation::Mirrors& StepSimulation::mirrored_groups(Rank& r, GroupKind kind) {
+  auto [it, inserted] = mirror_groups_.try_emplace(std::make_pair(r.stage, static_cast<int>(kind)));
+  Mirrors& mirrors = it->second;
+  if (!inserted) return mirrors;
+  const bool ties = ties_ranks(kind);
+  const std::vector<char>* coupled = ties ? &coupled_ranks(r) : nullptr;
+  const std::vector<int>& own = group(r, kind);
+  std::vector<char> seen(static_cast<size_t>(layout_.world_size()), 0);
+  for (int m : own) seen[static_cast<size_t>(m)] = 1;
+  for (int other = 0; other < layout_.world_size(); ++other) {
+    if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
+    MirrorGroup g{grid_.group_of(kind, other), false, Time::zero(), {}};
+    bool tied = false;
+    for (int m : g.members) {
+      seen[static_cast<size_t>(m)] = 1;
+      tied = tied || (coupled != nullptr && (*coupled)[static_cast<size_t>(m)]);
+    }
+    (tied ? mirrors.tied : mirrors.others).push_back(std::move(g));
+  }
+  return mirrors;
+}
+
+void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                    std::function<void()> done, const Matrix& matrix) {
+  Mirrors& mirrors = mirrored_groups(r, kind);
+  // Of a kind that ties ranks: what r did between its previous collective of this kind and this
+  // one (compute that waited for the previous one): a group lagging behind r does the same before
+  // its own next call. Other kinds' calls do not hold up the compute that issues them, so a
+  // lagging group's next call starts when its previous one ends.
+  const Duration gap =
+      mirrors.rep_done && ties_ranks(kind) ? sim_.now() - *mirrors.rep_done : Duration::zero();
+  Mirrors* m = &mirrors;
+  auto one_done = last_of(mirrors.tied.size() + 1, [this, m, done = std::move(done)] {
+    m->rep_done = sim_.now();
+    done();
+  });
+  start_collective(op, group(r, kind), size, dtype, one_done, matrix);
+  for (const auto& g : mirrors.tied) start_collective(op, g.members, size, dtype, one_done, matrix);
+  Rank* rank = &r;
+  for (MirrorGroup& g : mirrors.others) {
+    ++r.outstanding_mirrors;
+    start_mirror(g, gap, op, size, dtype, matrix, [this, rank] {
+      if (--rank->outstanding_mirrors == 0 && rank->wait == WaitKind::kMirrors) resume(*rank);
+    });
   }
 }
 
-void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, std::function<void(Rank&)> arrive) {
+void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
+                                  const Matrix& matrix, std::function<void()> done) {
+  MirrorGroup* group = &g;
+  auto start = [this, group, op, size, dtype, matrix, done = std::move(done)] {
+    start_collective(
+        op, group->members, size, dtype,
+        [this, group, done] {
+          group->last_end = sim_.now();
+          done();
+          release_mirror(*group);
+        },
+        matrix);
+  };
+  if (g.busy) {
+    g.waiting.emplace_back(gap, std::move(start));
+    return;
+  }
+  g.busy = true;
+  const Time ready = g.last_end + gap;
+  if (ready > sim_.now()) {
+    sim_.schedule_at(ready, std::move(start));
+  } else {
+    start();
+  }
+}
+
+void StepSimulation::release_mirror(MirrorGroup& g) {
+  if (g.waiting.empty()) {
+    g.busy = false;
+    return;
+  }
+  auto [gap, next] = std::move(g.waiting.front());
+  g.waiting.pop_front();
+  if (gap > Duration::zero()) {
+    sim_.schedule_after(gap, std::move(next));
+  } else {
+    next();
+  }
+}
+
+void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, bool forward, size_t slot,
+                                   std::function<void(Rank&)> arrive) {
   RankCoord dest = r.coord;
   dest.pp = target_stage;
   const int dest_rank = grid_.rank_of(dest);
@@ -174,18 +310,43 @@ void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, std::f
     sim_.schedule_after(Duration::zero(), delivered);
     return;
   }
-  start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
-  if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node({r.rank, dest_rank})) {
-    for (int t = 0; t < layout_.tp; ++t) {
-      for (int c = 0; c < layout_.cp; ++c) {
-        for (int d = 0; d < layout_.dp; ++d) {
-          if (t == r.coord.tp && c == r.coord.cp && d == r.coord.dp) continue;
-          const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
-          const int dst = grid_.rank_of(RankCoord{t, c, d, target_stage});
-          start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [] {});
-        }
+  if (!options_.representative || options_.fidelity != Fidelity::kFlow || inside_nvswitch_node({r.rank, dest_rank})) {
+    start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
+    return;
+  }
+  // The same send of every other (tp, cp, dp) lane. The receiver starts its pass when its own
+  // payload is there; its collectives of tied kinds in that pass wait, as the tied ranks' own
+  // would, for the lanes tied to it (coupled_ranks) to have delivered theirs (start_on_stream);
+  // the other lanes' sends run beside it, counted as outstanding mirrors.
+  const std::vector<char>& coupled = coupled_ranks(r);
+  std::vector<std::pair<int, int>> tied;
+  std::vector<std::pair<int, int>> others;
+  for (int t = 0; t < layout_.tp; ++t) {
+    for (int c = 0; c < layout_.cp; ++c) {
+      for (int d = 0; d < layout_.dp; ++d) {
+        if (t == r.coord.tp && c == r.coord.cp && d == r.coord.dp) continue;
+        const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
+        const int dst = grid_.rank_of(RankCoord{t, c, d, target_stage});
+        (coupled[static_cast<size_t>(src)] ? tied : others).emplace_back(src, dst);
       }
     }
+  }
+  start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
+  int* pending = &(forward ? receiver->forward_lanes : receiver->backward_lanes)[slot];
+  *pending += static_cast<int>(tied.size());
+  for (const auto& [src, dst] : tied) {
+    start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [receiver, pending] {
+      if (--*pending > 0) return;
+      auto held = std::move(receiver->held_for_lanes);
+      receiver->held_for_lanes.clear();
+      for (auto& start : held) start();  // each checks its pass's lanes again
+    });
+  }
+  for (const auto& [src, dst] : others) {
+    ++r.outstanding_mirrors;
+    start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [this, sender] {
+      if (--sender->outstanding_mirrors == 0 && sender->wait == WaitKind::kMirrors) resume(*sender);
+    });
   }
 }
 

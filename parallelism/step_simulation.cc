@@ -53,6 +53,8 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
     }
     rank->forward_input.assign(static_cast<size_t>(m_ * v_), 0);
     rank->backward_input.assign(static_cast<size_t>(m_ * v_), 0);
+    rank->forward_lanes.assign(static_cast<size_t>(m_ * v_), 0);
+    rank->backward_lanes.assign(static_cast<size_t>(m_ * v_), 0);
     rank->backward_done.assign(static_cast<size_t>(v_), 0);
     rank->aligned_sync_in = -1;
     rank->breakdown.rank = r;
@@ -185,6 +187,14 @@ void StepSimulation::synchronise_host(Rank& r, Duration cost) {
 
 void StepSimulation::wake_for_input(Rank& r) {
   if (r.wait == WaitKind::kInput) resume(r);
+}
+
+int* StepSimulation::pending_lanes(Rank& r) {
+  const auto& passes = passes_[static_cast<size_t>(r.stage)];
+  if (r.phase != Phase::kPasses || !r.pass_started || r.pass_index >= passes.size()) return nullptr;
+  const PipelinePass& pass = passes[r.pass_index];
+  const size_t slot = static_cast<size_t>(pass.chunk * m_ + pass.microbatch);
+  return pass.kind == PassKind::kForward ? &r.forward_lanes[slot] : &r.backward_lanes[slot];
 }
 
 bool StepSimulation::input_ready(const Rank& r, const PipelinePass& pass) const {
@@ -329,7 +339,7 @@ void StepSimulation::finish_pass(Rank& r, const PipelinePass& pass, const ChunkP
       const int next_vs = vs + 1;
       const int target_stage = next_vs % layout_.pp;
       const size_t slot = static_cast<size_t>(next_vs / layout_.pp * m_) + slot_m;
-      send_pipeline(r, target_stage, chunk.activation_bytes, [this, slot](Rank& dest) {
+      send_pipeline(r, target_stage, chunk.activation_bytes, true, slot, [this, slot](Rank& dest) {
         dest.forward_input[slot] = 1;
         wake_for_input(dest);
       });
@@ -342,7 +352,7 @@ void StepSimulation::finish_pass(Rank& r, const PipelinePass& pass, const ChunkP
       const int prev_vs = vs - 1;
       const int target_stage = prev_vs % layout_.pp;
       const size_t slot = static_cast<size_t>(prev_vs / layout_.pp * m_) + slot_m;
-      send_pipeline(r, target_stage, chunk.gradient_bytes, [this, slot](Rank& dest) {
+      send_pipeline(r, target_stage, chunk.gradient_bytes, false, slot, [this, slot](Rank& dest) {
         dest.backward_input[slot] = 1;
         wake_for_input(dest);
       });
@@ -413,7 +423,7 @@ void StepSimulation::finish_step(Rank& r) {
         break;
       }
       case Phase::kParamGather: {
-        r.phase = Phase::kDone;
+        r.phase = Phase::kAwaitMirrors;
         if (program.overlap_param_gather) break;
         // Synchronous, the dense gather before the expert one (Megatron-Core's distributed
         // optimizer without --overlap-param-gather: distrib_optimizer.py:3155-3197, async_op false
@@ -442,6 +452,13 @@ void StepSimulation::finish_step(Rank& r) {
         begin_wait(r, WaitKind::kReductions);
         return;
       }
+      case Phase::kAwaitMirrors:
+        r.phase = Phase::kDone;
+        if (r.outstanding_mirrors > 0) {
+          begin_wait(r, WaitKind::kMirrors);
+          return;
+        }
+        break;
       case Phase::kDone:
         if (r.wait == WaitKind::kNone) r.breakdown.finish = sim_.now();
         return;

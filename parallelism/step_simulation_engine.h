@@ -34,7 +34,7 @@ inline size_t index_of(GroupKind kind) { return static_cast<size_t>(kind); }
 
 using Matrix = std::shared_ptr<const std::vector<int64_t>>;
 
-enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions, kHost };
+enum class WaitKind { kNone, kInput, kCollective, kHandle, kReductions, kHost, kMirrors };
 
 enum class Phase {
   kPasses,
@@ -44,6 +44,7 @@ enum class Phase {
   kEmbeddingReduce,
   kOptimizer,
   kParamGather,
+  kAwaitMirrors,
   kDone
 };
 
@@ -107,6 +108,12 @@ class StepSimulation {
     size_t optimizer_launch = 0;  // the next of StageProgram::optimizer_launches to run
     std::vector<char> forward_input;   // [chunk·m + microbatch]
     std::vector<char> backward_input;
+    // Representative flow fidelity: per input slot (as forward_input), the tied lanes' payloads of
+    // that input still on their way (send_pipeline), and the collectives of tied kinds held until
+    // the current pass's have arrived.
+    std::vector<int> forward_lanes;
+    std::vector<int> backward_lanes;
+    std::vector<std::function<void()>> held_for_lanes;
     std::vector<int> backward_done;    // backward passes finished per chunk
     // GradientReduction::pipeline_aligned, interleaved: backward passes still to finish before the
     // pending buckets are issued (-1: none due).
@@ -115,6 +122,7 @@ class StepSimulation {
     int waiting_handle = -1;
     std::array<int64_t, kGroupKinds> pending_gradients{};
     int outstanding_reductions = 0;
+    int outstanding_mirrors = 0;  // collectives of untied mirrored groups still running (start_mirrored)
     std::array<int, kGroupKinds> collective_sequence{};
     std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
     std::array<CommStream, kGroupKinds> streams;       // one per process group
@@ -193,12 +201,60 @@ class StepSimulation {
   void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
                         std::function<void()> done, const Matrix& matrix = nullptr);
 
-  // The collectives of the groups of kind `kind` in r's stage that r stands for (flow fidelity).
-  void start_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix);
+  // Whether a rank waits for the collectives of its groups of `kind` inside its passes (tensor,
+  // context, expert and expert-tensor groups; the data-parallel groups under ZeRO-3, whose
+  // parameter gathers precede each layer), so that the groups' members move in step; the
+  // gradient reductions and the parameter gathers after the optimizer are waited for only in the
+  // step's last phases.
+  bool ties_ranks(GroupKind kind) const;
+
+  // The ranks tied to r in its passes: r's closure under the groups of the kinds ties_ranks
+  // names, by rank (1: tied). Cached per stage.
+  const std::vector<char>& coupled_ranks(Rank& r);
+
+  // A group of other ranks that a representative rank stands for, with the stream its members
+  // would run the group's collectives on: one at a time, in the order issued.
+  struct MirrorGroup {
+    std::vector<int> members;
+    bool busy = false;
+    Time last_end;  // when its previous collective completed
+    std::deque<std::pair<Duration, std::function<void()>>> waiting;  // each with its gap (start_mirror)
+  };
+  // The groups of kind `kind` in r's stage other than r's own (flow fidelity): `tied`, those of a
+  // kind that ties ranks and holding a rank tied to r, whose collectives r waits for as its own
+  // ranks would wait for theirs; `others`, which run at their own pace on their own streams.
+  struct Mirrors {
+    std::vector<MirrorGroup> tied;
+    std::vector<MirrorGroup> others;
+    std::optional<Time> rep_done;  // when r's previous collective of the kind (and its tied mirrors') completed
+  };
+  Mirrors& mirrored_groups(Rank& r, GroupKind kind);
+
+  // r's collective of group `kind` and the same collective of every group r stands for, as flows:
+  // r's and the tied mirrors' start now and `done` runs when the last of them has completed, so
+  // that r goes on at the pace of the slowest group tied to it; each other mirror starts on its
+  // group's stream (after that group's earlier collectives) and counts among r's outstanding
+  // mirrors until it completes: r's step ends when they have all completed, at the pace of the
+  // slowest group it stands for.
+  void start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, std::function<void()> done,
+                      const Matrix& matrix);
+
+  // Starts a collective on mirror group g's stream `gap` after g's previous one completed (r's
+  // time between its own two calls) or now, whichever is later, queued behind the one running
+  // there; `done` runs when it completes.
+  void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
+                    std::function<void()> done);
+  void release_mirror(MirrorGroup& g);
 
   // Sends a pipeline payload from r to the rank holding virtual stage `target_vs` for the same
   // (tp, cp, dp) coordinates; `arrive` runs at the receiver when the data is there.
-  void send_pipeline(Rank& r, int target_stage, Bytes size, std::function<void(Rank&)> arrive);
+  // `forward`, `slot`: the receiver's input the payload is (forward_input or backward_input slot).
+  void send_pipeline(Rank& r, int target_stage, Bytes size, bool forward, size_t slot,
+                     std::function<void(Rank&)> arrive);
+
+  // The count of tied lanes' payloads still on their way for r's current pass (Rank::forward_lanes),
+  // or null outside a started pass.
+  int* pending_lanes(Rank& r);
 
   void wake_for_input(Rank& r);
 
@@ -271,7 +327,8 @@ class StepSimulation {
   std::vector<int> simulated_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::map<std::tuple<int, int, int>, Rendezvous> rendezvous_;
-  std::map<std::pair<int, int>, std::vector<std::vector<int>>> mirror_groups_;
+  std::map<std::pair<int, int>, Mirrors> mirror_groups_;
+  std::map<int, std::vector<char>> coupled_;  // coupled_ranks, by stage
   std::vector<TraceSpan> trace_;
   std::vector<TraceSpan> waits_;
 };

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -254,6 +256,76 @@ class DocumentMarks : public YAML::EventHandler {
   }
 };
 
+// What a yaml-cpp parser error most often means in a hand-written file, where its own wording
+// ("illegal map value", "end of map flow not found") does not say: a tab in a line's indentation
+// (YAML indents with spaces only, YAML 1.2 section 6.1) or a `{` / `[` never closed. Returns the
+// place and message to report, or nothing where neither applies.
+std::optional<std::pair<YAML::Mark, std::string>> syntax_hint(const std::string& text, const std::string& msg) {
+  // A tab before the first other character of a line that has one (not a blank or comment line).
+  int line = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t i = start;
+    size_t tab = std::string::npos;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
+      if (text[i] == '\t' && tab == std::string::npos) tab = i;
+      ++i;
+    }
+    if (tab != std::string::npos && i < text.size() && text[i] != '\n' && text[i] != '\r' && text[i] != '#') {
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(tab);
+      mark.line = line;
+      mark.column = static_cast<int>(tab - start);
+      return std::make_pair(mark, std::string("a tab in the indentation; YAML indents with spaces only (replace it "
+                                              "with spaces)"));
+    }
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+    ++line;
+  }
+  const bool map = msg.find("end of map flow not found") != std::string::npos;
+  const bool seq = msg.find("end of sequence flow not found") != std::string::npos;
+  if (!map && !seq) return std::nullopt;
+  // The last `{` or `[` left open, outside quotes and comments.
+  std::vector<YAML::Mark> open;
+  YAML::Mark here;
+  here.line = 0;
+  here.column = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++here.line;
+      here.column = 0;
+      comment = false;
+      continue;
+    }
+    if (!comment) {
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+        comment = true;
+      } else if (c == '{' || c == '[') {
+        YAML::Mark m = here;
+        m.pos = static_cast<int>(i);
+        open.push_back(m);
+      } else if ((c == '}' || c == ']') && !open.empty()) {
+        open.pop_back();
+      }
+    }
+    ++here.column;
+  }
+  if (open.empty()) return std::nullopt;
+  const char c = text[static_cast<size_t>(open.back().pos)];
+  return std::make_pair(open.back(), fmt::format("this `{}` is never closed by `{}` (a flow {} runs to its closing "
+                                                 "bracket, across lines)",
+                                                 c, c == '{' ? '}' : ']', c == '{' ? "map" : "list"));
+}
+
 // Checks that `text` holds at most one YAML document, parsing at most three with yaml-cpp's event
 // parser (nothing is built). Throws InputError at a second document's "---", and at a token the
 // parser cannot step over: yaml-cpp 0.7 returns an empty document at a ',' (a flow entry) outside
@@ -315,7 +387,7 @@ class Walker {
                                    concrete.empty() || named ? "" : concrete + ": ", kind_of(node)),
                        keyed(at.at, concrete));
     }
-    std::set<std::string> seen;
+    std::map<std::string, YAML::Mark> seen;  // key -> where it was first set
     for (const auto& kv : node) {
       if (!kv.first.IsScalar()) {
         throw InputError(fmt::format("{}: {}a key must be a plain name, got {} (a `? ` complex key)",
@@ -325,8 +397,9 @@ class Walker {
       }
       const std::string key = kv.first.Scalar();
       const Place where = location(concrete, key, kv.first.Mark());
-      if (!seen.insert(key).second) {
-        throw InputError(fmt::format("{}: duplicate key \"{}\"", where.text, join_path(concrete, key)),
+      if (const auto [first, inserted] = seen.emplace(key, kv.first.Mark()); !inserted) {
+        throw InputError(fmt::format("{}: duplicate key \"{}\", first set at {}; keep one of the two",
+                                     where.text, join_path(concrete, key), mark_text(data_.source, first->second)),
                          keyed(where.at, join_path(concrete, key)));
       }
       const std::string spath = join_path(schema_prefix, key);
@@ -527,6 +600,11 @@ ConfigDocument ConfigDocument::load_string(const std::string& text, const std::s
                                  mark_text(source_name, e.mark)),
                      mark_place(source_name, e.mark).at);
   } catch (const YAML::ParserException& e) {
+    if (const auto hint = syntax_hint(text, e.msg)) {
+      throw InputError(fmt::format("{}: YAML syntax error: {} (the parser: {} at {})", mark_text(source_name, hint->first),
+                                   hint->second, e.msg, mark_text(source_name, e.mark)),
+                       mark_place(source_name, hint->first).at);
+    }
     throw InputError(fmt::format("{}: YAML syntax error: {}", mark_text(source_name, e.mark), e.msg),
                      mark_place(source_name, e.mark).at);
   }

@@ -222,6 +222,22 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   EXPECT_NE(error_of("link: [1, 2]").find("expected a map"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s}\ngroups: [{}]").find("groups[0].count"), std::string::npos);
   EXPECT_NE(error_of("link: {bandwidth: 1 GB/s\n").find("YAML syntax error"), std::string::npos);
+  // What the parser's own wording leaves unsaid: the tab, the bracket never closed, where a
+  // duplicate key was first set.
+  const std::string tab = error_of("link:\n\tbandwidth: 1 GB/s\n");
+  EXPECT_NE(tab.find("s.yaml:2:1: YAML syntax error: a tab in the indentation; YAML indents with spaces only"),
+            std::string::npos)
+      << tab;
+  const std::string brace = error_of("link: {bandwidth: 1 GB/s\ntraining: {seq_len: 4}\n");
+  EXPECT_NE(brace.find("s.yaml:1:7: YAML syntax error: this `{` is never closed by `}`"), std::string::npos) << brace;
+  const std::string bracket = error_of("link: {bandwidth: 1 GB/s}\ngroups: [{count: 1}\n");
+  EXPECT_NE(bracket.find("s.yaml:2:9: YAML syntax error: this `[` is never closed by `]`"), std::string::npos)
+      << bracket;
+  // A tab after the indentation, or in a comment line, is no indentation.
+  EXPECT_EQ(error_of("link: {bandwidth: 1 GB/s}\t# a comment\n\t# another\n").find("tab"), std::string::npos);
+  const std::string twice = error_of("link: {bandwidth: 1 GB/s}\ntraining:\n  seq_len: 4\n  seq_len: 8\n");
+  EXPECT_NE(twice.find("s.yaml:4:3: duplicate key \"training.seq_len\", first set at s.yaml:3:3"), std::string::npos)
+      << twice;
   // Nesting past yaml-cpp's depth guard is named as such, not as "bad file".
   const std::string deep = "link: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
   EXPECT_NE(error_of(deep).find("YAML nesting deeper than yaml-cpp's limit"), std::string::npos) << error_of(deep);

@@ -357,6 +357,15 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
       why = fmt::format("all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {}", a2a,
                         sim.flow_max_all_to_all_ranks);
     }
+    if (why.empty()) {
+      why = fmt::format("{} GPUs <= simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
+      if (a2a > 1) {
+        why += fmt::format(", all-to-alls over {} ranks <= simulation.flow_max_all_to_all_ranks {}", a2a,
+                           sim.flow_max_all_to_all_ranks);
+      }
+    } else if (!r.work.auto_flow_estimate_s && sim.auto_flow_seconds <= 0) {
+      why += ", and simulation.auto_flow_seconds 0 s: no flow estimate weighed";
+    }
     if (const std::optional<double>& flow = r.work.auto_flow_estimate_s) {
       const uint64_t events = r.work.auto_flow_estimate_events.value_or(0);
       if (*flow <= sim.auto_flow_seconds && sim.max_events > 0 && events > sim.max_events) {

@@ -17,6 +17,24 @@ std::string count_text(uint64_t n) {
 
 }  // namespace
 
+void RecentRate::observe(double t, uint64_t done) {
+  now_ = t;
+  done_ = done;
+  if (t - mark_t_ >= kWindow) {
+    previous_t_ = mark_t_;
+    previous_done_ = mark_done_;
+    mark_t_ = t;
+    mark_done_ = done;
+  }
+}
+
+double RecentRate::rate() const {
+  const double since = previous_t_ >= 0 ? previous_t_ : 0.0;
+  const uint64_t base = previous_t_ >= 0 ? previous_done_ : 0;
+  if (now_ <= since || done_ <= base) return 0.0;
+  return static_cast<double>(done_ - base) / (now_ - since);
+}
+
 ProgressBar::Mode ProgressBar::mode_for_stderr() { return isatty(fileno(stderr)) != 0 ? Mode::kBar : Mode::kLines; }
 
 void ProgressBar::update(std::string_view phase, uint64_t done, uint64_t total) {
@@ -27,13 +45,14 @@ void ProgressBar::update(std::string_view phase, uint64_t done, uint64_t total) 
     phase_ = std::string(phase);
     start_ = now;
     last_ = now;
+    rate_ = RecentRate{};
   }
   const double elapsed = std::chrono::duration<double>(now - start_).count();
+  rate_.observe(elapsed, done);
   const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
   std::string eta = "--:--";
-  if (done > 0 && done < total) {
-    const auto seconds =
-        static_cast<int64_t>(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+  if (const double rate = rate_.rate(); done < total && rate > 0) {
+    const auto seconds = static_cast<int64_t>(static_cast<double>(total - done) / rate);
     eta = fmt::format("{}:{:02d}", seconds / 60, seconds % 60);
   }
   const std::string counts =

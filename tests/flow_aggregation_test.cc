@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "cli_process.h"
 
@@ -33,14 +34,18 @@ Step step_of(const std::string& command) {
 }
 
 // Dense data-parallel rings (tp 2, pp 2, dp 64), expert parallelism (Mixtral, ep 8, tp 2, pp 4,
-// dp 32) and interleaved pipelines with ZeRO-1 (Llama-3-70B, tp 8, pp 4, dp 8), each on 32 DGX H100
-// (256 GPUs) with the rail-optimised non-blocking fabric of the preset: equal steps.
+// dp 32) and interleaved pipelines with ZeRO-1 (Llama-3-70B, tp 8, pp 4, dp 8), each on 32 DGX
+// H100 (256 GPUs), with `fabric`'s settings added to the preset's.
+std::vector<std::string> layouts_on_256_gpus(const std::string& fabric) {
+  const std::string nodes = " --set cluster.nodes=32 --set training.global_batch=256" + fabric;
+  return {"run " + scenario("llama3-8b-dgx-h100.yaml") + nodes + " --set parallelism.dp=64 --set parallelism.pp=2",
+          "run " + scenario("mixtral-8x7b-64-h100.yaml") + nodes + " --set parallelism.dp=32",
+          "run " + scenario("llama3-70b-8-dgx-h100.yaml") + nodes + " --set parallelism.dp=8 --set parallelism.pp=4"};
+}
+
+// On the rail-optimised non-blocking fabric of the preset: equal steps.
 TEST(FlowAggregation, RepresentativeRanksEqualEveryRankOn256GpusOfANonBlockingFabric) {
-  const std::string nodes = " --set cluster.nodes=32 --set training.global_batch=256";
-  for (const std::string& c :
-       {"run " + scenario("llama3-8b-dgx-h100.yaml") + nodes + " --set parallelism.dp=64 --set parallelism.pp=2",
-        "run " + scenario("mixtral-8x7b-64-h100.yaml") + nodes + " --set parallelism.dp=32",
-        "run " + scenario("llama3-70b-8-dgx-h100.yaml") + nodes + " --set parallelism.dp=8 --set parallelism.pp=4"}) {
+  for (const std::string& c : layouts_on_256_gpus("")) {
     SCOPED_TRACE(c);
     const Step representative = step_of(c);
     const Step every = step_of(c + " --set simulation.representative=false");
@@ -58,12 +63,8 @@ TEST(FlowAggregation, RepresentativeRanksEqualEveryRankOn256GpusOfANonBlockingFa
 // start_mirrored): measured -0.00 %, +0.95 % and +0.33 % against every rank for the three layouts
 // above (-0.13 / +0.37 / +0.21 % at 2:1, +0.07 / -0.70 / +0.12 % at 8:1).
 TEST(FlowAggregation, OnAnOversubscribedFatTreeTheRepresentativeStepIsWithinOnePercent) {
-  const std::string nodes = " --set cluster.nodes=32 --set training.global_batch=256 --set cluster.fabric.type=fat-tree"
-                            " --set cluster.fabric.oversubscription=4";
   for (const std::string& c :
-       {"run " + scenario("llama3-8b-dgx-h100.yaml") + nodes + " --set parallelism.dp=64 --set parallelism.pp=2",
-        "run " + scenario("mixtral-8x7b-64-h100.yaml") + nodes + " --set parallelism.dp=32",
-        "run " + scenario("llama3-70b-8-dgx-h100.yaml") + nodes + " --set parallelism.dp=8 --set parallelism.pp=4"}) {
+       layouts_on_256_gpus(" --set cluster.fabric.type=fat-tree --set cluster.fabric.oversubscription=4")) {
     SCOPED_TRACE(c);
     const Step representative = step_of(c);
     const Step every = step_of(c + " --set simulation.representative=false");

@@ -71,8 +71,11 @@ TEST(Cli, AutoFidelityRunsFlowBeyondItsCapsWithinItsBudget) {
   const nlohmann::json flow = json_of(base + " --set simulation.fidelity=flow");
   EXPECT_EQ(within["step_time_s"], flow["step_time_s"]);
   EXPECT_FALSE(flow["sim"].contains("auto_flow_estimate_s"));
+  EXPECT_EQ(flow["sim"]["fidelity_reason"], "set by simulation.fidelity");
   const nlohmann::json off = json_of(base + " --set simulation.auto_flow_seconds=0s");
   EXPECT_EQ(off["sim"]["fidelity"], "analytical");
+  EXPECT_EQ(off["sim"]["fidelity_reason"], "auto: 16 GPUs > simulation.flow_max_gpus 8, and "
+                                           "simulation.auto_flow_seconds 0 s: no flow estimate weighed");
   EXPECT_EQ(off["step_time_s"], json_of(base + " --set simulation.fidelity=analytical")["step_time_s"]);
   const nlohmann::json above = json_of(base + " --set \"simulation.auto_flow_seconds=1 ms\"");
   EXPECT_EQ(above["sim"]["fidelity"], "analytical");

@@ -165,6 +165,46 @@ std::string describe_layout(const Layout& l) {
   return s;
 }
 
+namespace {
+
+// Why `fidelity: auto` chose the fidelity it did (its caps, and the flow estimate it weighed
+// against simulation.auto_flow_seconds); empty where the scenario chose one itself.
+std::string auto_fidelity_reason(const TrainingReport& r, const RunContext& c) {
+  if (c.scenario == nullptr || c.scenario->simulation.fidelity != FidelityChoice::kAuto) return "";
+  std::string why;
+  const SimulationSettings& sim = c.scenario->simulation;
+  const Layout& l = c.scenario->layout;
+  const int a2a = std::max(l.ep, l.cp);
+  if (l.world_size() > sim.flow_max_gpus) {
+    why = fmt::format("{} GPUs > simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
+  } else if (a2a > sim.flow_max_all_to_all_ranks) {
+    why = fmt::format("all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {}", a2a,
+                      sim.flow_max_all_to_all_ranks);
+  }
+  if (why.empty()) {
+    why = fmt::format("{} GPUs <= simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
+    if (a2a > 1) {
+      why += fmt::format(", all-to-alls over {} ranks <= simulation.flow_max_all_to_all_ranks {}", a2a,
+                         sim.flow_max_all_to_all_ranks);
+    }
+  } else if (!r.work.auto_flow_estimate_s && sim.auto_flow_seconds <= 0) {
+    why += ", and simulation.auto_flow_seconds 0 s: no flow estimate weighed";
+  }
+  if (const std::optional<double>& flow = r.work.auto_flow_estimate_s) {
+    const uint64_t events = r.work.auto_flow_estimate_events.value_or(0);
+    if (*flow <= sim.auto_flow_seconds && sim.max_events > 0 && events > sim.max_events) {
+      why += fmt::format(", and the flow estimate, {} events, above simulation.max_events {}", events, sim.max_events);
+    } else {
+      why += fmt::format(", and the flow estimate, about {}, {} simulation.auto_flow_seconds {:g} s",
+                         describe_estimated_seconds(*flow), *flow <= sim.auto_flow_seconds ? "within" : "above",
+                         sim.auto_flow_seconds);
+    }
+  }
+  return why;
+}
+
+}  // namespace
+
 void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostream& out) {
   const Scenario& s = *c.scenario;
   const GpuSpec& gpu = c.cluster->node_spec(0).gpu;
@@ -346,38 +386,8 @@ void write_run_summary(const TrainingReport& r, const RunContext& c, std::ostrea
       out << fmt::format("  PCIe assumed   {}: {}\n", spec.name, spec.pcie_assumption);
     }
   }
-  std::string why;
-  if (c.scenario != nullptr && c.scenario->simulation.fidelity == FidelityChoice::kAuto) {
-    const SimulationSettings& sim = c.scenario->simulation;
-    const Layout& l = c.scenario->layout;
-    const int a2a = std::max(l.ep, l.cp);
-    if (l.world_size() > sim.flow_max_gpus) {
-      why = fmt::format("{} GPUs > simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
-    } else if (a2a > sim.flow_max_all_to_all_ranks) {
-      why = fmt::format("all-to-alls over {} ranks > simulation.flow_max_all_to_all_ranks {}", a2a,
-                        sim.flow_max_all_to_all_ranks);
-    }
-    if (why.empty()) {
-      why = fmt::format("{} GPUs <= simulation.flow_max_gpus {}", l.world_size(), sim.flow_max_gpus);
-      if (a2a > 1) {
-        why += fmt::format(", all-to-alls over {} ranks <= simulation.flow_max_all_to_all_ranks {}", a2a,
-                           sim.flow_max_all_to_all_ranks);
-      }
-    } else if (!r.work.auto_flow_estimate_s && sim.auto_flow_seconds <= 0) {
-      why += ", and simulation.auto_flow_seconds 0 s: no flow estimate weighed";
-    }
-    if (const std::optional<double>& flow = r.work.auto_flow_estimate_s) {
-      const uint64_t events = r.work.auto_flow_estimate_events.value_or(0);
-      if (*flow <= sim.auto_flow_seconds && sim.max_events > 0 && events > sim.max_events) {
-        why += fmt::format(", and the flow estimate, {} events, above simulation.max_events {}", events, sim.max_events);
-      } else {
-        why += fmt::format(", and the flow estimate, about {}, {} simulation.auto_flow_seconds {:g} s",
-                           describe_estimated_seconds(*flow), *flow <= sim.auto_flow_seconds ? "within" : "above",
-                           sim.auto_flow_seconds);
-      }
-    }
-    if (!why.empty()) why = " (auto: " + why + ")";
-  }
+  std::string why = auto_fidelity_reason(r, c);
+  if (!why.empty()) why = " (auto: " + why + ")";
   out << fmt::format("  simulation     {} fidelity{}, {} simulated {}, {} events, {:.3f} s wall\n",
                      std::string(name_of(c.fidelity)), why, r.step.ranks.size(), r.step.ranks.size() == 1 ? "rank" : "ranks",
                      r.step.events, c.wall_s);
@@ -543,6 +553,9 @@ nlohmann::ordered_json run_json(const TrainingReport& r, const RunContext& c) {
               {"simulated_steps", r.work.steps},
               {"wall_s", c.wall_s},
               {"fidelity", std::string(name_of(c.fidelity))},
+              {"fidelity_reason", c.scenario != nullptr && c.scenario->simulation.fidelity == FidelityChoice::kAuto
+                                      ? "auto: " + auto_fidelity_reason(r, c)
+                                      : "set by simulation.fidelity"},
               {"simulated_ranks", r.step.ranks.size()},
               {"fingerprint", fmt::format("{:016x}", r.step.fingerprint)}};
   // fidelity auto beyond its caps: the flow estimate it weighed against simulation.auto_flow_seconds.

@@ -76,8 +76,9 @@ void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, 
   start();
 }
 
-void StepSimulation::release_stream(Rank& r, GroupKind kind) {
-  CommStream& stream = r.streams[index_of(kind)];
+void StepSimulation::release_stream(Rank& r, GroupKind kind) { release(r.streams[index_of(kind)]); }
+
+void StepSimulation::release(CommStream& stream) {
   if (stream.waiting.empty()) {
     stream.busy = false;
     return;
@@ -216,7 +217,7 @@ StepSimulation::Mirrors& StepSimulation::mirrored_groups(Rank& r, GroupKind kind
   for (int m : own) seen[static_cast<size_t>(m)] = 1;
   for (int other = 0; other < layout_.world_size(); ++other) {
     if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
-    MirrorGroup g{grid_.group_of(kind, other), false, Time::zero(), {}};
+    MirrorGroup g{grid_.group_of(kind, other), {}, Time::zero(), &r};
     bool tied = false;
     for (int m : g.members) {
       seen[static_cast<size_t>(m)] = 1;
@@ -243,52 +244,45 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
   });
   start_collective(op, group(r, kind), size, dtype, one_done, matrix);
   for (const auto& g : mirrors.tied) start_collective(op, g.members, size, dtype, one_done, matrix);
-  Rank* rank = &r;
   for (MirrorGroup& g : mirrors.others) {
     ++r.outstanding_mirrors;
-    start_mirror(g, gap, op, size, dtype, matrix, [this, rank] {
-      if (--rank->outstanding_mirrors == 0 && rank->wait == WaitKind::kMirrors) resume(*rank);
-    });
+    start_mirror(g, gap, op, size, dtype, matrix);
   }
 }
 
+void StepSimulation::mirror_done(Rank& r) {
+  if (--r.outstanding_mirrors == 0 && r.wait == WaitKind::kMirrors) resume(r);
+}
+
 void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
-                                  const Matrix& matrix, std::function<void()> done) {
+                                  const Matrix& matrix) {
   MirrorGroup* group = &g;
-  auto start = [this, group, op, size, dtype, matrix, done = std::move(done)] {
+  auto start = [this, group, op, size, dtype, matrix] {
     start_collective(
         op, group->members, size, dtype,
-        [this, group, done] {
+        [this, group] {
           group->last_end = sim_.now();
-          done();
-          release_mirror(*group);
+          mirror_done(*group->owner);
+          release(group->stream);
         },
         matrix);
   };
-  if (g.busy) {
-    g.waiting.emplace_back(gap, std::move(start));
+  if (g.stream.busy) {
+    g.stream.waiting.push_back([this, gap, start] {
+      if (gap > Duration::zero()) {
+        sim_.schedule_after(gap, start);
+      } else {
+        start();
+      }
+    });
     return;
   }
-  g.busy = true;
+  g.stream.busy = true;
   const Time ready = g.last_end + gap;
   if (ready > sim_.now()) {
     sim_.schedule_at(ready, std::move(start));
   } else {
     start();
-  }
-}
-
-void StepSimulation::release_mirror(MirrorGroup& g) {
-  if (g.waiting.empty()) {
-    g.busy = false;
-    return;
-  }
-  auto [gap, next] = std::move(g.waiting.front());
-  g.waiting.pop_front();
-  if (gap > Duration::zero()) {
-    sim_.schedule_after(gap, std::move(next));
-  } else {
-    next();
   }
 }
 
@@ -344,9 +338,7 @@ void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, bool f
   }
   for (const auto& [src, dst] : others) {
     ++r.outstanding_mirrors;
-    start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [this, sender] {
-      if (--sender->outstanding_mirrors == 0 && sender->wait == WaitKind::kMirrors) resume(*sender);
-    });
+    start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [this, sender] { mirror_done(*sender); });
   }
 }
 

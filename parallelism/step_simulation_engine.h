@@ -184,6 +184,7 @@ class StepSimulation {
 
   // The stream of `kind` finished its collective: start the next queued one, if any.
   void release_stream(Rank& r, GroupKind kind);
+  void release(CommStream& stream);
 
   bool streams_idle(const Rank& r, const std::array<int, kGroupKinds>& used) const;
 
@@ -216,9 +217,9 @@ class StepSimulation {
   // would run the group's collectives on: one at a time, in the order issued.
   struct MirrorGroup {
     std::vector<int> members;
-    bool busy = false;
-    Time last_end;  // when its previous collective completed
-    std::deque<std::pair<Duration, std::function<void()>>> waiting;  // each with its gap (start_mirror)
+    CommStream stream;
+    Time last_end;          // when its previous collective completed
+    Rank* owner = nullptr;  // the representative rank whose outstanding mirrors count it
   };
   // The groups of kind `kind` in r's stage other than r's own (flow fidelity): `tied`, those of a
   // kind that ties ranks and holding a rank tied to r, whose collectives r waits for as its own
@@ -241,10 +242,10 @@ class StepSimulation {
 
   // Starts a collective on mirror group g's stream `gap` after g's previous one completed (r's
   // time between its own two calls) or now, whichever is later, queued behind the one running
-  // there; `done` runs when it completes.
-  void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
-                    std::function<void()> done);
-  void release_mirror(MirrorGroup& g);
+  // there; its completion counts off one of its owner's outstanding mirrors (mirror_done).
+  void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix);
+  // One of r's outstanding mirrors completed: r resumes if it was waiting for the last one.
+  void mirror_done(Rank& r);
 
   // Sends a pipeline payload from r to the rank holding virtual stage `target_vs` for the same
   // (tp, cp, dp) coordinates; `arrive` runs at the receiver when the data is there.

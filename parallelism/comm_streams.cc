@@ -47,7 +47,44 @@ const char* stream_of(GroupKind kind) {
   return "?";
 }
 
+// The kinds whose groups tie ranks (group_ties_ranks).
+std::vector<GroupKind> tying_kinds(const Layout& layout) {
+  std::vector<GroupKind> kinds;
+  for (int k = 0; k < kGroupKindCount; ++k) {
+    if (group_ties_ranks(static_cast<GroupKind>(k), layout)) kinds.push_back(static_cast<GroupKind>(k));
+  }
+  return kinds;
+}
+
+// Marks `from`'s closure under the groups of `kinds` with `label` in `mark` (-1: unmarked; marked
+// ranks are not entered again).
+void mark_closure(const RankGrid& grid, const std::vector<GroupKind>& kinds, int from, int label,
+                  std::vector<int>& mark) {
+  std::vector<int> frontier{from};
+  mark[static_cast<size_t>(from)] = label;
+  while (!frontier.empty()) {
+    const int x = frontier.back();
+    frontier.pop_back();
+    for (GroupKind kind : kinds) {
+      for (int m : grid.group_of(kind, x)) {
+        if (mark[static_cast<size_t>(m)] >= 0) continue;
+        mark[static_cast<size_t>(m)] = label;
+        frontier.push_back(m);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void StepSimulation::tie_ranks_to_representatives() {
+  tied_to_.assign(static_cast<size_t>(layout_.world_size()), -1);
+  const std::vector<GroupKind> kinds = tying_kinds(layout_);
+  for (const auto& r : ranks_) {
+    check_invariant(tied_to_[static_cast<size_t>(r->rank)] < 0, "representative_lines: two simulated ranks tied");
+    mark_closure(grid_, kinds, r->rank, r->rank, tied_to_);
+  }
+}
 
 const std::vector<int>& StepSimulation::group(Rank& r, GroupKind kind) {
   auto& g = r.groups[index_of(kind)];
@@ -62,11 +99,15 @@ int StepSimulation::simulated_members(const std::vector<int>& members) const {
 }
 
 void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
-                                      const std::string& label, std::function<void()> done, const Matrix& matrix) {
+                                      const std::string& label, std::function<void()> done, const Matrix& matrix,
+                                      bool blocks) {
+  if (options_.representative && options_.fidelity == Fidelity::kFlow && !ties_ranks(kind) && size.count() > 0) {
+    issue_untied_mirrors(r, kind, op, size, dtype, matrix);
+  }
   CommStream& stream = r.streams[index_of(kind)];
   Rank* rank = &r;
-  auto start = [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix] {
-    start_on_stream(*rank, kind, op, size, dtype, label, done, matrix);
+  auto start = [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix, blocks] {
+    start_on_stream(*rank, kind, op, size, dtype, label, done, matrix, blocks);
   };
   if (stream.busy) {
     stream.waiting.push_back(std::move(start));
@@ -97,7 +138,7 @@ bool StepSimulation::streams_idle(const Rank& r, const std::array<int, kGroupKin
 
 void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
                                      const std::string& label, const std::function<void()>& done,
-                                     const Matrix& matrix) {
+                                     const Matrix& matrix, bool blocks) {
   const std::vector<int>& members = group(r, kind);
   const Time issued = sim_.now();
   Rank* rank = &r;
@@ -112,18 +153,17 @@ void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, B
   }
   const int needed = simulated_members(members);
   if (needed == 1 && options_.representative && options_.fidelity == Fidelity::kFlow && ties_ranks(kind)) {
-    if (int* pending = pending_lanes(r); pending != nullptr && *pending > 0) {
-      Rank* held = &r;
-      r.held_for_lanes.push_back([this, held, kind, op, size, dtype, label, done, matrix] {
-        start_on_stream(*held, kind, op, size, dtype, label, done, matrix);
-      });
+    Rank* held = &r;
+    if (hold_for_tied_mirrors(r, kind, [this, held, kind, op, size, dtype, label, done, matrix, blocks] {
+          start_on_stream(*held, kind, op, size, dtype, label, done, matrix, blocks);
+        })) {
       return;
     }
   }
   const int sequence = r.collective_sequence[index_of(kind)]++;
   if (needed == 1) {
-    if (options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members)) {
-      start_mirrored(r, kind, op, size, dtype, std::move(finish), matrix);
+    if (mirrored(members)) {
+      start_mirrored(r, kind, op, size, dtype, std::move(finish), matrix, blocks);
     } else {
       start_collective(op, members, size, dtype, std::move(finish), matrix);
     }
@@ -135,12 +175,18 @@ void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, B
   if (++rv.arrived < needed) return;
   auto callbacks = std::move(rv.on_complete);
   rendezvous_.erase(key);
-  start_collective(
-      op, members, size, dtype,
-      [callbacks = std::move(callbacks)] {
-        for (const auto& c : callbacks) c();
-      },
-      matrix);
+  auto all_done = [callbacks = std::move(callbacks)] {
+    for (const auto& c : callbacks) c();
+  };
+  if (mirrored(members)) {
+    start_mirrored(r, kind, op, size, dtype, std::move(all_done), matrix, blocks);
+  } else {
+    start_collective(op, members, size, dtype, std::move(all_done), matrix);
+  }
+}
+
+bool StepSimulation::mirrored(const std::vector<int>& members) const {
+  return options_.representative && options_.fidelity == Fidelity::kFlow && !inside_nvswitch_node(members);
 }
 
 bool StepSimulation::inside_nvswitch_node(const std::vector<int>& members) const {
@@ -164,72 +210,62 @@ void StepSimulation::start_collective(CollectiveOp op, const std::vector<int>& m
   runner.start(request, std::move(done));
 }
 
-bool StepSimulation::ties_ranks(GroupKind kind) const {
-  switch (kind) {
-    case GroupKind::kTensor:
-    case GroupKind::kContext:
-    case GroupKind::kExpert:
-    case GroupKind::kExpertTensor: return true;
-    case GroupKind::kData:
-    case GroupKind::kDataContext:
-    case GroupKind::kDataShard: return layout_.zero_stage >= 3;
-    case GroupKind::kPipeline:
-    case GroupKind::kExpertData:
-    case GroupKind::kEmbedding:
-    case GroupKind::kDataReplicate: return false;
-  }
-  return false;
-}
-
-const std::vector<char>& StepSimulation::coupled_ranks(Rank& r) {
-  auto [it, inserted] = coupled_.try_emplace(r.stage);
-  std::vector<char>& coupled = it->second;
-  if (!inserted) return coupled;
-  std::vector<GroupKind> kinds;
-  for (size_t k = 0; k < kGroupKinds; ++k) {
-    if (ties_ranks(static_cast<GroupKind>(k))) kinds.push_back(static_cast<GroupKind>(k));
-  }
-  coupled.assign(static_cast<size_t>(layout_.world_size()), 0);
-  std::vector<int> frontier{r.rank};
-  coupled[static_cast<size_t>(r.rank)] = 1;
-  while (!frontier.empty()) {
-    const int x = frontier.back();
-    frontier.pop_back();
-    for (GroupKind kind : kinds) {
-      for (int m : grid_.group_of(kind, x)) {
-        if (coupled[static_cast<size_t>(m)]) continue;
-        coupled[static_cast<size_t>(m)] = 1;
-        frontier.push_back(m);
-      }
-    }
-  }
-  return coupled;
-}
-
 StepSimulation::Mirrors& StepSimulation::mirrored_groups(Rank& r, GroupKind kind) {
-  auto [it, inserted] = mirror_groups_.try_emplace(std::make_pair(r.stage, static_cast<int>(kind)));
-  Mirrors& mirrors = it->second;
-  if (!inserted) return mirrors;
+  const auto key = std::make_pair(static_cast<int>(kind), group(r, kind).front());
+  if (auto it = mirror_groups_.find(key); it != mirror_groups_.end()) return it->second;
+  // Every group of the kind in r's stage: those with a simulated member get their Mirrors, the
+  // others go to the simulated group they are tied to, or else to the stage's first one.
   const bool ties = ties_ranks(kind);
-  const std::vector<char>* coupled = ties ? &coupled_ranks(r) : nullptr;
-  const std::vector<int>& own = group(r, kind);
-  std::vector<char> seen(static_cast<size_t>(layout_.world_size()), 0);
-  for (int m : own) seen[static_cast<size_t>(m)] = 1;
+  const size_t world = static_cast<size_t>(layout_.world_size());
+  std::vector<char> seen(world, 0);
+  Mirrors* first = nullptr;
+  std::vector<MirrorGroup> untied;
   for (int other = 0; other < layout_.world_size(); ++other) {
     if (seen[static_cast<size_t>(other)] || grid_.coord_of(other).pp != r.stage) continue;
-    MirrorGroup g{grid_.group_of(kind, other), {}, Time::zero(), &r};
-    bool tied = false;
-    for (int m : g.members) {
+    std::vector<int> members = grid_.group_of(kind, other);
+    int simulated = -1;
+    int tied_rep = -1;
+    for (int m : members) {
       seen[static_cast<size_t>(m)] = 1;
-      tied = tied || (coupled != nullptr && (*coupled)[static_cast<size_t>(m)]);
+      if (simulated < 0 && simulated_index_[static_cast<size_t>(m)] >= 0) simulated = m;
+      if (ties && tied_rep < 0) tied_rep = tied_to_[static_cast<size_t>(m)];
     }
-    (tied ? mirrors.tied : mirrors.others).push_back(std::move(g));
+    if (simulated >= 0) {
+      Mirrors& own = mirror_groups_[std::make_pair(static_cast<int>(kind), members.front())];
+      own.owner = ranks_[static_cast<size_t>(simulated_index_[static_cast<size_t>(simulated)])].get();
+      if (first == nullptr) first = &own;
+      continue;
+    }
+    MirrorGroup g{std::move(members), {}, Time::zero(), nullptr};
+    if (tied_rep < 0) {
+      untied.push_back(std::move(g));
+      continue;
+    }
+    Rank& rep = *ranks_[static_cast<size_t>(simulated_index_[static_cast<size_t>(tied_rep)])];
+    g.owner = &rep;
+    mirror_groups_[std::make_pair(static_cast<int>(kind), group(rep, kind).front())].tied.push_back(std::move(g));
   }
-  return mirrors;
+  check_invariant(first != nullptr, "mirrored_groups: a stage without a simulated group");
+  for (MirrorGroup& g : untied) {
+    g.owner = first->owner;
+    first->others.push_back(std::move(g));
+  }
+  // The tied groups' vectors are complete: register them with their owners.
+  for (int other = 0; other < layout_.world_size(); ++other) {
+    if (simulated_index_[static_cast<size_t>(other)] < 0 || grid_.coord_of(other).pp != r.stage) continue;
+    auto it = mirror_groups_.find(std::make_pair(static_cast<int>(kind), grid_.group_of(kind, other).front()));
+    if (it == mirror_groups_.end() || it->second.owner->rank != other) continue;
+    for (MirrorGroup& g : it->second.tied) {
+      g.set = &it->second;
+      g.kind = kind;
+      g.owner->tied_mirrors.push_back(&g);
+    }
+  }
+  return mirror_groups_.at(key);
 }
 
 void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
-                                    std::function<void()> done, const Matrix& matrix) {
+                                    std::function<void()> done, const Matrix& matrix, bool blocks) {
   Mirrors& mirrors = mirrored_groups(r, kind);
   // Of a kind that ties ranks: what r did between its previous collective of this kind and this
   // one (compute that waited for the previous one): a group lagging behind r does the same before
@@ -238,16 +274,91 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
   const Duration gap =
       mirrors.rep_done && ties_ranks(kind) ? sim_.now() - *mirrors.rep_done : Duration::zero();
   Mirrors* m = &mirrors;
-  auto one_done = last_of(mirrors.tied.size() + 1, [this, m, done = std::move(done)] {
+  const bool await_tied = !blocks && !mirrors.tied.empty();
+  auto own_done = last_of(1 + (await_tied ? mirrors.tied.size() : 0), [this, m, done = std::move(done)] {
     m->rep_done = sim_.now();
+    ++m->rep_completed;
     done();
   });
-  start_collective(op, group(r, kind), size, dtype, one_done, matrix);
-  for (const auto& g : mirrors.tied) start_collective(op, g.members, size, dtype, one_done, matrix);
-  for (MirrorGroup& g : mirrors.others) {
-    ++r.outstanding_mirrors;
-    start_mirror(g, gap, op, size, dtype, matrix);
+  start_collective(op, group(r, kind), size, dtype, own_done, matrix);
+  if (await_tied) {
+    for (MirrorGroup& g : mirrors.tied) {
+      MirrorGroup* tied = &g;
+      start_collective(
+          op, g.members, size, dtype,
+          [this, tied, own_done] {
+            tied->last_end = sim_.now();
+            ++tied->completed;
+            own_done();
+          },
+          matrix);
+    }
   }
+  for (auto* list : {&mirrors.tied, &mirrors.others}) {
+    if ((list == &mirrors.tied && await_tied) || (list == &mirrors.others && !ties_ranks(kind))) continue;
+    for (MirrorGroup& g : *list) {
+      ++g.owner->outstanding_mirrors;
+      start_mirror(g, gap, op, size, dtype, matrix);
+    }
+  }
+}
+
+void StepSimulation::issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                          const Matrix& matrix) {
+  const std::vector<int>& members = group(r, kind);
+  if (members.size() == 1 || !mirrored(members)) return;
+  const int needed = simulated_members(members);
+  const int sequence = r.issue_sequence[index_of(kind)]++;
+  if (needed > 1) {
+    const auto key = std::make_tuple(static_cast<int>(kind), members.front(), sequence);
+    if (++issued_[key] < needed) return;
+    issued_.erase(key);
+  }
+  for (MirrorGroup& g : mirrored_groups(r, kind).others) {
+    ++g.owner->outstanding_mirrors;
+    start_mirror(g, Duration::zero(), op, size, dtype, matrix);
+  }
+}
+
+bool StepSimulation::hold_for_tied_mirrors(Rank& r, GroupKind kind, const std::function<void()>& retry) {
+  if (!r.tied_arrival) r.tied_arrival = sim_.now();
+  auto [pending, arrival] = pending_lanes(r);
+  if (pending != nullptr && *pending > 0) {
+    r.held_for_lanes.push_back(retry);
+    return true;
+  }
+  Duration lag = Duration::zero();
+  for (MirrorGroup* g : r.tied_mirrors) {
+    if (g->kind == kind || g->completed > g->set->rep_completed) continue;  // its own kind, or ahead of r
+    if (g->completed < g->set->rep_completed) {
+      r.held_for_mirrors.push_back(retry);
+      return true;
+    }
+    if (g->completed > 0) lag = std::max(lag, g->last_end - *g->set->rep_done);
+  }
+  if (arrival != nullptr) {
+    lag = std::max(lag, *arrival - r.pass_start);
+    *arrival = Time::zero();
+  }
+  // In step from here: neither a lag nor a lead carries past the meeting.
+  for (MirrorGroup* g : r.tied_mirrors) {
+    if (g->kind != kind && g->completed == g->set->rep_completed && g->completed > 0) g->last_end = *g->set->rep_done;
+  }
+  const Time meet = *r.tied_arrival + lag;
+  r.tied_arrival.reset();
+  if (meet <= sim_.now()) return false;
+  sim_.schedule_at(meet, retry);
+  return true;
+}
+
+Duration StepSimulation::lag_of(const Rank& r, int src) const {
+  Duration lag = Duration::zero();
+  for (const MirrorGroup* g : r.tied_mirrors) {
+    if (g->completed == 0 || g->completed != g->set->rep_completed) continue;
+    if (std::find(g->members.begin(), g->members.end(), src) == g->members.end()) continue;
+    lag = std::max(lag, g->last_end - *g->set->rep_done);
+  }
+  return lag;
 }
 
 void StepSimulation::mirror_done(Rank& r) {
@@ -262,7 +373,14 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
         op, group->members, size, dtype,
         [this, group] {
           group->last_end = sim_.now();
-          mirror_done(*group->owner);
+          Rank& owner = *group->owner;
+          if (group->set != nullptr) {
+            ++group->completed;
+            auto held = std::move(owner.held_for_mirrors);
+            owner.held_for_mirrors.clear();
+            for (auto& retry : held) retry();  // each checks the tied mirrors again
+          }
+          mirror_done(owner);
           release(group->stream);
         },
         matrix);
@@ -310,36 +428,68 @@ void StepSimulation::send_pipeline(Rank& r, int target_stage, Bytes size, bool f
   }
   // The same send of every other (tp, cp, dp) lane. The receiver starts its pass when its own
   // payload is there; its collectives of tied kinds in that pass wait, as the tied ranks' own
-  // would, for the lanes tied to it (coupled_ranks) to have delivered theirs (start_on_stream);
+  // would, for the lanes tied to it (tied_to_) to have delivered theirs (start_on_stream);
   // the other lanes' sends run beside it, counted as outstanding mirrors.
-  const std::vector<char>& coupled = coupled_ranks(r);
-  std::vector<std::pair<int, int>> tied;
-  std::vector<std::pair<int, int>> others;
-  for (int t = 0; t < layout_.tp; ++t) {
-    for (int c = 0; c < layout_.cp; ++c) {
-      for (int d = 0; d < layout_.dp; ++d) {
-        if (t == r.coord.tp && c == r.coord.cp && d == r.coord.dp) continue;
-        const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
-        const int dst = grid_.rank_of(RankCoord{t, c, d, target_stage});
-        (coupled[static_cast<size_t>(src)] ? tied : others).emplace_back(src, dst);
-      }
-    }
-  }
+  const Lanes& lanes = lanes_of(r);
   start_collective(CollectiveOp::kSendRecv, {r.rank, dest_rank}, size, DataType::kBf16, std::move(delivered));
   int* pending = &(forward ? receiver->forward_lanes : receiver->backward_lanes)[slot];
-  *pending += static_cast<int>(tied.size());
-  for (const auto& [src, dst] : tied) {
-    start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [receiver, pending] {
-      if (--*pending > 0) return;
-      auto held = std::move(receiver->held_for_lanes);
-      receiver->held_for_lanes.clear();
-      for (auto& start : held) start();  // each checks its pass's lanes again
-    });
+  Time* arrival = &(forward ? receiver->forward_lanes_arrival : receiver->backward_lanes_arrival)[slot];
+  *pending += static_cast<int>(lanes.tied.size());
+  auto rank_at = [this](RankCoord lane, int stage) {
+    lane.pp = stage;
+    return grid_.rank_of(lane);
+  };
+  for (const RankCoord& lane : lanes.tied) {
+    const int src = rank_at(lane, r.stage);
+    const int dst = rank_at(lane, target_stage);
+    // A lane whose rank lags behind r sends that much later (its pass ends later).
+    auto send = [this, src, dst, size, receiver, pending, arrival] {
+      start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [this, receiver, pending, arrival] {
+        *arrival = std::max(*arrival, sim_.now());
+        if (--*pending > 0) return;
+        auto held = std::move(receiver->held_for_lanes);
+        receiver->held_for_lanes.clear();
+        for (auto& start : held) start();  // each checks its pass's lanes again
+      });
+    };
+    const Duration lag = lag_of(r, src);
+    if (lag > Duration::zero()) {
+      sim_.schedule_after(lag, send);
+    } else {
+      send();
+    }
   }
-  for (const auto& [src, dst] : others) {
+  for (const RankCoord& lane : lanes.others) {
+    const int src = rank_at(lane, r.stage);
+    const int dst = rank_at(lane, target_stage);
     ++r.outstanding_mirrors;
     start_collective(CollectiveOp::kSendRecv, {src, dst}, size, DataType::kBf16, [this, sender] { mirror_done(*sender); });
   }
+}
+
+const StepSimulation::Lanes& StepSimulation::lanes_of(const Rank& r) {
+  auto [it, inserted] = lanes_.try_emplace(r.rank);
+  if (!inserted) return it->second;
+  // Lanes tied to r (in its closure) are r's; lanes tied to no simulated rank are the first simulated
+  // rank's of the stage (with several lines every lane is tied to one: representative_lines).
+  const RankCoord& line = lines_.front();
+  const bool first = r.coord.tp == line.tp && r.coord.cp == line.cp && r.coord.dp == line.dp;
+  for (int t = 0; t < layout_.tp; ++t) {
+    for (int c = 0; c < layout_.cp; ++c) {
+      for (int d = 0; d < layout_.dp; ++d) {
+        const RankCoord lane{t, c, d, 0};
+        const int src = grid_.rank_of(RankCoord{t, c, d, r.stage});
+        if (simulated_index_[static_cast<size_t>(src)] >= 0) continue;  // sends its own
+        const int rep = tied_to_[static_cast<size_t>(src)];
+        if (rep == r.rank) {
+          it->second.tied.push_back(lane);
+        } else if (rep < 0 && first) {
+          it->second.others.push_back(lane);
+        }
+      }
+    }
+  }
+  return it->second;
 }
 
 void StepSimulation::launch_reduction(Rank& r, GroupKind kind, int64_t elements, std::function<void()> then) {
@@ -444,3 +594,80 @@ void StepSimulation::gradients_ready(Rank& r, GroupKind kind, int64_t elements) 
 }
 
 }  // namespace clustersim::step_sim
+
+namespace clustersim {
+
+bool group_ties_ranks(GroupKind kind, const Layout& layout) {
+  switch (kind) {
+    case GroupKind::kTensor:
+    case GroupKind::kContext:
+    case GroupKind::kExpert:
+    case GroupKind::kExpertTensor: return true;
+    case GroupKind::kData:
+    case GroupKind::kDataContext:
+    case GroupKind::kDataShard: return layout.zero_stage >= 3;
+    case GroupKind::kPipeline:
+    case GroupKind::kExpertData:
+    case GroupKind::kEmbedding:
+    case GroupKind::kDataReplicate: return false;
+  }
+  return false;
+}
+
+namespace {
+
+// Whether the groups of `kinds` that hold stage 0's ranks have members on more than one node.
+bool groups_cross_nodes(const Cluster& cluster, const Layout& layout, const RankGrid& grid,
+                        const std::vector<GroupKind>& kinds) {
+  for (int r = 0; r < layout.world_size(); ++r) {
+    if (grid.coord_of(r).pp != 0) continue;
+    for (GroupKind kind : kinds) {
+      const std::vector<int> members = grid.group_of(kind, r);
+      if (members.front() != r) continue;  // each group once
+      const int node = cluster.node_of(r);
+      if (std::any_of(members.begin(), members.end(), [&](int m) { return cluster.node_of(m) != node; })) return true;
+    }
+  }
+  return false;
+}
+
+// Whether `rank`'s transfers to the members of its untied groups on other nodes that use the same
+// node-local NIC (pipeline sends; data-parallel and embedding rings, which NCCL lays out NIC to
+// NIC) have more than one equal-cost route (ECMP): then the same transfer of two parts of a stage
+// can take different routes. On a rail-optimised fabric within one group of leaves they have one.
+bool routes_can_differ(const Cluster& cluster, const RankGrid& grid, int rank) {
+  for (GroupKind kind : {GroupKind::kPipeline, GroupKind::kData, GroupKind::kDataContext, GroupKind::kExpertData,
+                         GroupKind::kDataShard, GroupKind::kDataReplicate, GroupKind::kEmbedding}) {
+    for (int m : grid.group_of(kind, rank)) {
+      if (cluster.node_of(m) == cluster.node_of(rank) || cluster.nic_of(m) != cluster.nic_of(rank)) continue;
+      if (cluster.equal_cost_paths(rank, m) > 1) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<RankCoord> representative_lines(const Cluster& cluster, const Layout& layout, Fidelity fidelity,
+                                            const RankCoord& line) {
+  const RankCoord own{line.tp, line.cp, line.dp, 0};
+  if (fidelity != Fidelity::kFlow) return {own};
+  const RankGrid grid(layout);
+  const std::vector<GroupKind> kinds = step_sim::tying_kinds(layout);
+  if (!groups_cross_nodes(cluster, layout, grid, kinds) && !routes_can_differ(cluster, grid, grid.rank_of(own))) {
+    return {own};
+  }
+  std::vector<int> component(static_cast<size_t>(layout.world_size()), -1);
+  std::vector<RankCoord> lines{own};
+  step_sim::mark_closure(grid, kinds, grid.rank_of(own), 0, component);
+  for (int r = 0; r < layout.world_size(); ++r) {
+    const RankCoord c = grid.coord_of(r);
+    if (c.pp != 0 || component[static_cast<size_t>(r)] >= 0) continue;
+    step_sim::mark_closure(grid, kinds, r, static_cast<int>(lines.size()), component);
+    lines.push_back(RankCoord{c.tp, c.cp, c.dp, 0});
+  }
+  if (lines.size() * static_cast<size_t>(layout.pp) > static_cast<size_t>(kMaxSplitRepresentativeRanks)) return {own};
+  return lines;
+}
+
+}  // namespace clustersim

@@ -38,10 +38,16 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
     passes_.push_back(schedule_passes(layout.schedule, s, layout.pp, m_, v_));
   }
   simulated_index_.assign(static_cast<size_t>(layout.world_size()), -1);
+  if (options.representative) {
+    lines_ = representative_lines(cluster, layout, options.fidelity, options.representative_line);
+  }
   for (int r = 0; r < layout.world_size(); ++r) {
     const RankCoord c = grid_.coord_of(r);
-    const RankCoord& line = options.representative_line;
-    if (options.representative && (c.tp != line.tp || c.cp != line.cp || c.dp != line.dp)) continue;
+    if (options.representative && std::none_of(lines_.begin(), lines_.end(), [&](const RankCoord& line) {
+          return c.tp == line.tp && c.cp == line.cp && c.dp == line.dp;
+        })) {
+      continue;
+    }
     simulated_index_[static_cast<size_t>(r)] = static_cast<int>(ranks_.size());
     auto rank = std::make_unique<Rank>();
     rank->rank = r;
@@ -55,6 +61,8 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
     rank->backward_input.assign(static_cast<size_t>(m_ * v_), 0);
     rank->forward_lanes.assign(static_cast<size_t>(m_ * v_), 0);
     rank->backward_lanes.assign(static_cast<size_t>(m_ * v_), 0);
+    rank->forward_lanes_arrival.assign(static_cast<size_t>(m_ * v_), Time::zero());
+    rank->backward_lanes_arrival.assign(static_cast<size_t>(m_ * v_), Time::zero());
     rank->backward_done.assign(static_cast<size_t>(v_), 0);
     rank->aligned_sync_in = -1;
     rank->breakdown.rank = r;
@@ -68,6 +76,7 @@ StepSimulation::StepSimulation(const Cluster& cluster, const Layout& layout, con
     }
     ranks_.push_back(std::move(rank));
   }
+  if (options.representative && options.fidelity == Fidelity::kFlow) tie_ranks_to_representatives();
 }
 
 StepResult StepSimulation::run() {
@@ -189,12 +198,13 @@ void StepSimulation::wake_for_input(Rank& r) {
   if (r.wait == WaitKind::kInput) resume(r);
 }
 
-int* StepSimulation::pending_lanes(Rank& r) {
+std::pair<int*, Time*> StepSimulation::pending_lanes(Rank& r) {
   const auto& passes = passes_[static_cast<size_t>(r.stage)];
-  if (r.phase != Phase::kPasses || !r.pass_started || r.pass_index >= passes.size()) return nullptr;
+  if (r.phase != Phase::kPasses || !r.pass_started || r.pass_index >= passes.size()) return {nullptr, nullptr};
   const PipelinePass& pass = passes[r.pass_index];
   const size_t slot = static_cast<size_t>(pass.chunk * m_ + pass.microbatch);
-  return pass.kind == PassKind::kForward ? &r.forward_lanes[slot] : &r.backward_lanes[slot];
+  if (pass.kind == PassKind::kForward) return {&r.forward_lanes[slot], &r.forward_lanes_arrival[slot]};
+  return {&r.backward_lanes[slot], &r.backward_lanes_arrival[slot]};
 }
 
 bool StepSimulation::input_ready(const Rank& r, const PipelinePass& pass) const {
@@ -251,6 +261,7 @@ void StepSimulation::advance(Rank& r) {
         return;
       }
       r.pass_started = true;
+      r.pass_start = sim_.now();
       r.op_index = 0;
       r.handles.assign(r.handles.size(), 0);
     }
@@ -291,7 +302,7 @@ void StepSimulation::advance(Rank& r) {
             begin_wait(r, WaitKind::kCollective);
             issue_collective(
                 r, op.group, op.op, op.size, DataType::kBf16, op.label, [this, rank] { resume(*rank); },
-                op.all_to_all_bytes);
+                op.all_to_all_bytes, /*blocks=*/true);
             return;
           }
           const size_t h = static_cast<size_t>(op.handle);

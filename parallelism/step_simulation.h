@@ -6,9 +6,10 @@
 // backward pass when enabled); pipeline sends carry activations and gradients between stages.
 //
 // Ranks: with `representative` on, one rank per pipeline stage (tp = cp = dp = 0) stands for all
-// ranks of its stage, which run identical programs on a symmetric fabric. Its collectives span
-// their whole groups, and in flow fidelity the collectives of the symmetric groups it stands for
-// are started alongside (and ignored on completion) so that link contention between them is kept.
+// ranks of its stage, which run identical programs on a symmetric fabric (at flow fidelity, one rank
+// per tied component of a stage when tied groups cross the network: representative_lines). Its
+// collectives span their whole groups, and in flow fidelity the collectives of the symmetric groups
+// it stands for are started alongside, so that link contention between them is kept.
 // A test compares this with the full simulation (`representative` off: every rank simulated,
 // collectives start when all members have arrived).
 
@@ -101,6 +102,32 @@ struct StepResult {
   // rank sum to those three parts. Kept apart from `trace` (the Chrome trace has no wait events).
   std::vector<TraceSpan> waits;
 };
+
+// Whether the members of a group of `kind` wait for each other inside the passes: tensor, context,
+// expert and expert-tensor groups, and the data-parallel groups under ZeRO-3 (whose parameter
+// gathers precede each layer). The gradient reductions and the parameter gathers after the
+// optimizer are waited for only in the step's last phases, the embedding and pipeline groups not
+// inside the passes at all.
+bool group_ties_ranks(GroupKind kind, const Layout& layout);
+
+// The most ranks representative_lines splits a representative simulation into (a tuned bound, not
+// a measurement: it keeps every layout of up to 256 GPUs split, where tests compare the split with
+// every rank simulated, and the compute events of a large run within those of 256 ranks).
+inline constexpr int kMaxSplitRepresentativeRanks = 256;
+
+// The tp·cp·dp lines (RankCoord with pp = 0) whose ranks a representative simulation runs, one rank
+// per stage on each (simulate_step with SimulationOptions::representative). `line` alone, unless
+// the fidelity is flow and parts of a stage can move at different paces, which one rank cannot
+// stand for: a group of a kind that ties ranks (group_ties_ranks) has members on more than one
+// node, or the line's transfers to other nodes (pipeline sends, data-parallel rings, NIC to NIC)
+// have more than one equal-cost route (ECMP on a fat tree, across the spines or the core), where
+// the same transfer of two parts draws different routes. Then one line per tied component of a
+// stage (the closure of a rank under the groups of those kinds; every stage has the same
+// components): `line` for its own component, the lowest-ranked position for each other, in rank
+// order; `line` alone again when that would simulate more than kMaxSplitRepresentativeRanks ranks.
+// `layout` must have passed validate_layout().
+std::vector<RankCoord> representative_lines(const Cluster& cluster, const Layout& layout, Fidelity fidelity,
+                                            const RankCoord& line);
 
 // Simulates one step. `stages[s]` is the program of pipeline stage s (size pp). `microbatches`
 // per pipeline per step. The layout must have passed validate_layout() and fit the cluster

@@ -96,6 +96,8 @@ class StepSimulation {
     std::deque<std::function<void()>> waiting;
   };
 
+  struct MirrorGroup;
+
   struct Rank {
     int rank = 0;
     RankCoord coord;
@@ -109,11 +111,20 @@ class StepSimulation {
     std::vector<char> forward_input;   // [chunk·m + microbatch]
     std::vector<char> backward_input;
     // Representative flow fidelity: per input slot (as forward_input), the tied lanes' payloads of
-    // that input still on their way (send_pipeline), and the collectives of tied kinds held until
-    // the current pass's have arrived.
+    // that input still on their way (send_pipeline) and when the last of them arrived (zero once
+    // its lag has been met), and the collectives of tied kinds held until the current pass's have
+    // arrived.
     std::vector<int> forward_lanes;
     std::vector<int> backward_lanes;
+    std::vector<Time> forward_lanes_arrival;
+    std::vector<Time> backward_lanes_arrival;
     std::vector<std::function<void()>> held_for_lanes;
+    Time pass_start;  // when the current pass started
+    // Representative flow fidelity: its tied mirror groups (MirrorGroup::set), and its collectives
+    // held until those have caught up (hold_for_tied_mirrors).
+    std::vector<MirrorGroup*> tied_mirrors;
+    std::vector<std::function<void()>> held_for_mirrors;
+    std::optional<Time> tied_arrival;  // when the collective held for them was reached
     std::vector<int> backward_done;    // backward passes finished per chunk
     // GradientReduction::pipeline_aligned, interleaved: backward passes still to finish before the
     // pending buckets are issued (-1: none due).
@@ -124,6 +135,7 @@ class StepSimulation {
     int outstanding_reductions = 0;
     int outstanding_mirrors = 0;  // collectives of untied mirrored groups still running (start_mirrored)
     std::array<int, kGroupKinds> collective_sequence{};
+    std::array<int, kGroupKinds> issue_sequence{};  // collectives issued per kind (issue_untied_mirrors)
     std::array<std::vector<int>, kGroupKinds> groups;  // cached group_of()
     std::array<CommStream, kGroupKinds> streams;       // one per process group
     std::vector<std::vector<Segment>> segments;        // [chunk·2 + forward][start op], filled lazily
@@ -179,8 +191,9 @@ class StepSimulation {
 
   // Queues a collective of `r`'s group `kind` on r's stream of that group; `done` runs when it
   // completes. It starts when the stream has finished every earlier collective of the group.
+  // `blocks`: r's compute stream waits for it (not a handle or a gradient bucket).
   void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
-                        std::function<void()> done, const Matrix& matrix = nullptr);
+                        std::function<void()> done, const Matrix& matrix = nullptr, bool blocks = false);
 
   // The stream of `kind` finished its collective: start the next queued one, if any.
   void release_stream(Rank& r, GroupKind kind);
@@ -191,7 +204,7 @@ class StepSimulation {
   // Starts a collective at the head of r's stream. In full simulation the collective starts when
   // every member has reached its matching call (per-group sequence).
   void start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
-                       const std::function<void()>& done, const Matrix& matrix);
+                       const std::function<void()>& done, const Matrix& matrix, bool blocks);
 
   // True when every member is in one node whose GPUs share an NVSwitch. Such a collective cannot
   // contend with collectives of other groups (each GPU has its own NVSwitch ports, and groups of
@@ -202,17 +215,14 @@ class StepSimulation {
   void start_collective(CollectiveOp op, const std::vector<int>& members, Bytes size, DataType dtype,
                         std::function<void()> done, const Matrix& matrix = nullptr);
 
-  // Whether a rank waits for the collectives of its groups of `kind` inside its passes (tensor,
-  // context, expert and expert-tensor groups; the data-parallel groups under ZeRO-3, whose
-  // parameter gathers precede each layer), so that the groups' members move in step; the
-  // gradient reductions and the parameter gathers after the optimizer are waited for only in the
-  // step's last phases.
-  bool ties_ranks(GroupKind kind) const;
+  // group_ties_ranks for this layout: the members of kind's groups move in step inside the passes.
+  bool ties_ranks(GroupKind kind) const { return group_ties_ranks(kind, layout_); }
 
-  // The ranks tied to r in its passes: r's closure under the groups of the kinds ties_ranks
-  // names, by rank (1: tied). Cached per stage.
-  const std::vector<char>& coupled_ranks(Rank& r);
+  // Whether a collective of `members` runs with the mirrors of its symmetric groups: representative
+  // flow fidelity, and not priced in closed form inside an NVSwitch node.
+  bool mirrored(const std::vector<int>& members) const;
 
+  struct Mirrors;
   // A group of other ranks that a representative rank stands for, with the stream its members
   // would run the group's collectives on: one at a time, in the order issued.
   struct MirrorGroup {
@@ -220,30 +230,59 @@ class StepSimulation {
     CommStream stream;
     Time last_end;          // when its previous collective completed
     Rank* owner = nullptr;  // the representative rank whose outstanding mirrors count it
+    // Tied groups (Mirrors::tied): the simulated group's Mirrors, the kind, and the collectives
+    // completed.
+    Mirrors* set = nullptr;
+    GroupKind kind = GroupKind::kTensor;
+    int completed = 0;
   };
-  // The groups of kind `kind` in r's stage other than r's own (flow fidelity): `tied`, those of a
-  // kind that ties ranks and holding a rank tied to r, whose collectives r waits for as its own
-  // ranks would wait for theirs; `others`, which run at their own pace on their own streams.
+  // The groups of kind `kind` without a simulated member that one simulated group stands for (flow
+  // fidelity): `tied`, those of a kind that ties ranks and holding a rank tied to the group's
+  // simulated member (tied_to_), which run at their own pace between the collectives of other tied
+  // kinds, where the tied ranks meet (hold_for_tied_mirrors); `others`, every other group of its
+  // stage without a simulated member (given to the stage's first simulated group), which run at
+  // their own pace on their own streams. Both count among their owner's outstanding mirrors.
   struct Mirrors {
     std::vector<MirrorGroup> tied;
     std::vector<MirrorGroup> others;
-    std::optional<Time> rep_done;  // when r's previous collective of the kind (and its tied mirrors') completed
+    Rank* owner = nullptr;         // the group's first simulated member
+    std::optional<Time> rep_done;  // when the simulated group's previous collective completed
+    int rep_completed = 0;         // the simulated group's collectives completed
   };
+  // The Mirrors of r's group of `kind`; the first call for a stage sorts out all its groups.
   Mirrors& mirrored_groups(Rank& r, GroupKind kind);
 
-  // r's collective of group `kind` and the same collective of every group r stands for, as flows:
-  // r's and the tied mirrors' start now and `done` runs when the last of them has completed, so
-  // that r goes on at the pace of the slowest group tied to it; each other mirror starts on its
-  // group's stream (after that group's earlier collectives) and counts among r's outstanding
-  // mirrors until it completes: r's step ends when they have all completed, at the pace of the
-  // slowest group it stands for.
+  // r's collective of group `kind` (its simulated members have all reached it) and the same
+  // collective of every group it stands for, as flows: r's starts now and `done` runs when it has
+  // completed; each mirror starts on its group's stream (start_mirror) and counts among r's
+  // outstanding mirrors until it completes: r's step ends when they have all completed, at the
+  // pace of the slowest group it stands for.
+  // A collective of a tying kind that does not block r's compute stream (a handle): its tied
+  // ranks' compute does not wait for it either, so r's `done` waits for the tied mirrors' too.
   void start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, std::function<void()> done,
-                      const Matrix& matrix);
+                      const Matrix& matrix, bool blocks);
 
   // Starts a collective on mirror group g's stream `gap` after g's previous one completed (r's
-  // time between its own two calls) or now, whichever is later, queued behind the one running
-  // there; its completion counts off one of its owner's outstanding mirrors (mirror_done).
+  // time between its own two calls of a tying kind; zero for others) or now, whichever is later,
+  // queued behind the one running there; its completion counts off one of its owner's
+  // outstanding mirrors (mirror_done). A tied group ahead of r starts with r: a lead is not kept.
   void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix);
+
+  // r issues a collective of a kind that does not tie ranks (representative flow fidelity): once
+  // every simulated member of its group has issued it, the mirrors its group stands for (`others`)
+  // start on their streams, each after its own previous collective: their ranks issue it at the
+  // same time, and need not wait for r's group, whose stream may still be busy.
+  void issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                            const Matrix& matrix);
+
+  // Before r's collective of tying kind `kind`: its tied ranks meet there, so it waits until the
+  // current pass's tied lanes have delivered their payloads and r's tied mirrors of the other kinds
+  // have completed the collectives r completed, and then by the largest lag behind r: of a lane's
+  // arrival behind r's pass start (first meeting of the pass), of a mirror's last completion
+  // behind r's (the time those ranks spend after it is r's). They are in step with r afterwards. Returns true when `retry` (the collective's start) has
+  // been held or scheduled, false when it can start now.
+  bool hold_for_tied_mirrors(Rank& r, GroupKind kind, const std::function<void()>& retry);
+
   // One of r's outstanding mirrors completed: r resumes if it was waiting for the last one.
   void mirror_done(Rank& r);
 
@@ -253,9 +292,24 @@ class StepSimulation {
   void send_pipeline(Rank& r, int target_stage, Bytes size, bool forward, size_t slot,
                      std::function<void(Rank&)> arrive);
 
-  // The count of tied lanes' payloads still on their way for r's current pass (Rank::forward_lanes),
-  // or null outside a started pass.
-  int* pending_lanes(Rank& r);
+  // The pipeline lanes (tp, cp, dp; pp = 0) whose sends r's sends stand for: `tied`, those tied to r
+  // (tied_to_), `others` the lanes tied to no simulated rank, for the stage's first. Cached.
+  struct Lanes {
+    std::vector<RankCoord> tied;
+    std::vector<RankCoord> others;
+  };
+  const Lanes& lanes_of(const Rank& r);
+
+  // Fills tied_to_ (representative flow fidelity).
+  void tie_ranks_to_representatives();
+
+  // The count of tied lanes' payloads still on their way for r's current pass (Rank::forward_lanes)
+  // and when the last arrived, or nulls outside a started pass.
+  std::pair<int*, Time*> pending_lanes(Rank& r);
+
+  // How far the tied rank `src` of r's stage lags behind r: the largest lag of the tied mirror
+  // groups holding it that have completed what r's have (zero when none lags).
+  Duration lag_of(const Rank& r, int src) const;
 
   void wake_for_input(Rank& r);
 
@@ -328,8 +382,13 @@ class StepSimulation {
   std::vector<int> simulated_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::map<std::tuple<int, int, int>, Rendezvous> rendezvous_;
-  std::map<std::pair<int, int>, Mirrors> mirror_groups_;
-  std::map<int, std::vector<char>> coupled_;  // coupled_ranks, by stage
+  std::map<std::tuple<int, int, int>, int> issued_;  // issue_untied_mirrors: simulated members that issued
+  std::vector<RankCoord> lines_;  // representative_lines (representative only)
+  // Representative flow fidelity: per rank, the simulated rank whose closure under the tying kinds'
+  // groups holds it (itself for a simulated rank), -1 for none.
+  std::vector<int> tied_to_;
+  std::map<int, Lanes> lanes_;  // by simulated rank
+  std::map<std::pair<int, int>, Mirrors> mirror_groups_;  // by (kind, its group's first member)
   std::vector<TraceSpan> trace_;
   std::vector<TraceSpan> waits_;
 };

@@ -8,6 +8,7 @@
 #include "collectives/collective_runner.h"
 #include "engine/simulator.h"
 #include "parallelism/rank_grid.h"
+#include "parallelism/step_simulation.h"
 
 namespace clustersim {
 
@@ -37,7 +38,10 @@ class WorkCounter {
         options_(options),
         grid_(layout),
         runner_(sim_, cluster, nullptr, Fidelity::kAnalytical, options.collective_profile),
-        stage_gpus_(layout.world_size() / layout.pp) {}
+        stage_gpus_(layout.world_size() / layout.pp),
+        ranks_per_stage_(options.representative
+                             ? static_cast<int>(representative_lines(cluster, layout, options.fidelity, RankCoord{}).size())
+                             : stage_gpus_) {}
 
   // One call of a collective of `kind` from stage `stage`'s representative rank, `calls` times.
   void collective(int stage, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, uint64_t calls,
@@ -53,7 +57,7 @@ class WorkCounter {
     const uint64_t groups = static_cast<uint64_t>(stage_gpus_) / members.size();
     const uint64_t instances = options_.representative ? (flow_between(members) ? groups : 1) : groups;
     work_.collectives += calls * instances;
-    work_.ops += calls * (options_.representative ? 1 : static_cast<uint64_t>(stage_gpus_));
+    work_.ops += calls * static_cast<uint64_t>(ranks_per_stage_);
     if (!flow_between(members)) return;
     CollectiveRequest request;
     request.op = op;
@@ -72,7 +76,7 @@ class WorkCounter {
     to.pp = target;
     const std::vector<int> pair{from, grid_.rank_of(to)};
     const uint64_t lines = options_.representative && !flow_between(pair) ? 1 : static_cast<uint64_t>(stage_gpus_);
-    work_.ops += calls * (options_.representative ? 1 : static_cast<uint64_t>(stage_gpus_));
+    work_.ops += calls * static_cast<uint64_t>(ranks_per_stage_);
     if (!flow_between(pair)) return;
     CollectiveRequest request;
     request.op = CollectiveOp::kSendRecv;
@@ -90,7 +94,7 @@ class WorkCounter {
   }
 
  private:
-  int ranks_per_stage() const { return options_.representative ? 1 : stage_gpus_; }
+  int ranks_per_stage() const { return ranks_per_stage_; }
   int representative(int stage) const { return grid_.rank_of(RankCoord{0, 0, 0, stage}); }
 
   // Flow fidelity and not every member in one NVSwitch node (simulate_step prices those in
@@ -109,6 +113,7 @@ class WorkCounter {
   Simulator sim_;
   CollectiveRunner runner_;
   int stage_gpus_;
+  int ranks_per_stage_;  // simulated: representative_lines, or every rank
   StepWork work_;
 };
 

@@ -846,7 +846,9 @@ void add_scenario_keys(Binder& s) {
           if (k.given()) d.s.max_events_where = k.where();
         });
   s.key(key_def("simulation.representative", ValueType::kBool,
-                "simulate one rank per pipeline stage (exact for symmetric layouts; false: every rank)", "true"),
+                "simulate one rank per pipeline stage, at flow fidelity one per tied component of a stage where "
+                "its parts can drift apart (exact for symmetric layouts; false: every rank)",
+                "true"),
         [](D& d, bool v) { d.s.simulation.representative = v; });
   s.key(key_def("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",
                 "false"),

@@ -75,7 +75,7 @@ const std::string kSmall = scenario("search/gpt3-1.3b-2-dgx-h100.yaml");
 // TheDoublingFindsAFlowWinnerThatTheScreeningRanksLow): search.rerank: auto takes several rounds.
 const std::string kRerankRounds = scenario("search/sc21-gpt-1.7b.yaml") +
                                   " --set training.global_batch=64 --set cluster.fabric.type=fat-tree"
-                                  " --set cluster.fabric.oversubscription=8 --set cluster.fabric.leaf_ports=16"
+                                  " --set cluster.fabric.oversubscription=16 --set cluster.fabric.leaf_ports=16"
                                   " --set search.top=1";
 
 TEST(SearchCli, OutputIsByteIdenticalForAnyThreadCount) {

@@ -121,14 +121,14 @@ TEST(SearchScenarios, WinnersHoldWhenTheRerankedSetDoublesAgain) {
 }
 
 // A space whose analytical winner is not its flow winner: GPT 1.7B on 32 A100 (sc21-gpt-1.7b) with
-// a global batch of 64 on an 8:1 oversubscribed fat-tree of 16-port leaves. Re-ranking every
+// a global batch of 64 on a 16:1 oversubscribed fat-tree of 16-port leaves. Re-ranking every
 // simulated layout at flow fidelity gives the truth; the flow winner ranks below the first
 // re-ranking round after screening, so re-ranking that round alone misses it and auto's doubling
 // finds it.
 TEST(SearchScenarios, TheDoublingFindsAFlowWinnerThatTheScreeningRanksLow) {
   const std::vector<Override> overrides = {
       {"training.global_batch", "64"},         {"cluster.fabric.type", "fat-tree"},
-      {"cluster.fabric.oversubscription", "8"}, {"cluster.fabric.leaf_ports", "16"},
+      {"cluster.fabric.oversubscription", "16"}, {"cluster.fabric.leaf_ports", "16"},
       {"search.top", "1"}};
   const Scenario s =
       load_scenario(kSource + "/scenarios/search/sc21-gpt-1.7b.yaml", overrides, "", LayoutCheck::kDeferToSearch);

@@ -68,5 +68,47 @@ TEST(StepSimulation, GpipeAndFewerMicrobatchesThanStages) {
   EXPECT_EQ(simulate_step(cluster, few, compute_only(4, 1, f, b), 2, {}).step_time, (f + b) * (2 + 3));
 }
 
+// representative_lines: one line where every part of a stage moves at one pace, one per tied
+// component where parts can drift apart.
+TEST(RepresentativeLines, OnePerTiedComponentOnlyWhereRoutesCanDiffer) {
+  // 32 nodes of 8 GPUs, tp 2 (inside a node), pp 2, dp 64: a stage's tied components are its 64
+  // tensor-parallel pairs.
+  const Layout dense{.tp = 2, .pp = 2, .dp = 64};
+  // Rail-optimised, one group of 64-port leaves: a line's NIC-to-NIC transfers have one route.
+  const Cluster rail(testing::h100_cluster(32));
+  EXPECT_EQ(representative_lines(rail, dense, Fidelity::kFlow, {}).size(), 1u);
+  // Fat tree of 16-port leaves: pipeline sends and data-parallel rings cross spines (ECMP).
+  ClusterSpec fat = testing::h100_cluster(32, 8, FabricType::kFatTree);
+  fat.fabric.leaf_ports = 16;
+  const Cluster tree(fat);
+  const std::vector<RankCoord> lines = representative_lines(tree, dense, Fidelity::kFlow, {});
+  ASSERT_EQ(lines.size(), 64u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].tp, 0);  // the lowest rank of each pair
+    EXPECT_EQ(lines[i].dp, static_cast<int>(i));
+  }
+  // A straggler's line stands first for its own component.
+  EXPECT_EQ(representative_lines(tree, dense, Fidelity::kFlow, RankCoord{1, 0, 5, 0}).front(), (RankCoord{1, 0, 5, 0}));
+  // Closed forms have no routes to differ.
+  EXPECT_EQ(representative_lines(tree, dense, Fidelity::kAnalytical, {}).size(), 1u);
+  // More than kMaxSplitRepresentativeRanks simulated ranks: one line again (64 nodes, tp 1:
+  // 256 lines · pp 2).
+  ClusterSpec fat64 = fat;
+  fat64.nodes.resize(64, fat.nodes.front());
+  const Cluster tree64(fat64);
+  const Layout wide{.tp = 1, .pp = 2, .dp = 256};
+  EXPECT_EQ(representative_lines(tree64, wide, Fidelity::kFlow, {}).size(), 1u);
+  EXPECT_EQ(representative_lines(tree64, Layout{.tp = 4, .pp = 2, .dp = 64}, Fidelity::kFlow, {}).size(), 64u);
+  // ZeRO-3 ties the data-parallel groups: each stage is one component.
+  Layout zero3 = dense;
+  zero3.zero_stage = 3;
+  EXPECT_EQ(representative_lines(tree, zero3, Fidelity::kFlow, {}).size(), 1u);
+  // Expert groups across nodes split even the rail fabric: ep 8 with one GPU of each group per
+  // node ("dp-ep"), so a stage (8 nodes, 32 tensor-parallel pairs) has 4 components, each an
+  // expert group with its ranks' tensor-parallel partners.
+  const Layout moe{.tp = 2, .pp = 4, .dp = 32, .ep = 8, .order = "tp-cp-dp-ep-pp"};
+  EXPECT_EQ(representative_lines(rail, moe, Fidelity::kFlow, {}).size(), 4u);
+}
+
 }  // namespace step_simulation_test
 }  // namespace clustersim

@@ -79,6 +79,9 @@ void mark_closure(const RankGrid& grid, const std::vector<GroupKind>& kinds, int
 
 void StepSimulation::tie_ranks_to_representatives() {
   tied_to_.assign(static_cast<size_t>(layout_.world_size()), -1);
+  member_done_.assign(static_cast<size_t>(layout_.world_size()), Time::zero());
+  untied_running_.assign(static_cast<size_t>(layout_.pp), 0);
+  after_untied_.assign(static_cast<size_t>(layout_.pp), {});
   const std::vector<GroupKind> kinds = tying_kinds(layout_);
   for (const auto& r : ranks_) {
     check_invariant(tied_to_[static_cast<size_t>(r->rank)] < 0, "representative_lines: two simulated ranks tied");
@@ -101,8 +104,12 @@ int StepSimulation::simulated_members(const std::vector<int>& members) const {
 void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
                                       const std::string& label, std::function<void()> done, const Matrix& matrix,
                                       bool blocks) {
-  if (options_.representative && options_.fidelity == Fidelity::kFlow && !ties_ranks(kind) && size.count() > 0) {
-    issue_untied_mirrors(r, kind, op, size, dtype, matrix);
+  if (options_.representative && options_.fidelity == Fidelity::kFlow && size.count() > 0) {
+    if (!ties_ranks(kind)) {
+      issue_untied_mirrors(r, kind, op, size, dtype, matrix);
+    } else if (!blocks) {
+      issue_awaited_mirrors(r, kind, op, size, dtype, matrix);
+    }
   }
   CommStream& stream = r.streams[index_of(kind)];
   Rank* rank = &r;
@@ -163,7 +170,12 @@ void StepSimulation::start_on_stream(Rank& r, GroupKind kind, CollectiveOp op, B
   const int sequence = r.collective_sequence[index_of(kind)]++;
   if (needed == 1) {
     if (mirrored(members)) {
-      start_mirrored(r, kind, op, size, dtype, std::move(finish), matrix, blocks);
+      // r's stream is free when its own collective has completed, whatever its mirrors do.
+      auto released = [this, rank, kind, label, issued] {
+        record(*rank, stream_of(kind), label, issued);
+        release_stream(*rank, kind);
+      };
+      start_mirrored(r, kind, op, size, dtype, done, matrix, blocks, std::move(released));
     } else {
       start_collective(op, members, size, dtype, std::move(finish), matrix);
     }
@@ -265,7 +277,8 @@ StepSimulation::Mirrors& StepSimulation::mirrored_groups(Rank& r, GroupKind kind
 }
 
 void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
-                                    std::function<void()> done, const Matrix& matrix, bool blocks) {
+                                    std::function<void()> done, const Matrix& matrix, bool blocks,
+                                    std::function<void()> released) {
   Mirrors& mirrors = mirrored_groups(r, kind);
   // Of a kind that ties ranks: what r did between its previous collective of this kind and this
   // one (compute that waited for the previous one): a group lagging behind r does the same before
@@ -275,23 +288,48 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
       mirrors.rep_done && ties_ranks(kind) ? sim_.now() - *mirrors.rep_done : Duration::zero();
   Mirrors* m = &mirrors;
   const bool await_tied = !blocks && !mirrors.tied.empty();
-  auto own_done = last_of(1 + (await_tied ? mirrors.tied.size() : 0), [this, m, done = std::move(done)] {
-    m->rep_done = sim_.now();
-    ++m->rep_completed;
-    done();
-  });
-  start_collective(op, group(r, kind), size, dtype, own_done, matrix);
-  if (await_tied) {
+  const std::vector<int>* members = ties_ranks(kind) ? nullptr : &group(r, kind);
+  // A call whose tied mirrors started when it was issued (issue_awaited_mirrors): its completion
+  // waits for theirs.
+  std::shared_ptr<AwaitedCall> awaited;
+  auto& queue = r.awaited[index_of(kind)];
+  if (await_tied && !queue.empty()) {
+    awaited = std::move(queue.front());
+    queue.pop_front();
+    awaited->done = std::move(done);
+  }
+  auto all_done = awaited ? std::function<void()>([awaited] { awaited->finish_one(); })
+                          : last_of(1 + (await_tied ? mirrors.tied.size() : 0), std::move(done));
+  start_collective(
+      op, group(r, kind), size, dtype,
+      [this, m, members, all_done, await_tied, released = std::move(released)] {
+        m->rep_done = sim_.now();
+        if (!await_tied) ++m->rep_completed;  // collectives r waits for with its tied mirrors' are not met later
+        if (members != nullptr) untied_done(*members);
+        if (released) released();
+        all_done();
+      },
+      matrix);
+  if (await_tied && !awaited) {
+    // Each on its group's own stream, after that group's earlier collectives.
     for (MirrorGroup& g : mirrors.tied) {
       MirrorGroup* tied = &g;
-      start_collective(
-          op, g.members, size, dtype,
-          [this, tied, own_done] {
-            tied->last_end = sim_.now();
-            ++tied->completed;
-            own_done();
-          },
-          matrix);
+      auto start = [this, tied, op, size, dtype, matrix, all_done] {
+        start_collective(
+            op, tied->members, size, dtype,
+            [this, tied, all_done] {
+              tied->last_end = sim_.now();
+              release(tied->stream);
+              all_done();
+            },
+            matrix);
+      };
+      if (g.stream.busy) {
+        g.stream.waiting.push_back(std::move(start));
+      } else {
+        g.stream.busy = true;
+        start();
+      }
     }
   }
   for (auto* list : {&mirrors.tied, &mirrors.others}) {
@@ -299,6 +337,36 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
     for (MirrorGroup& g : *list) {
       ++g.owner->outstanding_mirrors;
       start_mirror(g, gap, op, size, dtype, matrix);
+    }
+  }
+}
+
+void StepSimulation::issue_awaited_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                                           const Matrix& matrix) {
+  const std::vector<int>& members = group(r, kind);
+  if (members.size() == 1 || !mirrored(members) || simulated_members(members) != 1) return;
+  Mirrors& mirrors = mirrored_groups(r, kind);
+  if (mirrors.tied.empty()) return;
+  auto call = std::make_shared<AwaitedCall>();
+  call->remaining = static_cast<int>(mirrors.tied.size()) + 1;
+  r.awaited[index_of(kind)].push_back(call);
+  for (MirrorGroup& g : mirrors.tied) {
+    MirrorGroup* tied = &g;
+    auto start = [this, tied, op, size, dtype, matrix, call] {
+      start_collective(
+          op, tied->members, size, dtype,
+          [this, tied, call] {
+            tied->last_end = sim_.now();
+            release(tied->stream);
+            call->finish_one();
+          },
+          matrix);
+    };
+    if (g.stream.busy) {
+      g.stream.waiting.push_back(std::move(start));
+    } else {
+      g.stream.busy = true;
+      start();
     }
   }
 }
@@ -314,9 +382,32 @@ void StepSimulation::issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp 
     if (++issued_[key] < needed) return;
     issued_.erase(key);
   }
-  for (MirrorGroup& g : mirrored_groups(r, kind).others) {
-    ++g.owner->outstanding_mirrors;
-    start_mirror(g, Duration::zero(), op, size, dtype, matrix);
+  Mirrors* mirrors = &mirrored_groups(r, kind);
+  if (!r.reductions_done) {
+    for (MirrorGroup& g : mirrors->others) {
+      ++g.owner->outstanding_mirrors;
+      start_mirror(g, Duration::zero(), op, size, dtype, matrix);
+    }
+    return;
+  }
+  // After its gradient reductions (the optimizer step's parameter gathers): r's ranks each waited
+  // for their own collectives and then ran what r ran since its last one completed, so a group
+  // starts that long after the last collective of any of its members has completed, once the
+  // stage's mirrors running now (their reductions and gathers) have completed.
+  const Duration gap = sim_.now() - r.last_untied_done;
+  const size_t stage = static_cast<size_t>(r.stage);
+  auto start = [this, mirrors, gap, op, size, dtype, matrix] {
+    for (MirrorGroup& g : mirrors->others) {
+      Time ready = Time::zero();
+      for (int m : g.members) ready = std::max(ready, member_done_[static_cast<size_t>(m)]);
+      ++g.owner->outstanding_mirrors;
+      start_mirror(g, Duration::zero(), op, size, dtype, matrix, ready + gap);
+    }
+  };
+  if (untied_running_[stage] > 0) {
+    after_untied_[stage].push_back(std::move(start));
+  } else {
+    start();
   }
 }
 
@@ -366,14 +457,24 @@ void StepSimulation::mirror_done(Rank& r) {
 }
 
 void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
-                                  const Matrix& matrix) {
+                                  const Matrix& matrix, Time not_before) {
   MirrorGroup* group = &g;
-  auto start = [this, group, op, size, dtype, matrix] {
+  const size_t stage = static_cast<size_t>(g.owner->stage);
+  if (g.set == nullptr) ++untied_running_[stage];
+  auto start = [this, group, op, size, dtype, matrix, stage] {
     start_collective(
         op, group->members, size, dtype,
-        [this, group] {
+        [this, group, stage] {
           group->last_end = sim_.now();
           Rank& owner = *group->owner;
+          if (group->set == nullptr) {
+            untied_done(group->members);
+            if (--untied_running_[stage] == 0 && !after_untied_[stage].empty()) {
+              auto deferred = std::move(after_untied_[stage]);
+              after_untied_[stage].clear();
+              for (auto& f : deferred) f();
+            }
+          }
           if (group->set != nullptr) {
             ++group->completed;
             auto held = std::move(owner.held_for_mirrors);
@@ -396,7 +497,7 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
     return;
   }
   g.stream.busy = true;
-  const Time ready = g.last_end + gap;
+  const Time ready = std::max(g.last_end + gap, not_before);
   if (ready > sim_.now()) {
     sim_.schedule_at(ready, std::move(start));
   } else {

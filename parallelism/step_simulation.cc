@@ -388,6 +388,7 @@ void StepSimulation::finish_step(Rank& r) {
           begin_wait(r, WaitKind::kReductions);
           return;
         }
+        r.reductions_done = sim_.now();
         r.phase = Phase::kAfterReductions;
         break;
       case Phase::kAfterReductions:

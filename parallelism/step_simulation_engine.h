@@ -98,6 +98,16 @@ class StepSimulation {
 
   struct MirrorGroup;
 
+  // A collective of a tying kind that its issuer does not block on, and its tied mirrors, which
+  // started when it was issued: `done` runs when the last of them has completed.
+  struct AwaitedCall {
+    int remaining = 0;
+    std::function<void()> done;
+    void finish_one() {
+      if (--remaining == 0 && done) done();
+    }
+  };
+
   struct Rank {
     int rank = 0;
     RankCoord coord;
@@ -125,6 +135,9 @@ class StepSimulation {
     std::vector<MirrorGroup*> tied_mirrors;
     std::vector<std::function<void()>> held_for_mirrors;
     std::optional<Time> tied_arrival;  // when the collective held for them was reached
+    std::array<std::deque<std::shared_ptr<AwaitedCall>>, kGroupKinds> awaited;  // issued, not yet started
+    std::optional<Time> reductions_done;  // when it had waited for its gradient reductions
+    Time last_untied_done;                // when its last collective of an untied kind completed
     std::vector<int> backward_done;    // backward passes finished per chunk
     // GradientReduction::pipeline_aligned, interleaved: backward passes still to finish before the
     // pending buckets are issued (-1: none due).
@@ -259,19 +272,40 @@ class StepSimulation {
   // pace of the slowest group it stands for.
   // A collective of a tying kind that does not block r's compute stream (a handle): its tied
   // ranks' compute does not wait for it either, so r's `done` waits for the tied mirrors' too.
+  // `released` (if any) runs when r's own collective has completed (its stream is free then).
   void start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, std::function<void()> done,
-                      const Matrix& matrix, bool blocks);
+                      const Matrix& matrix, bool blocks, std::function<void()> released = {});
 
   // Starts a collective on mirror group g's stream `gap` after g's previous one completed (r's
   // time between its own two calls of a tying kind; zero for others) or now, whichever is later,
   // queued behind the one running there; its completion counts off one of its owner's
   // outstanding mirrors (mirror_done). A tied group ahead of r starts with r: a lead is not kept.
-  void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix);
+  // `not_before`: nor before then.
+  void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
+                    Time not_before = Time::zero());
+
+  // A collective of an untied kind of `members` completed now: member_done_, and each simulated
+  // member's last_untied_done.
+  void untied_done(const std::vector<int>& members) {
+    for (int m : members) {
+      member_done_[static_cast<size_t>(m)] = sim_.now();
+      if (const int i = simulated_index_[static_cast<size_t>(m)]; i >= 0) ranks_[static_cast<size_t>(i)]->last_untied_done = sim_.now();
+    }
+  }
+
+  // r issues a collective of a tying kind that it does not block on (a ZeRO-3 gather or gradient
+  // reduce-scatter; representative flow fidelity): its tied mirrors start now on their streams, as
+  // their ranks issue it now, and r's call completes when they and its own have (start_mirrored).
+  void issue_awaited_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
+                             const Matrix& matrix);
 
   // r issues a collective of a kind that does not tie ranks (representative flow fidelity): once
   // every simulated member of its group has issued it, the mirrors its group stands for (`others`)
   // start on their streams, each after its own previous collective: their ranks issue it at the
-  // same time, and need not wait for r's group, whose stream may still be busy.
+  // same time, and need not wait for r's group, whose stream may still be busy. After r waited for
+  // its gradient reductions, its ranks have waited for their own: a mirror starts r's time since
+  // its own last collective after its members' last collective completed, once the stage's running
+  // mirrors have completed.
   void issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
                             const Matrix& matrix);
 
@@ -388,6 +422,12 @@ class StepSimulation {
   // groups holds it (itself for a simulated rank), -1 for none.
   std::vector<int> tied_to_;
   std::map<int, Lanes> lanes_;  // by simulated rank
+  // Representative flow fidelity: per rank, when the last collective of an untied kind holding it
+  // completed; per stage, the untied mirrors started and not completed, and the starts deferred
+  // until none is (issue_untied_mirrors).
+  std::vector<Time> member_done_;
+  std::vector<int> untied_running_;
+  std::vector<std::vector<std::function<void()>>> after_untied_;
   std::map<std::pair<int, int>, Mirrors> mirror_groups_;  // by (kind, its group's first member)
   std::vector<TraceSpan> trace_;
   std::vector<TraceSpan> waits_;

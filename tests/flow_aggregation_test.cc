@@ -60,8 +60,9 @@ TEST(FlowAggregation, RepresentativeRanksEqualEveryRankOn256GpusOfANonBlockingFa
 // On a fat tree the groups' transfers share spine links unevenly (ECMP), so parts of a stage move
 // at different paces: one rank per tied component of a stage is simulated (representative_lines)
 // and the other groups' collectives run beside them, tied ones meeting at the collectives where
-// their ranks meet (parallelism/comm_streams.cc). Measured against every rank, 1:1 and 4:1:
-// -0.00 / -0.00 %, -0.03 / +0.16 % and -0.04 / +0.00 % for the three layouts above.
+// their ranks meet (parallelism/comm_streams.cc). Measured against every rank at 1:1 / 2:1 / 4:1 /
+// 8:1: +0.00 / +0.00 / +0.00 / +0.00 %, +0.67 / -0.52 / -0.00 / -0.44 % and +0.02 / +0.06 / +0.18 /
+// +0.00 % for the three layouts above (1:1 and 4:1 tested).
 TEST(FlowAggregation, OnAFatTreeTheRepresentativeStepIsWithinOnePercent) {
   for (const char* oversubscription : {"1", "4"}) {
     for (const std::string& c : layouts_on_256_gpus(" --set cluster.fabric.type=fat-tree --set "
@@ -77,9 +78,9 @@ TEST(FlowAggregation, OnAFatTreeTheRepresentativeStepIsWithinOnePercent) {
 }
 
 // Groups that tie ranks across nodes: expert parallelism with one GPU of each expert group per node
-// (Mixtral, `order: tp-cp-dp-ep-pp`: -0.07 % at 1:1, +0.65 % at 4:1; 1.0477 s against 1.0428 s and
-// 1.4398 s against 1.4305 s), and ZeRO-3, whose data-parallel gathers tie each stage's ranks (Llama-3-8B,
-// tp 2, pp 2, dp 64: +0.31 % and +0.72 %).
+// (Mixtral, `order: tp-cp-dp-ep-pp`: +0.47 / -0.05 / +0.65 / +0.31 % at 1:1 / 2:1 / 4:1 / 8:1; at 4:1
+// 1.4398 s against 1.4305 s), and ZeRO-3, whose data-parallel gathers tie each stage's ranks
+// (Llama-3-8B, tp 2, pp 2, dp 64: -0.13 / -0.03 / +0.06 / -0.02 %).
 TEST(FlowAggregation, GroupsTiedAcrossNodesOfAFatTreeAreWithinOnePercent) {
   const std::string nodes = " --set cluster.nodes=32 --set training.global_batch=256 --set cluster.fabric.type=fat-tree";
   for (const char* oversubscription : {"1", "4"}) {

@@ -311,26 +311,7 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
       },
       matrix);
   if (await_tied && !awaited) {
-    // Each on its group's own stream, after that group's earlier collectives.
-    for (MirrorGroup& g : mirrors.tied) {
-      MirrorGroup* tied = &g;
-      auto start = [this, tied, op, size, dtype, matrix, all_done] {
-        start_collective(
-            op, tied->members, size, dtype,
-            [this, tied, all_done] {
-              tied->last_end = sim_.now();
-              release(tied->stream);
-              all_done();
-            },
-            matrix);
-      };
-      if (g.stream.busy) {
-        g.stream.waiting.push_back(std::move(start));
-      } else {
-        g.stream.busy = true;
-        start();
-      }
-    }
+    for (MirrorGroup& g : mirrors.tied) start_awaited_mirror(g, op, size, dtype, matrix, all_done);
   }
   for (auto* list : {&mirrors.tied, &mirrors.others}) {
     if ((list == &mirrors.tied && await_tied) || (list == &mirrors.others && !ties_ranks(kind))) continue;
@@ -350,25 +331,28 @@ void StepSimulation::issue_awaited_mirrors(Rank& r, GroupKind kind, CollectiveOp
   auto call = std::make_shared<AwaitedCall>();
   call->remaining = static_cast<int>(mirrors.tied.size()) + 1;
   r.awaited[index_of(kind)].push_back(call);
-  for (MirrorGroup& g : mirrors.tied) {
-    MirrorGroup* tied = &g;
-    auto start = [this, tied, op, size, dtype, matrix, call] {
-      start_collective(
-          op, tied->members, size, dtype,
-          [this, tied, call] {
-            tied->last_end = sim_.now();
-            release(tied->stream);
-            call->finish_one();
-          },
-          matrix);
-    };
-    if (g.stream.busy) {
-      g.stream.waiting.push_back(std::move(start));
-    } else {
-      g.stream.busy = true;
-      start();
-    }
+  for (MirrorGroup& g : mirrors.tied) start_awaited_mirror(g, op, size, dtype, matrix, [call] { call->finish_one(); });
+}
+
+void StepSimulation::start_awaited_mirror(MirrorGroup& g, CollectiveOp op, Bytes size, DataType dtype,
+                                          const Matrix& matrix, std::function<void()> done) {
+  MirrorGroup* tied = &g;
+  auto start = [this, tied, op, size, dtype, matrix, done = std::move(done)] {
+    start_collective(
+        op, tied->members, size, dtype,
+        [this, tied, done] {
+          tied->last_end = sim_.now();
+          release(tied->stream);
+          done();
+        },
+        matrix);
+  };
+  if (g.stream.busy) {
+    g.stream.waiting.push_back(std::move(start));
+    return;
   }
+  g.stream.busy = true;
+  start();
 }
 
 void StepSimulation::issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,

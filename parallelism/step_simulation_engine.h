@@ -299,6 +299,11 @@ class StepSimulation {
   void issue_awaited_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
                              const Matrix& matrix);
 
+  // Starts a collective of tied mirror group g on its stream, after the group's earlier ones; `done`
+  // runs when it completes (its representative waits for it: not an outstanding mirror).
+  void start_awaited_mirror(MirrorGroup& g, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
+                            std::function<void()> done);
+
   // r issues a collective of a kind that does not tie ranks (representative flow fidelity): once
   // every simulated member of its group has issued it, the mirrors its group stands for (`others`)
   // start on their streams, each after its own previous collective: their ranks issue it at the

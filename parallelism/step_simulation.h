@@ -120,8 +120,9 @@ inline constexpr int kMaxSplitRepresentativeRanks = 256;
 // the fidelity is flow and parts of a stage can move at different paces, which one rank cannot
 // stand for: a group of a kind that ties ranks (group_ties_ranks) has members on more than one
 // node, or the line's transfers to other nodes (pipeline sends, data-parallel rings, NIC to NIC)
-// have more than one equal-cost route (ECMP on a fat tree, across the spines or the core), where
-// the same transfer of two parts draws different routes. Then one line per tied component of a
+// have more than one equal-cost route on a fat tree or a three-tier fabric (ECMP through shared
+// leaf uplinks), where the same transfer of two parts draws different routes (not on a
+// rail-optimised fabric, whose parts keep to their own rails' leaves). Then one line per tied component of a
 // stage (the closure of a rank under the groups of those kinds; every stage has the same
 // components): `line` for its own component, the lowest-ranked position for each other, in rank
 // order; `line` alone again when that would simulate more than kMaxSplitRepresentativeRanks ranks.

@@ -107,7 +107,7 @@ void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, 
   if (options_.representative && options_.fidelity == Fidelity::kFlow && size.count() > 0) {
     if (!ties_ranks(kind)) {
       issue_untied_mirrors(r, kind, op, size, dtype, matrix);
-    } else if (!blocks) {
+    } else if (!met_as_blocking(kind, blocks)) {
       issue_awaited_mirrors(r, kind, op, size, dtype, matrix);
     }
   }
@@ -248,7 +248,7 @@ StepSimulation::Mirrors& StepSimulation::mirrored_groups(Rank& r, GroupKind kind
       if (first == nullptr) first = &own;
       continue;
     }
-    MirrorGroup g{std::move(members), {}, Time::zero(), nullptr};
+    MirrorGroup g{std::move(members), {}, Time::zero(), Time::zero(), nullptr};
     if (tied_rep < 0) {
       untied.push_back(std::move(g));
       continue;
@@ -286,8 +286,19 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
   // lagging group's next call starts when its previous one ends.
   const Duration gap =
       mirrors.rep_done && ties_ranks(kind) ? sim_.now() - *mirrors.rep_done : Duration::zero();
+  // An asynchronous call met as a blocking one (a ring step): its issuer computed beside its
+  // previous one until it reached that one's handle, so a group's call starts once its previous one
+  // has ended and r's compute since r's previous start has passed since the group's started (r's
+  // time after the later of the two added).
+  std::optional<Duration> since_start;
+  if (!blocks && mirrors.rep_start && mirrors.rep_done && ties_ranks(kind) && r.handle_reached >= *mirrors.rep_start) {
+    const Duration compute = r.handle_reached - *mirrors.rep_start;
+    const Time later = std::max(r.handle_reached, *mirrors.rep_done);
+    since_start = compute + (sim_.now() > later ? sim_.now() - later : Duration::zero());
+  }
+  mirrors.rep_start = sim_.now();
   Mirrors* m = &mirrors;
-  const bool await_tied = !blocks && !mirrors.tied.empty();
+  const bool await_tied = !met_as_blocking(kind, blocks) && !mirrors.tied.empty();
   const std::vector<int>* members = ties_ranks(kind) ? nullptr : &group(r, kind);
   // A call whose tied mirrors started when it was issued (issue_awaited_mirrors): its completion
   // waits for theirs.
@@ -317,7 +328,7 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
     if ((list == &mirrors.tied && await_tied) || (list == &mirrors.others && !ties_ranks(kind))) continue;
     for (MirrorGroup& g : *list) {
       ++g.owner->outstanding_mirrors;
-      start_mirror(g, gap, op, size, dtype, matrix);
+      start_mirror(g, gap, op, size, dtype, matrix, Time::zero(), since_start);
     }
   }
 }
@@ -417,7 +428,10 @@ bool StepSimulation::hold_for_tied_mirrors(Rank& r, GroupKind kind, const std::f
   }
   // In step from here: neither a lag nor a lead carries past the meeting.
   for (MirrorGroup* g : r.tied_mirrors) {
-    if (g->kind != kind && g->completed == g->set->rep_completed && g->completed > 0) g->last_end = *g->set->rep_done;
+    if (g->kind != kind && g->completed == g->set->rep_completed && g->completed > 0) {
+      g->last_end = *g->set->rep_done;
+      if (g->set->rep_start) g->last_start = *g->set->rep_start;
+    }
   }
   const Time meet = *r.tied_arrival + lag;
   r.tied_arrival.reset();
@@ -441,11 +455,12 @@ void StepSimulation::mirror_done(Rank& r) {
 }
 
 void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
-                                  const Matrix& matrix, Time not_before) {
+                                  const Matrix& matrix, Time not_before, std::optional<Duration> since_start) {
   MirrorGroup* group = &g;
   const size_t stage = static_cast<size_t>(g.owner->stage);
   if (g.set == nullptr) ++untied_running_[stage];
   auto start = [this, group, op, size, dtype, matrix, stage] {
+    group->last_start = sim_.now();
     start_collective(
         op, group->members, size, dtype,
         [this, group, stage] {
@@ -471,9 +486,10 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
         matrix);
   };
   if (g.stream.busy) {
-    g.stream.waiting.push_back([this, gap, start] {
-      if (gap > Duration::zero()) {
-        sim_.schedule_after(gap, start);
+    g.stream.waiting.push_back([this, group, gap, since_start, start] {
+      const Time ready = since_start ? group->last_start + *since_start : sim_.now() + gap;
+      if (ready > sim_.now()) {
+        sim_.schedule_at(ready, start);
       } else {
         start();
       }
@@ -481,7 +497,8 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
     return;
   }
   g.stream.busy = true;
-  const Time ready = std::max(g.last_end + gap, not_before);
+  const Time ready =
+      std::max(since_start ? std::max(g.last_end, g.last_start + *since_start) : g.last_end + gap, not_before);
   if (ready > sim_.now()) {
     sim_.schedule_at(ready, std::move(start));
   } else {

@@ -318,6 +318,7 @@ void StepSimulation::advance(Rank& r) {
           break;
         }
         case ProgramOp::Kind::kWait: {
+          r.handle_reached = sim_.now();
           const size_t h = static_cast<size_t>(op.handle);
           check_invariant(h < r.handles.size(), "wait for a collective that was never started");
           if (r.handles[h] == 0) {

@@ -135,6 +135,7 @@ class StepSimulation {
     std::vector<MirrorGroup*> tied_mirrors;
     std::vector<std::function<void()>> held_for_mirrors;
     std::optional<Time> tied_arrival;  // when the collective held for them was reached
+    Time handle_reached;               // when its compute stream last reached a wait for a handle
     std::array<std::deque<std::shared_ptr<AwaitedCall>>, kGroupKinds> awaited;  // issued, not yet started
     std::optional<Time> reductions_done;  // when it had waited for its gradient reductions
     Time last_untied_done;                // when its last collective of an untied kind completed
@@ -231,6 +232,15 @@ class StepSimulation {
   // group_ties_ranks for this layout: the members of kind's groups move in step inside the passes.
   bool ties_ranks(GroupKind kind) const { return group_ties_ranks(kind, layout_); }
 
+  // Whether the tied mirrors of a collective of `kind` (`blocks`: r's compute stream waits for it)
+  // meet r as a blocking collective's do (at r's next collective of another tying kind, with their
+  // lag) rather than being awaited with it: blocking ones, and the context-parallel ring's
+  // exchanges, whose handle each step waits for right after its compute
+  // (parallelism/context_parallel_ring.cc), so that a rank's ring moves at its own pace until it
+  // meets the others at a tensor-parallel collective. ZeRO-3's gathers, waited for a layer later
+  // than they are issued, are awaited.
+  static bool met_as_blocking(GroupKind kind, bool blocks) { return blocks || kind == GroupKind::kContext; }
+
   // Whether a collective of `members` runs with the mirrors of its symmetric groups: representative
   // flow fidelity, and not priced in closed form inside an NVSwitch node.
   bool mirrored(const std::vector<int>& members) const;
@@ -242,6 +252,7 @@ class StepSimulation {
     std::vector<int> members;
     CommStream stream;
     Time last_end;          // when its previous collective completed
+    Time last_start;        // when its previous collective started
     Rank* owner = nullptr;  // the representative rank whose outstanding mirrors count it
     // Tied groups (Mirrors::tied): the simulated group's Mirrors, the kind, and the collectives
     // completed.
@@ -260,6 +271,7 @@ class StepSimulation {
     std::vector<MirrorGroup> others;
     Rank* owner = nullptr;         // the group's first simulated member
     std::optional<Time> rep_done;  // when the simulated group's previous collective completed
+    std::optional<Time> rep_start;  // when it started
     int rep_completed = 0;         // the simulated group's collectives completed
   };
   // The Mirrors of r's group of `kind`; the first call for a stage sorts out all its groups.
@@ -281,8 +293,10 @@ class StepSimulation {
   // queued behind the one running there; its completion counts off one of its owner's
   // outstanding mirrors (mirror_done). A tied group ahead of r starts with r: a lead is not kept.
   // `not_before`: nor before then.
+  // `since_start` (an asynchronous call met as a blocking one): instead of `gap` after g's previous
+  // collective ended, once it has ended and `since_start` after it started.
   void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
-                    Time not_before = Time::zero());
+                    Time not_before = Time::zero(), std::optional<Duration> since_start = std::nullopt);
 
   // A collective of an untied kind of `members` completed now: member_done_, and each simulated
   // member's last_untied_done.

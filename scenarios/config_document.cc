@@ -149,7 +149,9 @@ void validate_scalar(const KeyDef& def, const std::string& text, const std::stri
       return;
     }
     case ValueType::kBool:
-      if (text != "true" && text != "false") throw fail(fmt::format("\"{}\" is not true or false", excerpt(text)));
+      if (text != "true" && text != "false") {
+        throw fail(fmt::format("\"{}\" is not true or false (written in lower case)", excerpt(text)));
+      }
       return;
     case ValueType::kEnum:
     case ValueType::kStringList:

@@ -6,34 +6,20 @@
 // fabric the two steps are equal; on a fat tree within 1 % (below).
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "cli_process.h"
+#include "flow_step.h"
 
 namespace clustersim {
 namespace flow_aggregation_test {
 
-using cli_test::Result;
-using cli_test::run;
+using Step = cli_test::FlowStep;
 
-std::string scenario(const std::string& name) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name; }
-
-struct Step {
-  double time_s = 0;
-  int simulated_ranks = 0;
-};
-
-Step step_of(const std::string& command) {
-  const Result r = run(command + " --json --reproducible --quiet --set simulation.fidelity=flow");
-  EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
-  if (r.exit_code != 0) return {};
-  const nlohmann::json j = nlohmann::json::parse(r.output);
-  return {j["step_time_s"].get<double>(), j["sim"]["simulated_ranks"].get<int>()};
-}
+std::string scenario(const std::string& name) { return cli_test::shipped_scenario(name); }
+Step step_of(const std::string& command) { return cli_test::flow_step_of(command); }
 
 // Dense data-parallel rings (tp 2, pp 2, dp 64), expert parallelism (Mixtral, ep 8, tp 2, pp 4,
 // dp 32) and interleaved pipelines with ZeRO-1 (Llama-3-70B, tp 8, pp 4, dp 8), each on 32 DGX

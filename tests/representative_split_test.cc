@@ -4,32 +4,18 @@
 // heavy) are not run.
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <string>
 
-#include "cli_process.h"
+#include "flow_step.h"
 
 namespace clustersim {
 namespace representative_split_test {
 
-using cli_test::Result;
-using cli_test::run;
+using Step = cli_test::FlowStep;
 
-std::string scenario(const std::string& name) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name; }
-
-struct Step {
-  double time_s = 0;
-  int simulated_ranks = 0;
-};
-
-Step step_of(const std::string& command) {
-  const Result r = run(command + " --json --reproducible --quiet --set simulation.fidelity=flow");
-  EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
-  if (r.exit_code != 0) return {};
-  const nlohmann::json j = nlohmann::json::parse(r.output);
-  return {j["step_time_s"].get<double>(), j["sim"]["simulated_ranks"].get<int>()};
-}
+std::string scenario(const std::string& name) { return cli_test::shipped_scenario(name); }
+Step step_of(const std::string& command) { return cli_test::flow_step_of(command); }
 
 // 4 DGX H100 on a 4:1 fat tree of 16-port leaves (two leaves). Mixtral with pp 2 and ep 4 placed
 // "dp-ep" (each expert group on both nodes of its stage): two tied components per stage, so 4

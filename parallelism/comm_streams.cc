@@ -111,11 +111,13 @@ void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, 
       issue_awaited_mirrors(r, kind, op, size, dtype, matrix);
     }
   }
-  CommStream& stream = r.streams[index_of(kind)];
   Rank* rank = &r;
-  auto start = [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix, blocks] {
+  enqueue(r.streams[index_of(kind)], [this, rank, kind, op, size, dtype, label, done = std::move(done), matrix, blocks] {
     start_on_stream(*rank, kind, op, size, dtype, label, done, matrix, blocks);
-  };
+  });
+}
+
+void StepSimulation::enqueue(CommStream& stream, std::function<void()> start) {
   if (stream.busy) {
     stream.waiting.push_back(std::move(start));
     return;
@@ -348,7 +350,7 @@ void StepSimulation::issue_awaited_mirrors(Rank& r, GroupKind kind, CollectiveOp
 void StepSimulation::start_awaited_mirror(MirrorGroup& g, CollectiveOp op, Bytes size, DataType dtype,
                                           const Matrix& matrix, std::function<void()> done) {
   MirrorGroup* tied = &g;
-  auto start = [this, tied, op, size, dtype, matrix, done = std::move(done)] {
+  enqueue(g.stream, [this, tied, op, size, dtype, matrix, done = std::move(done)] {
     start_collective(
         op, tied->members, size, dtype,
         [this, tied, done] {
@@ -357,13 +359,7 @@ void StepSimulation::start_awaited_mirror(MirrorGroup& g, CollectiveOp op, Bytes
           done();
         },
         matrix);
-  };
-  if (g.stream.busy) {
-    g.stream.waiting.push_back(std::move(start));
-    return;
-  }
-  g.stream.busy = true;
-  start();
+  });
 }
 
 void StepSimulation::issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,

@@ -209,6 +209,10 @@ class StepSimulation {
   void issue_collective(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype, const std::string& label,
                         std::function<void()> done, const Matrix& matrix = nullptr, bool blocks = false);
 
+  // Runs `start` (a collective's start) now if `stream` is free, else after the ones queued there
+  // (release runs the next).
+  void enqueue(CommStream& stream, std::function<void()> start);
+
   // The stream of `kind` finished its collective: start the next queued one, if any.
   void release_stream(Rank& r, GroupKind kind);
   void release(CommStream& stream);

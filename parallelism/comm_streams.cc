@@ -109,6 +109,8 @@ void StepSimulation::issue_collective(Rank& r, GroupKind kind, CollectiveOp op, 
       issue_untied_mirrors(r, kind, op, size, dtype, matrix);
     } else if (!met_as_blocking(kind, blocks)) {
       issue_awaited_mirrors(r, kind, op, size, dtype, matrix);
+    } else if (!blocks) {
+      note_chain(r, kind, dtype);
     }
   }
   Rank* rank = &r;
@@ -289,16 +291,26 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
   const Duration gap =
       mirrors.rep_done && ties_ranks(kind) ? sim_.now() - *mirrors.rep_done : Duration::zero();
   // An asynchronous call met as a blocking one (a ring step): its issuer computed beside its
-  // previous one until it reached that one's handle, so a group's call starts once its previous one
-  // has ended and r's compute since r's previous start has passed since the group's started (r's
-  // time after the later of the two added).
-  std::optional<Duration> since_start;
+  // previous one until it reached that one's handle, went on at the later of that call's end and
+  // the handle, and issued this one after that; a group's call follows the same pace.
+  std::optional<AsyncPace> pace;
   if (!blocks && mirrors.rep_start && mirrors.rep_done && ties_ranks(kind) && r.handle_reached >= *mirrors.rep_start) {
-    const Duration compute = r.handle_reached - *mirrors.rep_start;
     const Time later = std::max(r.handle_reached, *mirrors.rep_done);
-    since_start = compute + (sim_.now() > later ? sim_.now() - later : Duration::zero());
+    pace = AsyncPace{r.handle_reached - *mirrors.rep_start, sim_.now() > later ? sim_.now() - later : Duration::zero()};
+  }
+  ChainCall chain;
+  if (!blocks && ties_ranks(kind) && met_as_blocking(kind, blocks)) {
+    for (int m : group(r, kind)) {
+      const int index = simulated_index_[static_cast<size_t>(m)];
+      if (index < 0) continue;
+      auto& calls = ranks_[static_cast<size_t>(index)]->chains[index_of(kind)];
+      check_invariant(!calls.empty(), "start_mirrored: a ring call that was not noted");
+      if (m == r.rank) chain = calls.front();
+      calls.pop_front();
+    }
   }
   mirrors.rep_start = sim_.now();
+  mirrors.rep_async = !blocks;
   Mirrors* m = &mirrors;
   const bool await_tied = !met_as_blocking(kind, blocks) && !mirrors.tied.empty();
   const std::vector<int>* members = ties_ranks(kind) ? nullptr : &group(r, kind);
@@ -326,11 +338,14 @@ void StepSimulation::start_mirrored(Rank& r, GroupKind kind, CollectiveOp op, By
   if (await_tied && !awaited) {
     for (MirrorGroup& g : mirrors.tied) start_awaited_mirror(g, op, size, dtype, matrix, all_done);
   }
+  if (chain.in_chain) return;  // its mirrors make it on their own
   for (auto* list : {&mirrors.tied, &mirrors.others}) {
     if ((list == &mirrors.tied && await_tied) || (list == &mirrors.others && !ties_ranks(kind))) continue;
     for (MirrorGroup& g : *list) {
       ++g.owner->outstanding_mirrors;
-      start_mirror(g, gap, op, size, dtype, matrix, Time::zero(), since_start);
+      g.plan = chain.plan;
+      g.plan_next = 0;
+      start_mirror(g, gap, op, size, dtype, matrix, Time::zero(), pace);
     }
   }
 }
@@ -416,7 +431,7 @@ bool StepSimulation::hold_for_tied_mirrors(Rank& r, GroupKind kind, const std::f
       r.held_for_mirrors.push_back(retry);
       return true;
     }
-    if (g->completed > 0) lag = std::max(lag, g->last_end - *g->set->rep_done);
+    if (g->completed > 0) lag = std::max(lag, tied_lag(r, *g));
   }
   if (arrival != nullptr) {
     lag = std::max(lag, *arrival - r.pass_start);
@@ -441,9 +456,66 @@ Duration StepSimulation::lag_of(const Rank& r, int src) const {
   for (const MirrorGroup* g : r.tied_mirrors) {
     if (g->completed == 0 || g->completed != g->set->rep_completed) continue;
     if (std::find(g->members.begin(), g->members.end(), src) == g->members.end()) continue;
-    lag = std::max(lag, g->last_end - *g->set->rep_done);
+    lag = std::max(lag, tied_lag(r, *g));
   }
   return lag;
+}
+
+void StepSimulation::note_chain(Rank& r, GroupKind kind, DataType dtype) {
+  const std::vector<int>& members = group(r, kind);
+  if (members.size() == 1 || !mirrored(members)) return;
+  const size_t k = index_of(kind);
+  if (r.chain_left[k] > 0) {
+    --r.chain_left[k];
+    r.chains[k].push_back(ChainCall{true, nullptr});
+    return;
+  }
+  auto plan = plan_chain(r, kind, dtype);
+  r.chain_left[k] = plan ? plan->size() : 0;
+  r.chains[k].push_back(ChainCall{false, std::move(plan)});
+}
+
+std::shared_ptr<const StepSimulation::CallPlan> StepSimulation::plan_chain(const Rank& r, GroupKind kind, DataType dtype) const {
+  const auto& passes = passes_[static_cast<size_t>(r.stage)];
+  if (r.phase != Phase::kPasses || !r.pass_started || r.pass_index >= passes.size() || r.op_index == 0) return nullptr;
+  const PipelinePass& pass = passes[r.pass_index];
+  const ChunkProgram& chunk = r.program->chunks[static_cast<size_t>(pass.chunk)];
+  const std::vector<ProgramOp>& ops = (pass.kind == PassKind::kForward ? chunk.forward : chunk.backward).ops;
+  size_t i = r.op_index;
+  const ProgramOp& issued = ops[i - 1];
+  if (issued.kind != ProgramOp::Kind::kCollective || issued.group != kind || issued.handle < 0) return nullptr;
+  int handle = issued.handle;
+  auto plan = std::make_shared<CallPlan>();
+  // Compute ops and gradient-ready marks pass; anything else ends the plan.
+  auto passes_by = [](const ProgramOp& op) {
+    return op.kind == ProgramOp::Kind::kCompute || op.kind == ProgramOp::Kind::kGradientsReady;
+  };
+  auto time_of = [](const ProgramOp& op) {
+    return op.kind == ProgramOp::Kind::kCompute ? op.duration : Duration::zero();
+  };
+  while (true) {
+    Duration compute = Duration::zero();
+    for (; i < ops.size() && passes_by(ops[i]); ++i) compute += time_of(ops[i]);
+    if (i == ops.size() || ops[i].kind != ProgramOp::Kind::kWait || ops[i].handle != handle) break;
+    Duration after = Duration::zero();
+    for (++i; i < ops.size() && passes_by(ops[i]); ++i) after += time_of(ops[i]);
+    if (i == ops.size()) break;
+    const ProgramOp& next = ops[i++];
+    if (next.kind != ProgramOp::Kind::kCollective || next.group != kind || next.handle < 0) break;
+    plan->push_back(PlannedCall{AsyncPace{compute, after}, next.op, next.size, dtype, next.all_to_all_bytes});
+    handle = next.handle;
+  }
+  if (plan->empty()) return nullptr;
+  return plan;
+}
+
+Duration StepSimulation::tied_lag(const Rank& r, const MirrorGroup& g) const {
+  const Mirrors& set = *g.set;
+  if (!set.rep_async || !set.rep_start || r.handle_reached < *set.rep_start) return g.last_end - *set.rep_done;
+  // An asynchronous call: r computed beside it until it reached its handle, and so did g's ranks
+  // beside theirs; each went on at the later of its call's end and that compute's end.
+  const Duration compute = r.handle_reached - *set.rep_start;
+  return std::max(g.last_end, g.last_start + compute) - std::max(*set.rep_done, r.handle_reached);
 }
 
 void StepSimulation::mirror_done(Rank& r) {
@@ -451,7 +523,7 @@ void StepSimulation::mirror_done(Rank& r) {
 }
 
 void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
-                                  const Matrix& matrix, Time not_before, std::optional<Duration> since_start) {
+                                  const Matrix& matrix, Time not_before, std::optional<AsyncPace> pace) {
   MirrorGroup* group = &g;
   const size_t stage = static_cast<size_t>(g.owner->stage);
   if (g.set == nullptr) ++untied_running_[stage];
@@ -476,14 +548,25 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
             owner.held_for_mirrors.clear();
             for (auto& retry : held) retry();  // each checks the tied mirrors again
           }
+          // Its next call of a plan counts before this one is counted off (r may be waiting for
+          // its mirrors), and starts once the stream is free.
+          const PlannedCall* next = nullptr;
+          if (group->plan && group->plan_next < group->plan->size()) {
+            next = &(*group->plan)[group->plan_next++];
+            ++owner.outstanding_mirrors;
+          }
           mirror_done(owner);
           release(group->stream);
+          if (next != nullptr) {
+            start_mirror(*group, next->pace.after, next->op, next->size, next->dtype, next->matrix,
+                         group->last_start + next->pace.compute + next->pace.after);
+          }
         },
         matrix);
   };
   if (g.stream.busy) {
-    g.stream.waiting.push_back([this, group, gap, since_start, start] {
-      const Time ready = since_start ? group->last_start + *since_start : sim_.now() + gap;
+    g.stream.waiting.push_back([this, group, gap, pace, start] {
+      const Time ready = pace ? std::max(sim_.now(), group->last_start + pace->compute) + pace->after : sim_.now() + gap;
       if (ready > sim_.now()) {
         sim_.schedule_at(ready, start);
       } else {
@@ -494,7 +577,7 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
   }
   g.stream.busy = true;
   const Time ready =
-      std::max(since_start ? std::max(g.last_end, g.last_start + *since_start) : g.last_end + gap, not_before);
+      std::max(pace ? std::max(g.last_end, g.last_start + pace->compute) + pace->after : g.last_end + gap, not_before);
   if (ready > sim_.now()) {
     sim_.schedule_at(ready, std::move(start));
   } else {

@@ -98,6 +98,31 @@ class StepSimulation {
 
   struct MirrorGroup;
 
+  // An asynchronous call's pace: its issuer computed `compute` beside its previous call (that call's
+  // start to its handle wait), went on at the later of the call's end and that compute's end, and
+  // issued this one `after` that.
+  struct AsyncPace {
+    Duration compute;
+    Duration after;
+  };
+  // A call of a context-parallel ring that the tied mirror groups make on their own (MirrorGroup::
+  // plan): when their previous call has completed and its pace has passed, as each of their ranks
+  // would, not when r makes its own (a group ahead of r keeps its lead until they meet).
+  struct PlannedCall {
+    AsyncPace pace;
+    CollectiveOp op;
+    Bytes size;
+    DataType dtype;
+    Matrix matrix;
+  };
+  using CallPlan = std::vector<PlannedCall>;
+  // An issued call of a kind whose mirrors follow a plan: one of the calls an earlier call's plan
+  // holds (its mirrors make their own), or the first, with the plan of those after it (may be null).
+  struct ChainCall {
+    bool in_chain = false;
+    std::shared_ptr<const CallPlan> plan;
+  };
+
   // A collective of a tying kind that its issuer does not block on, and its tied mirrors, which
   // started when it was issued: `done` runs when the last of them has completed.
   struct AwaitedCall {
@@ -137,6 +162,8 @@ class StepSimulation {
     std::optional<Time> tied_arrival;  // when the collective held for them was reached
     Time handle_reached;               // when its compute stream last reached a wait for a handle
     std::array<std::deque<std::shared_ptr<AwaitedCall>>, kGroupKinds> awaited;  // issued, not yet started
+    std::array<std::deque<ChainCall>, kGroupKinds> chains;  // issued ring calls, not yet started
+    std::array<size_t, kGroupKinds> chain_left{};            // calls of the current plan still to issue
     std::optional<Time> reductions_done;  // when it had waited for its gradient reductions
     Time last_untied_done;                // when its last collective of an untied kind completed
     std::vector<int> backward_done;    // backward passes finished per chunk
@@ -263,6 +290,9 @@ class StepSimulation {
     Mirrors* set = nullptr;
     GroupKind kind = GroupKind::kTensor;
     int completed = 0;
+    // The calls it makes on its own after the current one (PlannedCall), the next of them.
+    std::shared_ptr<const CallPlan> plan;
+    size_t plan_next = 0;
   };
   // The groups of kind `kind` without a simulated member that one simulated group stands for (flow
   // fidelity): `tied`, those of a kind that ties ranks and holding a rank tied to the group's
@@ -276,6 +306,7 @@ class StepSimulation {
     Rank* owner = nullptr;         // the group's first simulated member
     std::optional<Time> rep_done;  // when the simulated group's previous collective completed
     std::optional<Time> rep_start;  // when it started
+    bool rep_async = false;         // that collective did not block its issuer's compute (a handle)
     int rep_completed = 0;         // the simulated group's collectives completed
   };
   // The Mirrors of r's group of `kind`; the first call for a stage sorts out all its groups.
@@ -297,10 +328,10 @@ class StepSimulation {
   // queued behind the one running there; its completion counts off one of its owner's
   // outstanding mirrors (mirror_done). A tied group ahead of r starts with r: a lead is not kept.
   // `not_before`: nor before then.
-  // `since_start` (an asynchronous call met as a blocking one): instead of `gap` after g's previous
-  // collective ended, once it has ended and `since_start` after it started.
+  // `pace` (an asynchronous call met as a blocking one): instead of `gap` after g's previous
+  // collective ended, `pace.after` after the later of that end and `pace.compute` after its start.
   void start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype, const Matrix& matrix,
-                    Time not_before = Time::zero(), std::optional<Duration> since_start = std::nullopt);
+                    Time not_before = Time::zero(), std::optional<AsyncPace> pace = std::nullopt);
 
   // A collective of an untied kind of `members` completed now: member_done_, and each simulated
   // member's last_untied_done.
@@ -367,6 +398,20 @@ class StepSimulation {
   // How far the tied rank `src` of r's stage lags behind r: the largest lag of the tied mirror
   // groups holding it that have completed what r's have (zero when none lags).
   Duration lag_of(const Rank& r, int src) const;
+
+  // The asynchronous calls of `kind` that follow the one r has just issued (the op before
+  // r.op_index of its current pass) each after the previous one's handle wait, with only compute
+  // between (a context-parallel ring's exchanges), and their pace from the program's compute
+  // durations (full clock, the host ahead), in `dtype`; null when none does.
+  std::shared_ptr<const CallPlan> plan_chain(const Rank& r, GroupKind kind, DataType dtype) const;
+  // Records r's issued call of `kind` in r.chains (see ChainCall).
+  void note_chain(Rank& r, GroupKind kind, DataType dtype);
+
+  // How far tied mirror group g (having completed what r's group has) lags behind r where they go
+  // on: the end of its last collective against r's, or for an asynchronous one the later of that
+  // end and the compute r did beside it (its start to r's last handle wait), for each. Seconds,
+  // negative when g is ahead.
+  Duration tied_lag(const Rank& r, const MirrorGroup& g) const;
 
   void wake_for_input(Rank& r);
 

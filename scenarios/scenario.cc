@@ -848,7 +848,7 @@ void add_scenario_keys(Binder& s) {
   s.key(key_def("simulation.representative", ValueType::kBool,
                 "simulate one rank per pipeline stage, at flow fidelity one per tied component of a stage where "
                 "its parts can drift apart (equal to every rank on a rail-optimised fabric; on a fat tree within "
-                "about 1 %, a few % with context parallelism across nodes; false: every rank)",
+                "about 1 %; false: every rank)",
                 "true"),
         [](D& d, bool v) { d.s.simulation.representative = v; });
   s.key(key_def("simulation.allow_idle_gpus", ValueType::kBool, "the layout may use fewer GPUs than the cluster has",

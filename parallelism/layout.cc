@@ -1,6 +1,7 @@
 #include "parallelism/layout.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -128,15 +129,26 @@ void validate_world(const Layout& l, const LayoutContext& c) {
   if (world && c.allow_idle_gpus && *world < c.gpus) return;
   const std::optional<int64_t> model_parallel = size_product({l.tp, l.cp, l.pp});
   std::string hint;
+  // Blamed first: dp where tp·cp·pp divides the GPUs, else the sizes among them that do not.
+  std::vector<std::string> keys{"parallelism.dp"};
   if (model_parallel && c.gpus % *model_parallel == 0) {
     hint = fmt::format("; with tp={} cp={} pp={} use parallelism.dp = {}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
   } else if (model_parallel) {
     hint = fmt::format("; tp·cp·pp = {} does not divide {} GPU{}", *model_parallel, c.gpus, c.gpus == 1 ? "" : "s");
+    keys.clear();
+    const std::array<std::pair<int, const char*>, 3> sizes{{{l.tp, "parallelism.tp"}, {l.cp, "parallelism.cp"},
+                                                            {l.pp, "parallelism.pp"}}};
+    for (bool dividing : {false, true}) {
+      for (const auto& [size, key] : sizes) {
+        if ((c.gpus % size == 0) == dividing) keys.emplace_back(key);
+      }
+    }
+    keys.emplace_back("parallelism.dp");
   }
   throw InputError(fmt::format("parallelism tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPU{}{}", l.tp, l.cp,
                                l.pp, l.dp, world ? fmt::format("{}", *world) : std::string("more than 2^31"), c.gpus,
                                c.gpus == 1 ? "" : "s", hint))
-      .about({"parallelism.dp"});
+      .about(std::move(keys));
 }
 
 void validate_heads(const Layout& l, const LayoutContext& c) {

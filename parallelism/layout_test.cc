@@ -100,6 +100,21 @@ TEST(Layout, L4BatchAndWorldSize) {
   EXPECT_EQ(microbatches(tnlg, 280, 1), 280);
   // World size must match the GPUs unless idle GPUs are allowed.
   EXPECT_NE(rejection(Layout{.tp = 8, .dp = 2}, context(32, 8)).find("16 but the cluster has 8"), std::string::npos);
+  // The key blamed first: dp where tp·cp·pp divides the GPUs, else the size that does not.
+  auto blamed = [](const Layout& l, const LayoutContext& given) {
+    try {
+      validate_layout(l, given);
+    } catch (const InputError& e) {
+      return e.keys().empty() ? std::string() : e.keys().front();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(blamed(Layout{.tp = 2, .dp = 3}, context(32, 8)), "parallelism.dp");
+  LayoutContext threes = context(33, 8);  // 48 heads and 33 layers split by 3
+  threes.heads = 48;
+  threes.kv_heads = 48;
+  EXPECT_EQ(blamed(Layout{.tp = 3, .dp = 4}, threes), "parallelism.tp");
+  EXPECT_EQ(blamed(Layout{.tp = 2, .pp = 3, .dp = 1}, threes), "parallelism.pp");
   // Sizes whose product leaves int64 (2^64 wrapped to 0, which idle GPUs accepted) are beyond any cluster.
   LayoutContext idle = context(32, 8);
   idle.allow_idle_gpus = true;

@@ -18,6 +18,7 @@
 
 #include "core/excerpt.h"
 #include "core/input_file.h"
+#include "core/suggest.h"
 #include "core/utf8.h"
 #include "core/units.h"
 
@@ -63,20 +64,6 @@ std::string schema_path_of(const std::string& concrete) {
 
 std::string join_path(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
-}
-
-// Levenshtein distance, for "did you mean" suggestions.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 bool parse_int_text(const std::string& text, int64_t& value) { return parse_whole_number(text, value); }
@@ -445,15 +432,7 @@ class Walker {
   InputError unknown_key(const Place& where, const std::string& concrete, const std::string& schema_prefix,
                          const std::string& key) const {
     const auto valid = data_.schema->children(schema_prefix);
-    std::string suggestion;
-    size_t best = 3;
-    for (const auto& v : valid) {
-      const size_t d = edit_distance(key, v);
-      if (d < best) {
-        best = d;
-        suggestion = v;
-      }
-    }
+    const std::string suggestion = closest_match(key, valid);
     std::string list;
     for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
     return InputError(fmt::format("{}: unknown key \"{}\"{}{}; valid keys{}: {}", where.text,

@@ -303,6 +303,10 @@ TEST(BadInput, CommandLineParserMessagesNameTheCommandAndWhereTheValidOnesAre) {
   expect_refused("collective --nodes abc", {"error: clustersim collective: Could not convert: --nodes = abc"});
   expect_refused("", {"error: A subcommand is required; give a command: run, search, report, collective"});
   expect_refused("help-config banana", {"error: clustersim help-config: kind: banana not in"});
+  // A misspelt flag: the nearest one the command has.
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") + " --sett training.seq_len=4096",
+                 {"--sett: did you mean --set?", "`clustersim run --help` lists its arguments"});
+  expect_refused("search " + scenario("llama3-8b-dgx-h100.yaml") + " --tpo=3", {"--tpo: did you mean --top?"});
 }
 
 // A campaign's bad input: each refused at the key it names, with what would be valid.

@@ -6,11 +6,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "scenarios/hardware_presets.h"
 #include "scenarios/scenario.h"
 #include "tools/calibration/calibrate_fit.h"
@@ -25,6 +27,36 @@
 #include "tools/validation/validate_runs.h"
 #include "tools/cli/search_command.h"
 #include "tools/validation/validate_calibration.h"
+
+namespace {
+
+// For each `--flag` (or `--flag=value`) on the command line of subcommand argv[1] that the
+// subcommand does not have, the nearest flag it has (core/suggest.h), as "; --sett: did you mean
+// --set?"; "" when none is near.
+std::string unknown_flag_hint(CLI::App& app, int argc, char** argv) {
+  CLI::App* command = nullptr;
+  try {
+    command = app.get_subcommand(argv[1]);
+  } catch (const CLI::OptionNotFound&) {
+    return "";
+  }
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : command->get_options()) {
+    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+  }
+  std::string hint;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!arg.starts_with("--") || arg == "--") continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    const std::string near = clustersim::closest_match(flag, flags);
+    if (!near.empty()) hint += fmt::format("; {}: did you mean {}?", flag, near);
+  }
+  return hint;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace clustersim;
@@ -249,8 +281,8 @@ int main(int argc, char** argv) {
       std::cerr << "error: " << what << "; give a command: run, search, report, collective, calibrate, validate, "
                 << "help-config (`clustersim --help`)\n";
     } else {
-      std::cerr << "error: clustersim " << argv[1] << ": " << what << "; `clustersim " << argv[1]
-                << " --help` lists its arguments and the values they take\n";
+      std::cerr << "error: clustersim " << argv[1] << ": " << what << unknown_flag_hint(app, argc, argv)
+                << "; `clustersim " << argv[1] << " --help` lists its arguments and the values they take\n";
     }
     return 2;
   }

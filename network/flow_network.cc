@@ -74,12 +74,9 @@ class FlowNetwork::Impl {
     flow.updated = sim_.now();
     flow.rate = 0;
     flow.on_complete = std::move(on_complete);
-    uint32_t* position = positions_of(slot);
-    for (size_t k = 0; k < route.links.size(); ++k) {
-      std::vector<uint32_t>& on_link = link_flows_[route.links[k]];
-      position[k] = static_cast<uint32_t>(on_link.size());
-      on_link.push_back(slot);
-      dirty_links_.push_back(route.links[k]);
+    for (LinkId link : route.links) {
+      link_flows_[link].push_back(slot);
+      dirty_links_.push_back(link);
     }
     ++active_;
     request_update();
@@ -95,6 +92,7 @@ class FlowNetwork::Impl {
     double in_flight = 0;
     for (uint32_t slot : link_flows_[link]) {
       const Flow& flow = flows_[slot];
+      if (!flow.active) continue;  // finished, its bytes counted; leaves the list at the next update
       in_flight += static_cast<double>(flow.size) - remaining_at(flow, sim_.now());
     }
     return Bytes::of(checked_add(carried_[link], checked_round(in_flight, "bytes carried"), "bytes carried"));
@@ -137,7 +135,6 @@ class FlowNetwork::Impl {
     flow_mark_.push_back(0);
     link_counts_.push_back(0);
     slot_links_.resize(flows_.size() * links_stride_);
-    slot_positions_.resize(flows_.size() * links_stride_);
     return static_cast<uint32_t>(flows_.size() - 1);
   }
 
@@ -158,15 +155,11 @@ class FlowNetwork::Impl {
     if (links.size() > links_stride_) {
       const size_t stride = std::max(links.size(), 2 * links_stride_);
       std::vector<LinkId> wider(flows_.size() * stride);
-      std::vector<uint32_t> wider_positions(flows_.size() * stride);
       for (size_t f = 0; f < flows_.size(); ++f) {
         std::copy_n(slot_links_.begin() + static_cast<std::ptrdiff_t>(f * links_stride_), link_counts_[f],
                     wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
-        std::copy_n(slot_positions_.begin() + static_cast<std::ptrdiff_t>(f * links_stride_), link_counts_[f],
-                    wider_positions.begin() + static_cast<std::ptrdiff_t>(f * stride));
       }
       slot_links_ = std::move(wider);
-      slot_positions_ = std::move(wider_positions);
       links_stride_ = stride;
     }
     std::copy(links.begin(), links.end(), slot_links_.begin() + static_cast<std::ptrdiff_t>(slot * links_stride_));
@@ -175,8 +168,6 @@ class FlowNetwork::Impl {
   std::span<const LinkId> links_of(uint32_t slot) const {
     return {slot_links_.data() + slot * links_stride_, link_counts_[slot]};
   }
-  // The flow's index in link_flows_ of each of its links, in the order of links_of.
-  uint32_t* positions_of(uint32_t slot) { return slot_positions_.data() + slot * links_stride_; }
 
   // An id for a flow that needs no bandwidth (local copy, zero bytes): unique, never active.
   FlowId retired_id() {
@@ -215,6 +206,14 @@ class FlowNetwork::Impl {
   // the order found (the solver's results depend only on that order).
   void update_rates() {
     update_pending_ = false;
+    // Finished flows leave the lists of the links they shared (each such link is dirty), in one
+    // pass per list that keeps the others' order; then their slots can be used again.
+    for (LinkId link : dirty_links_) {
+      std::vector<uint32_t>& on_link = link_flows_[link];
+      std::erase_if(on_link, [this](uint32_t slot) { return !flows_[slot].active; });
+    }
+    for (uint32_t slot : retiring_) release(slot);
+    retiring_.clear();
     ++mark_;
     component_links_.clear();
     component_flows_.clear();
@@ -271,32 +270,32 @@ class FlowNetwork::Impl {
   }
 
   // The flow's last byte has left the sender: free its links now, deliver after the route latency.
+  // A link it shared keeps it in its list, inactive, until the rate update this finish asks for
+  // (update_rates) takes it out with the other finished flows, and its slot is not used again
+  // before then; a link it had alone is cleared now.
   void finish(uint32_t slot) {
     Flow& flow = flows_[slot];
-    const std::span<const LinkId> links = links_of(slot);
-    const uint32_t* positions = positions_of(slot);
-    // The links' flow lists lie scattered: ask for them all before walking them one by one.
-    for (LinkId link : links) __builtin_prefetch(&link_flows_[link]);
-    for (size_t k = 0; k < links.size(); ++k) {
-      std::vector<uint32_t>& on_link = link_flows_[links[k]];
-      const uint32_t position = positions[k];
-      const uint32_t moved = on_link.back();
-      on_link[position] = moved;
-      on_link.pop_back();
-      if (moved != slot) {
-        // The moved flow's row, not its route: the rows lie in two compact arrays.
-        const std::span<const LinkId> other_links = links_of(moved);
-        const size_t j = static_cast<size_t>(std::find(other_links.begin(), other_links.end(), links[k]) -
-                                             other_links.begin());
-        positions_of(moved)[j] = position;
+    bool shared = false;
+    for (LinkId link : links_of(slot)) {
+      std::vector<uint32_t>& on_link = link_flows_[link];
+      carried_[link] += flow.size;
+      if (on_link.size() == 1) {
+        on_link.clear();  // this flow alone
+      } else {
+        dirty_links_.push_back(link);
+        shared = true;
       }
-      carried_[links[k]] += flow.size;
-      if (!on_link.empty()) dirty_links_.push_back(links[k]);
     }
+    flow.active = false;
     --active_;
     Completion on_complete = std::move(flow.on_complete);
+    flow.on_complete = nullptr;
     const Duration latency = flow.route->latency;
-    release(slot);
+    if (shared) {
+      retiring_.push_back(slot);
+    } else {
+      release(slot);
+    }
     if (on_complete) sim_.schedule_after(latency, std::move(on_complete));
     if (!dirty_links_.empty()) request_update(/*finish=*/true);
   }
@@ -311,10 +310,10 @@ class FlowNetwork::Impl {
   // them used), where the routes themselves lie scattered in the cluster's route cache.
   std::vector<uint32_t> flow_mark_;
   std::vector<LinkId> slot_links_;
-  std::vector<uint32_t> slot_positions_;  // rows as slot_links_: positions_of()
   std::vector<uint32_t> link_counts_;
   size_t links_stride_ = 8;
   std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> retiring_;  // finished flows still in a shared link's list (finish)
   std::vector<std::vector<uint32_t>> link_flows_;  // active flows on each link
   std::vector<int64_t> carried_;                   // bytes of finished flows per link
   std::vector<double> capacity_;                   // bandwidth of each link in bytes/s

@@ -39,13 +39,9 @@ class FlowNetwork::Impl {
       : sim_(sim),
         cluster_(cluster),
         options_(options),
-        link_flows_(cluster.link_count()),
-        carried_(cluster.link_count(), 0),
-        link_mark_(cluster.link_count(), 0),
-        link_index_(cluster.link_count(), -1) {
-    capacity_.reserve(cluster.link_count());
+        links_(cluster.link_count()) {
     for (size_t link = 0; link < cluster.link_count(); ++link) {
-      capacity_.push_back(cluster.link(static_cast<LinkId>(link)).bandwidth.bytes_per_second());
+      links_[link].capacity = cluster.link(static_cast<LinkId>(link)).bandwidth.bytes_per_second();
     }
   }
 
@@ -75,7 +71,7 @@ class FlowNetwork::Impl {
     flow.rate = 0;
     flow.on_complete = std::move(on_complete);
     for (LinkId link : route.links) {
-      link_flows_[link].push_back(slot);
+      links_[link].flows.push_back(slot);
       dirty_links_.push_back(link);
     }
     ++active_;
@@ -86,16 +82,16 @@ class FlowNetwork::Impl {
   size_t active_flows() const { return active_; }
 
   Bytes bytes_carried(LinkId link) const {
-    if (link < 0 || static_cast<size_t>(link) >= link_flows_.size()) {
-      throw InputError(fmt::format("link {} is out of range; valid links are 0..{}", link, link_flows_.size() - 1));
+    if (link < 0 || static_cast<size_t>(link) >= links_.size()) {
+      throw InputError(fmt::format("link {} is out of range; valid links are 0..{}", link, links_.size() - 1));
     }
     double in_flight = 0;
-    for (uint32_t slot : link_flows_[link]) {
+    for (uint32_t slot : links_[link].flows) {
       const Flow& flow = flows_[slot];
       if (!flow.active) continue;  // finished, its bytes counted; leaves the list at the next update
       in_flight += static_cast<double>(flow.size) - remaining_at(flow, sim_.now());
     }
-    return Bytes::of(checked_add(carried_[link], checked_round(in_flight, "bytes carried"), "bytes carried"));
+    return Bytes::of(checked_add(links_[link].carried, checked_round(in_flight, "bytes carried"), "bytes carried"));
   }
 
   Bandwidth current_rate(FlowId id) const {
@@ -209,7 +205,7 @@ class FlowNetwork::Impl {
     // Finished flows leave the lists of the links they shared (each such link is dirty), in one
     // pass per list that keeps the others' order; then their slots can be used again.
     for (LinkId link : dirty_links_) {
-      std::vector<uint32_t>& on_link = link_flows_[link];
+      std::vector<uint32_t>& on_link = links_[link].flows;
       std::erase_if(on_link, [this](uint32_t slot) { return !flows_[slot].active; });
     }
     for (uint32_t slot : retiring_) release(slot);
@@ -221,7 +217,7 @@ class FlowNetwork::Impl {
     for (LinkId link : dirty_links_) visit_link(link);
     dirty_links_.clear();
     for (size_t i = 0; i < component_links_.size(); ++i) {  // grows while it is walked
-      const std::vector<uint32_t>& on_link = link_flows_[component_links_[i]];
+      const std::vector<uint32_t>& on_link = links_[component_links_[i]].flows;
       for (size_t j = 0; j < on_link.size(); ++j) {
         // The flows of a link lie anywhere in the slot arrays: ask for a later one's stamp and
         // links while this one is handled.
@@ -237,7 +233,7 @@ class FlowNetwork::Impl {
         local_links_.clear();
         for (LinkId link : links_of(slot)) {
           visit_link(link);
-          local_links_.push_back(link_index_[link]);
+          local_links_.push_back(links_[link].index);
         }
         solver_.add_flow(local_links_);
       }
@@ -263,10 +259,11 @@ class FlowNetwork::Impl {
 
   // Adds `link` to the component (and to the solver) unless it is there already.
   void visit_link(LinkId link) {
-    if (link_mark_[link] == mark_) return;
-    link_mark_[link] = mark_;
+    LinkState& state = links_[link];
+    if (state.mark == mark_) return;
+    state.mark = mark_;
     component_links_.push_back(link);
-    link_index_[link] = solver_.add_link(capacity_[link]);
+    state.index = solver_.add_link(state.capacity);
   }
 
   // The flow's last byte has left the sender: free its links now, deliver after the route latency.
@@ -276,9 +273,12 @@ class FlowNetwork::Impl {
   void finish(uint32_t slot) {
     Flow& flow = flows_[slot];
     bool shared = false;
+    // The links' states lie scattered: ask for them all before walking them one by one.
+    for (LinkId link : links_of(slot)) __builtin_prefetch(&links_[link]);
     for (LinkId link : links_of(slot)) {
-      std::vector<uint32_t>& on_link = link_flows_[link];
-      carried_[link] += flow.size;
+      LinkState& state = links_[link];
+      std::vector<uint32_t>& on_link = state.flows;
+      state.carried += flow.size;
       if (on_link.size() == 1) {
         on_link.clear();  // this flow alone
       } else {
@@ -314,9 +314,16 @@ class FlowNetwork::Impl {
   size_t links_stride_ = 8;
   std::vector<uint32_t> free_slots_;
   std::vector<uint32_t> retiring_;  // finished flows still in a shared link's list (finish)
-  std::vector<std::vector<uint32_t>> link_flows_;  // active flows on each link
-  std::vector<int64_t> carried_;                   // bytes of finished flows per link
-  std::vector<double> capacity_;                   // bandwidth of each link in bytes/s
+  // What the flows' events touch of a link, in one cache line: a finish reads and writes one line
+  // per link of its route, the rate update one per link of its component.
+  struct alignas(64) LinkState {
+    std::vector<uint32_t> flows;  // flows on the link (finished ones until the next update)
+    int64_t carried = 0;          // bytes of finished flows
+    double capacity = 0;          // bandwidth in bytes/s
+    uint32_t mark = 0;            // the component search's stamp
+    int index = -1;               // solver index, valid for the links of the current component
+  };
+  std::vector<LinkState> links_;
   size_t active_ = 0;
 
   // Rate update state.
@@ -325,8 +332,6 @@ class FlowNetwork::Impl {
   EventId pending_event_;
   std::vector<LinkId> dirty_links_;
   uint32_t mark_ = 0;
-  std::vector<uint32_t> link_mark_;
-  std::vector<int> link_index_;  // link → solver index, valid for the links of the current component
   std::vector<LinkId> component_links_;
   std::vector<uint32_t> component_flows_;
   std::vector<int> local_links_;

@@ -59,11 +59,13 @@ class FlowNetwork::Impl {
       if (on_complete) sim_.schedule_after(route.latency, std::move(on_complete));
       return retired_id();
     }
+    // The links' states lie scattered: ask for them while the flow is set up.
+    for (LinkId link : route.links) __builtin_prefetch(&links_[link], 1);
     const uint32_t slot = allocate();
     Flow& flow = flows_[slot];
     if (active_ == options_.batch_above_flows) crowded_since_ = sim_.now();
     flow.active = true;
-    flow.route = &route;
+    flow.latency = route.latency;
     store_links(slot, route.links);
     flow.size = size.count();
     flow.remaining = static_cast<double>(size.count());
@@ -107,7 +109,7 @@ class FlowNetwork::Impl {
   struct Flow {
     uint32_t generation = 0;
     bool active = false;
-    const Route* route = nullptr;
+    Duration latency;  // its route's: from the last byte sent to delivery
     int64_t size = 0;
     double remaining = 0;  // bytes still to send at time `updated`
     Time updated;
@@ -137,7 +139,6 @@ class FlowNetwork::Impl {
   void release(uint32_t slot) {
     Flow& flow = flows_[slot];
     flow.active = false;
-    flow.route = nullptr;
     link_counts_[slot] = 0;
     flow.on_complete = nullptr;
     flow.done = EventId{};
@@ -290,7 +291,7 @@ class FlowNetwork::Impl {
     --active_;
     Completion on_complete = std::move(flow.on_complete);
     flow.on_complete = nullptr;
-    const Duration latency = flow.route->latency;
+    const Duration latency = flow.latency;
     if (shared) {
       retiring_.push_back(slot);
     } else {

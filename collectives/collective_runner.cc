@@ -171,6 +171,8 @@ class CollectiveRunner::Impl {
     uint64_t seed = 0;  // ECMP seed: the call's number among its group's calls (GroupEntry)
     Completion on_complete;
     std::vector<int32_t> waiting_on;  // per transfer: dependencies not yet complete
+    std::vector<Time> ready;          // per transfer: the latest arrival of its dependencies so far
+    Time last;                        // the latest arrival so far
     std::vector<const Route*> routes;  // per transfer: its route (null: a local copy)
     size_t remaining = 0;
   };
@@ -267,6 +269,8 @@ class CollectiveRunner::Impl {
     const size_t count = planned.plan.size();
     execution.remaining = count;
     execution.waiting_on = planned.waiting;
+    execution.ready.assign(count, sim_.now());
+    execution.last = sim_.now();
     check_invariant(count < (size_t{1} << kIndexBits) && id < (uint64_t{1} << (64 - kIndexBits)),
                     "a collective's transfers and executions fit a ticket");
     execution.routes.assign(count, nullptr);
@@ -298,7 +302,8 @@ class CollectiveRunner::Impl {
   }
 
   // Always through the event queue, even without delay, so that completions never nest. A flow
-  // starts `latency − route latency` after its dependencies: the network adds the route latency.
+  // starts `latency − route latency` after its dependencies have arrived: the route latency is
+  // its own arrival's.
   void launch(uint64_t id, int32_t index) {
     Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
@@ -307,7 +312,8 @@ class CollectiveRunner::Impl {
       const Route* route = execution.routes[static_cast<size_t>(index)];  // looked up by begin
       delay = delay > route->latency ? delay - route->latency : Duration::zero();
     }
-    sim_.schedule_after(delay, [this, t = ticket(id, index)] { send(id_of(t), index_of(t)); });
+    sim_.schedule_at(execution.ready[static_cast<size_t>(index)] + delay,
+                     [this, t = ticket(id, index)] { send(id_of(t), index_of(t)); });
   }
 
   // The ECMP input of a transfer (Cluster::route mixes in its source and destination): its
@@ -321,29 +327,44 @@ class CollectiveRunner::Impl {
     const Execution& execution = executions_.at(id);
     const Transfer& transfer = execution.planned->plan.transfer(static_cast<size_t>(index));
     if (transfer.src == transfer.dst) {
-      finish(id, index);
+      arrived(id, index, sim_.now());
       return;
     }
     const double scale = execution.planned->wire_scale[static_cast<size_t>(transfer.path)];
     check_invariant(scale > 0 && scale < 1e9, "a transfer's transport efficiency is positive");
     const Route* route = execution.routes[static_cast<size_t>(index)];
     check_invariant(route != nullptr, "a transfer between two GPUs has its route");
-    network_->start_flow_on(*route, transfer.size.scaled(scale),
-                            [this, t = ticket(id, index)] { finish(id_of(t), index_of(t)); });
+    // The flow reports its last byte sent (no event of its own for the arrival): the transfers
+    // that wait for it are scheduled from its arrival, the route latency later.
+    network_->start_flow_sent(*route, transfer.size.scaled(scale), [this, t = ticket(id, index)] {
+      const uint64_t call = id_of(t);
+      const int32_t i = index_of(t);
+      arrived(call, i, sim_.now() + executions_.at(call).routes[static_cast<size_t>(i)]->latency);
+    });
   }
 
-  void finish(uint64_t id, int32_t index) {
+  // Transfer `index` has arrived (or will, at `at`, with nothing else left to happen before):
+  // the transfers waiting for it launch once their last dependency has, from the latest arrival;
+  // the call completes at its last transfer's arrival.
+  void arrived(uint64_t id, int32_t index, Time at) {
     Execution& execution = executions_.at(id);
     const PlannedTransfers& planned = *execution.planned;
     for (int32_t k = planned.successor_begin[static_cast<size_t>(index)];
          k < planned.successor_begin[static_cast<size_t>(index) + 1]; ++k) {
-      const int32_t next = planned.successors[static_cast<size_t>(k)];
-      if (--execution.waiting_on[static_cast<size_t>(next)] == 0) launch(id, next);
+      const size_t next = static_cast<size_t>(planned.successors[static_cast<size_t>(k)]);
+      execution.ready[next] = std::max(execution.ready[next], at);
+      if (--execution.waiting_on[next] == 0) launch(id, static_cast<int32_t>(next));
     }
+    execution.last = std::max(execution.last, at);
     if (--execution.remaining == 0) {
       Completion done = std::move(execution.on_complete);
+      const Time last = execution.last;
       executions_.erase(id);
-      done();
+      if (last > sim_.now()) {
+        sim_.schedule_at(last, std::move(done));
+      } else {
+        done();
+      }
     }
   }
 

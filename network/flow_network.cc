@@ -54,9 +54,9 @@ class FlowNetwork::Impl {
     return start_flow_on(cluster_.route(src, dst, flow_hash), size, std::move(on_complete));
   }
 
-  FlowId start_flow_on(const Route& route, Bytes size, Completion on_complete) {
+  FlowId start_flow_on(const Route& route, Bytes size, Completion on_complete, bool when_sent = false) {
     if (size == Bytes::zero()) {
-      if (on_complete) sim_.schedule_after(route.latency, std::move(on_complete));
+      if (on_complete) sim_.schedule_after(when_sent ? Duration::zero() : route.latency, std::move(on_complete));
       return retired_id();
     }
     // The links' states lie scattered: ask for them while the flow is set up.
@@ -66,6 +66,7 @@ class FlowNetwork::Impl {
     if (active_ == options_.batch_above_flows) crowded_since_ = sim_.now();
     flow.active = true;
     flow.latency = route.latency;
+    flow.when_sent = when_sent;
     store_links(slot, route.links);
     flow.size = size.count();
     flow.remaining = static_cast<double>(size.count());
@@ -110,6 +111,7 @@ class FlowNetwork::Impl {
     uint32_t generation = 0;
     bool active = false;
     Duration latency;  // its route's: from the last byte sent to delivery
+    bool when_sent = false;  // on_complete runs when the last byte is sent (start_flow_sent)
     int64_t size = 0;
     double remaining = 0;  // bytes still to send at time `updated`
     Time updated;
@@ -292,13 +294,15 @@ class FlowNetwork::Impl {
     Completion on_complete = std::move(flow.on_complete);
     flow.on_complete = nullptr;
     const Duration latency = flow.latency;
+    const bool when_sent = flow.when_sent;
     if (shared) {
       retiring_.push_back(slot);
     } else {
       release(slot);
     }
-    if (on_complete) sim_.schedule_after(latency, std::move(on_complete));
+    if (on_complete && !when_sent) sim_.schedule_after(latency, std::move(on_complete));
     if (!dirty_links_.empty()) request_update(/*finish=*/true);
+    if (on_complete && when_sent) on_complete();  // last: it may start flows
   }
 
   Simulator& sim_;
@@ -353,6 +357,9 @@ FlowId FlowNetwork::start_flow(GpuId src, GpuId dst, Bytes size, Completion on_c
 
 FlowId FlowNetwork::start_flow_on(const Route& route, Bytes size, Completion on_complete) {
   return impl_->start_flow_on(route, size, std::move(on_complete));
+}
+FlowId FlowNetwork::start_flow_sent(const Route& route, Bytes size, Completion on_sent) {
+  return impl_->start_flow_on(route, size, std::move(on_sent), /*when_sent=*/true);
 }
 size_t FlowNetwork::active_flows() const { return impl_->active_flows(); }
 Bytes FlowNetwork::bytes_carried(LinkId link) const { return impl_->bytes_carried(link); }

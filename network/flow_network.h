@@ -72,6 +72,11 @@ class FlowNetwork {
   // collective prices its transfer's latency by the route before it starts the flow, and so looks
   // the route up once.
   FlowId start_flow_on(const Route& route, Bytes size, Completion on_complete);
+  // The same, but `on_sent` runs when the last byte has been sent, inside the event that frees the
+  // flow's links (or, for zero bytes, in a zero-delay event): the caller adds route.latency for
+  // the arrival itself, and so saves the network an event per flow (a collective schedules the
+  // transfers that wait for this one at its arrival directly). `on_sent` may start flows.
+  FlowId start_flow_sent(const Route& route, Bytes size, Completion on_sent);
 
   // Number of flows currently transferring.
   size_t active_flows() const;

@@ -102,6 +102,28 @@ TEST(FlowNetwork, OneFlowGetsTheBottleneckBandwidth) {
   EXPECT_EQ(network.active_flows(), 0U);
 }
 
+// start_flow_sent reports the last byte sent, not its arrival: the route latency earlier than
+// start_flow_on's completion for the same flow, with the same sharing (two flows out of GPU 0 over
+// its NIC, one of each kind); a zero-byte flow reports at once, in an event of its own.
+TEST(FlowNetwork, SentFlowsReportTheirLastByteSentWithoutTheRouteLatency) {
+  const Cluster cluster(two_dgx());
+  Simulator sim;
+  FlowNetwork network(sim, cluster);
+  const Bytes size = Bytes::megabytes(64);
+  const Route& route = cluster.route(0, 8);
+  Time arrived = Time::max(), sent = Time::max(), empty = Time::max();
+  network.start_flow_on(route, size, [&] { arrived = sim.now(); });
+  network.start_flow_sent(route, size, [&] { sent = sim.now(); });
+  network.start_flow_sent(route, Bytes::zero(), [&] { empty = sim.now(); });
+  EXPECT_EQ(empty, Time::max());  // not nested in the call
+  sim.run();
+  const Duration shared = transfer_time(size, cluster.bottleneck(0, 8) / 2);
+  EXPECT_EQ(arrived, at(route.latency + shared));
+  EXPECT_EQ(sent, at(shared));
+  EXPECT_EQ(empty, Time::zero());
+  EXPECT_EQ(network.active_flows(), 0U);
+}
+
 // k flows out of one GPU share its NVLink uplink: each gets B/k.
 TEST(FlowNetwork, KFlowsOnOneLinkGetOneKthEach) {
   const Cluster cluster(two_dgx());

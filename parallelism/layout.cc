@@ -135,14 +135,16 @@ void validate_world(const Layout& l, const LayoutContext& c) {
     hint = fmt::format("; with tp={} cp={} pp={} use parallelism.dp = {}", l.tp, l.cp, l.pp, c.gpus / *model_parallel);
   } else if (model_parallel) {
     hint = fmt::format("; tp·cp·pp = {} does not divide {} GPU{}", *model_parallel, c.gpus, c.gpus == 1 ? "" : "s");
+    // The sizes that do not divide the GPUs first, then the largest (whose product is too big).
+    std::array<std::pair<int, const char*>, 3> sizes{{{l.tp, "parallelism.tp"}, {l.cp, "parallelism.cp"},
+                                                      {l.pp, "parallelism.pp"}}};
+    std::stable_sort(sizes.begin(), sizes.end(), [&c](const auto& a, const auto& b) {
+      const bool a_divides = c.gpus % a.first == 0;
+      const bool b_divides = c.gpus % b.first == 0;
+      return a_divides != b_divides ? !a_divides : a.first > b.first;
+    });
     keys.clear();
-    const std::array<std::pair<int, const char*>, 3> sizes{{{l.tp, "parallelism.tp"}, {l.cp, "parallelism.cp"},
-                                                            {l.pp, "parallelism.pp"}}};
-    for (bool dividing : {false, true}) {
-      for (const auto& [size, key] : sizes) {
-        if ((c.gpus % size == 0) == dividing) keys.emplace_back(key);
-      }
-    }
+    for (const auto& size : sizes) keys.emplace_back(size.second);
     keys.emplace_back("parallelism.dp");
   }
   throw InputError(fmt::format("parallelism tp·cp·pp·dp = {}·{}·{}·{} = {} but the cluster has {} GPU{}{}", l.tp, l.cp,

@@ -115,6 +115,7 @@ TEST(Layout, L4BatchAndWorldSize) {
   threes.kv_heads = 48;
   EXPECT_EQ(blamed(Layout{.tp = 3, .dp = 4}, threes), "parallelism.tp");
   EXPECT_EQ(blamed(Layout{.tp = 2, .pp = 3, .dp = 1}, threes), "parallelism.pp");
+  EXPECT_EQ(blamed(Layout{.tp = 2, .pp = 16, .dp = 1}, context(32, 8)), "parallelism.pp");  // 32 > 8 GPUs
   // Sizes whose product leaves int64 (2^64 wrapped to 0, which idle GPUs accepted) are beyond any cluster.
   LayoutContext idle = context(32, 8);
   idle.allow_idle_gpus = true;

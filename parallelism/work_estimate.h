@@ -26,25 +26,25 @@
 namespace clustersim {
 
 // Events per flow transfer and per op: the engine events simulate_step executed per counted
-// transfer and op, measured with this estimate on the shipped Llama-3-405B scenario at flow
-// fidelity on 64 and 512 GPUs and on mixtral-8x7b-64-h100 (parallelism/work_estimate_test.cc
-// checks the estimate against the executed events of shipped scenarios). A tuned constant of the
-// simulator's own cost, not a physical one.
-inline constexpr double kEventsPerTransfer = 3.0;
+// transfer and op, measured with this estimate at flow fidelity (2026-12-03, once a transfer's
+// arrival no longer had an event of its own: FlowNetwork::start_flow_sent): the shipped
+// Llama-3-405B scenario on 64, 512 and 2,048 GPUs 2.29, 2.31 and 2.31 per transfer, on 16,384 GPUs
+// 2.12 (116.5 M events), mixtral-8x7b-64-h100 2.26 (parallelism/work_estimate_test.cc checks the
+// estimate against the executed events of shipped scenarios). A tuned constant of the simulator's
+// own cost, not a physical one.
+inline constexpr double kEventsPerTransfer = 2.2;
 inline constexpr double kEventsPerOp = 1.0;
 
-// Flow-fidelity events per second of one core, measured on the development machine (2-core
-// EPYC VM, 2026-12-03, after the event queue of that day: in-place callbacks, a sorted now set):
-// Llama-3-405B at flow fidelity (scenarios/llama3-405b-16k-h100.yaml) on 512 GPUs (dp 4) 5.4 M
-// events in 1.27 s (4.3 M/s), on 2,048 GPUs (dp 16) 11.0 M in 2.38-2.51 s (4.4-4.6 M/s), on
-// 16,384 GPUs 172 M in 55.8 s on a quiet machine (3.1 M/s; 56.6-64.0 s beside a build, 2.7-3.0
-// M/s); gpt3-175b-1536-a100 8.3 M in 1.80 s (4.6 M/s). 3 M/s is the 16,384-GPU quiet rate rounded
-// down (the slowest of those sizes); with its estimate 4.5 % below the events that run executes
-// (164.6 M against 172.1 M) the stated 55 s is about its quiet wall time, and a loaded machine
-// takes longer (70-81 s beside a build);
+// Flow-fidelity events per second of one core, measured on the development machine (2-core EPYC
+// VM, 2026-12-03, same binary): Llama-3-405B at flow fidelity (scenarios/llama3-405b-16k-h100.yaml)
+// on 16,384 GPUs 116.5 M events in 56.0 s (2.1 M/s) while the machine ran slow (the previous
+// binary took 63.8 s then, and 41-51 s earlier the same day), on 2,048 GPUs (dp 16) 8.55 M in 3.4-3.5
+// s (2.4-2.5 M/s). Fewer events than before carry the same flow work, so the rate per event fell
+// (3.1 M/s with 172 M events). 2.3 M/s puts the 16,384-GPU estimate (120.7 M events) at 52 s,
+// between the day's quiet and slow wall times; a loaded machine takes longer;
 // analytical runs execute about 8 M events/s (engine_benchmark). The count of events is the
 // estimate, the time a rough guide (a factor 2 either way, more on a loaded machine).
-inline constexpr double kFlowEventsPerSecond = 3.0e6;
+inline constexpr double kFlowEventsPerSecond = 2.3e6;
 inline constexpr double kAnalyticalEventsPerSecond = 8e6;
 
 struct StepWork {

@@ -378,6 +378,13 @@ class Walker {
     }
     std::map<std::string, YAML::Mark> seen;  // key -> where it was first set
     for (const auto& kv : node) {
+      if (kv.first.IsNull() || !kv.first.IsDefined()) {
+        // `{a: 1,, b: 2}`: the flow map's empty entry is a null key.
+        throw InputError(fmt::format("{}: {}an empty entry in a map (two commas in a row?); "
+                                     "write `key: value` pairs separated by single commas",
+                                     mark_text(data_.source, kv.first.Mark()), concrete.empty() ? "" : concrete + ": "),
+                         keyed(mark_place(data_.source, kv.first.Mark()).at, concrete));
+      }
       if (!kv.first.IsScalar()) {
         throw InputError(fmt::format("{}: {}a key must be a plain name, got {} (a `? ` complex key)",
                                      mark_text(data_.source, kv.first.Mark()), concrete.empty() ? "" : concrete + ": ",

@@ -244,6 +244,9 @@ TEST(ConfigDocument, RangeTypeEnumAndRequiredErrors) {
   // A complex key (`? [a, b]`) is not a key name.
   const std::string complex = error_of("link: {bandwidth: 1 GB/s}\n? [a, b]\n: 3\n");
   EXPECT_NE(complex.find("s.yaml:2:3: a key must be a plain name, got a list"), std::string::npos) << complex;
+  // Two commas in a flow map: an empty entry, said so.
+  const std::string commas = error_of("link: {bandwidth: 1 GB/s}\ntraining: {seq_len: 4,, lr: 0.5}\n");
+  EXPECT_NE(commas.find("training: an empty entry in a map (two commas in a row?)"), std::string::npos) << commas;
 }
 
 // A quoted scalar is a string in YAML: "32" is not the number 32, for integers, reals, booleans and

@@ -514,13 +514,40 @@ TEST(Cli, CollectiveFabricTakesTheScenarioNames) {
   Result r = run("collective --fabric single-switch --nodes 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("single-switch fabric"), std::string::npos) << r.output;
-  expect_refused("collective --fabric torus", "valid: rail-optimized, fat-tree, single-switch");
+  expect_refused("collective --fabric torus", "valid: rail-optimized, fat-tree, single-switch, three-tier");
   expect_refused("collective --oversubscription 0.5", "--oversubscription");
   r = run("collective --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text : {"rail-optimized | fat-tree | single-switch", "--oversubscription", "--leaf-ports"}) {
     EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
   }
+}
+
+// --fabric three-tier: pods of --pod-nodes joined by a core tier. With a non-blocking core it is the
+// two-tier fat tree of its pods' leaves (the same time to the printed digit); a 4:1 core slows an
+// all-reduce whose rings cross the pods.
+TEST(Cli, CollectiveRunsOnAThreeTierFabric) {
+  auto time_us = [](const std::string& flags) {
+    const Result r = run("collective --nodes 8 -b 256M -e 256M " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::stringstream rows(r.output);
+    std::string line, last;
+    while (std::getline(rows, line)) {
+      if (!line.empty() && line[0] != '#') last = line;
+    }
+    std::stringstream fields(last);
+    std::string field;
+    for (int i = 0; i < 6 && fields >> field;) ++i;  // size count type redop root time
+    return std::stod(field);
+  };
+  const double fat_tree = time_us("--fabric fat-tree");
+  EXPECT_DOUBLE_EQ(time_us("--fabric three-tier --pod-nodes 4"), fat_tree);
+  EXPECT_GT(time_us("--fabric three-tier --pod-nodes 4 --core-oversubscription 4"), 2 * fat_tree);
+  expect_refused("collective --fabric three-tier --nodes 8", "--fabric three-tier needs --pod-nodes");
+  expect_refused("collective --fabric three-tier --nodes 8 --pod-nodes 9", "--pod-nodes 9 is not valid");
+  expect_refused("collective --fabric fat-tree --nodes 8 --pod-nodes 4", "--pod-nodes applies to --fabric three-tier");
+  expect_refused("collective --fabric three-tier --nodes 8 --pod-nodes 4 --core-oversubscription 0.5",
+                 "--core-oversubscription 0.5 is out of range");
 }
 
 // The data types the help lists are exactly those -d accepts: each one runs, and the error for a

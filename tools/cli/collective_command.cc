@@ -73,6 +73,20 @@ calibrate::CollectiveCounts counts_of(int64_t requested, CollectiveOp op, int ra
   return calibrate::collective_counts(collective, requested, element, ranks);
 }
 
+namespace {
+
+const char* fabric_name(FabricType fabric) {
+  switch (fabric) {
+    case FabricType::kRailOptimized: return "rail-optimized";
+    case FabricType::kFatTree: return "fat-tree";
+    case FabricType::kSingleSwitch: return "single-switch";
+    case FabricType::kThreeTier: return "three-tier";
+  }
+  return "?";
+}
+
+}  // namespace
+
 Cluster build_cluster(const CollectiveCommandOptions& options) {
   if (options.nodes < 1 || options.nodes > kMaxClusterNodes) {
     throw InputError(fmt::format("--nodes {} is out of range; valid: 1..{} (as cluster.nodes of a scenario)",
@@ -87,6 +101,27 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
     throw InputError(fmt::format("--oversubscription {} is out of range; valid: 1..{} (leaf downlink / uplink "
                                  "bandwidth, as cluster.fabric.oversubscription)",
                                  options.oversubscription, kMaxOversubscription));
+  }
+  if (options.fabric == FabricType::kThreeTier) {
+    if (options.pod_nodes == 0) {
+      throw InputError(fmt::format("--fabric three-tier needs --pod-nodes, the nodes of one pod; valid: 1..{} (as "
+                                   "cluster.fabric.pod_nodes)",
+                                   options.nodes));
+    }
+    if (options.pod_nodes < 1 || options.pod_nodes > options.nodes) {
+      throw InputError(fmt::format("--pod-nodes {} is not valid with --fabric three-tier and --nodes {}; valid: 1..{} "
+                                   "nodes per pod (as cluster.fabric.pod_nodes; the last pod may hold fewer)",
+                                   options.pod_nodes, options.nodes, options.nodes));
+    }
+    if (!(options.core_oversubscription >= 1.0 && options.core_oversubscription <= kMaxOversubscription)) {
+      throw InputError(fmt::format("--core-oversubscription {} is out of range; valid: 1..{} (a pod's spine downlink "
+                                   "/ core uplink bandwidth, as cluster.fabric.core_oversubscription)",
+                                   options.core_oversubscription, kMaxOversubscription));
+    }
+  } else if (options.pod_nodes != 0 || options.core_oversubscription != kDefaultOversubscription) {
+    throw InputError(fmt::format("{} applies to --fabric three-tier only, not {}",
+                                 options.pod_nodes != 0 ? "--pod-nodes" : "--core-oversubscription",
+                                 fabric_name(options.fabric)));
   }
   const HardwareCatalog catalog(options.data_dir.empty() ? default_data_dir() : options.data_dir);
   NodeSpec node = catalog.node(options.node);
@@ -110,6 +145,8 @@ Cluster build_cluster(const CollectiveCommandOptions& options) {
   spec.fabric.switch_latency = options.switch_latency;
   spec.fabric.leaf_ports = options.leaf_ports;
   spec.fabric.oversubscription = options.oversubscription;
+  spec.fabric.pod_nodes = options.pod_nodes;
+  spec.fabric.core_oversubscription = options.core_oversubscription;
   spec.gpus_per_node = options.gpus_per_node;
   return Cluster(spec);
 }
@@ -258,7 +295,9 @@ FabricType parse_fabric_type(std::string_view text) {
   if (text == "rail-optimized" || text == "rail") return FabricType::kRailOptimized;
   if (text == "fat-tree") return FabricType::kFatTree;
   if (text == "single-switch" || text == "switch") return FabricType::kSingleSwitch;
-  throw InputError(fmt::format("--fabric \"{}\" is unknown; valid: rail-optimized, fat-tree, single-switch", text));
+  if (text == "three-tier") return FabricType::kThreeTier;
+  throw InputError(
+      fmt::format("--fabric \"{}\" is unknown; valid: rail-optimized, fat-tree, single-switch, three-tier", text));
 }
 
 Fidelity resolve_fidelity(const CollectiveCommandOptions& options, int ranks) {
@@ -420,12 +459,6 @@ std::vector<AlgorithmSweep> sweep_every_algorithm(const CollectiveCommandOptions
 }
 
 namespace {
-
-const char* fabric_name(FabricType fabric) {
-  return fabric == FabricType::kRailOptimized ? "rail-optimized"
-         : fabric == FabricType::kFatTree     ? "fat-tree"
-                                              : "single-switch";
-}
 
 void write_collective_page(const CollectiveCommandOptions& options, const CollectiveSweep& chosen) {
   const std::vector<AlgorithmSweep> sweeps = sweep_every_algorithm(options);

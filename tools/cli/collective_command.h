@@ -49,6 +49,10 @@ struct CollectiveCommandOptions {
   int leaf_ports = kDefaultLeafPorts;
   // Fat-tree leaf downlink / uplink bandwidth, 1..kMaxOversubscription; cluster.fabric.oversubscription.
   double oversubscription = kDefaultOversubscription;
+  // --fabric three-tier only: nodes per pod (required; cluster.fabric.pod_nodes) and a pod's spine
+  // downlink / core uplink bandwidth, 1..kMaxOversubscription (cluster.fabric.core_oversubscription).
+  int pod_nodes = 0;
+  double core_oversubscription = kDefaultOversubscription;
   CollectiveOp op = CollectiveOp::kAllReduce;
   Bytes min_bytes = Bytes::of(8);  // nccl-tests -b
   Bytes max_bytes = Bytes::of(8);  // nccl-tests -e

@@ -133,7 +133,14 @@ int main(int argc, char** argv) {
   coll_cmd->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs used per node, up to the node's GPUs (0 = all)");
   coll_cmd->add_option("--nic", coll.nic, "NIC preset replacing the node's");
   coll_cmd->add_option("--fabric", coll_flags.fabric,
-                       "rail-optimized | fat-tree | single-switch (as cluster.fabric.type; rail and switch also work)")
+                       "rail-optimized | fat-tree | single-switch | three-tier (as cluster.fabric.type; rail and switch "
+                       "also work)")
+      ->capture_default_str();
+  coll_cmd->add_option("--pod-nodes", coll.pod_nodes,
+                       "--fabric three-tier: nodes per pod, required (as cluster.fabric.pod_nodes)");
+  coll_cmd->add_option("--core-oversubscription", coll.core_oversubscription,
+                       fmt::format("--fabric three-tier: a pod's spine downlink / core uplink bandwidth, 1..{}",
+                                   kMaxOversubscription))
       ->capture_default_str();
   coll_cmd->add_option("--oversubscription", coll.oversubscription,
                        fmt::format("leaf switch downlink / uplink bandwidth, 1..{}", kMaxOversubscription))

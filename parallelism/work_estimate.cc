@@ -57,7 +57,11 @@ class WorkCounter {
     const uint64_t groups = static_cast<uint64_t>(stage_gpus_) / members.size();
     const uint64_t instances = options_.representative ? (flow_between(members) ? groups : 1) : groups;
     work_.collectives += calls * instances;
-    work_.ops += calls * static_cast<uint64_t>(ranks_per_stage_);
+    // At flow fidelity a call is an event per group that runs it (its completion), not per member:
+    // its members rendezvous, and each goes on from the completion. Analytical runs count every
+    // member's call (their estimate is a bound: parallelism/work_estimate.h).
+    const bool per_group = !options_.representative && options_.fidelity == Fidelity::kFlow;
+    work_.ops += calls * (per_group ? groups : static_cast<uint64_t>(ranks_per_stage_));
     if (!flow_between(members)) return;
     CollectiveRequest request;
     request.op = op;

@@ -80,6 +80,7 @@ void mark_closure(const RankGrid& grid, const std::vector<GroupKind>& kinds, int
 void StepSimulation::tie_ranks_to_representatives() {
   tied_to_.assign(static_cast<size_t>(layout_.world_size()), -1);
   member_done_.assign(static_cast<size_t>(layout_.world_size()), Time::zero());
+  member_running_.assign(static_cast<size_t>(layout_.world_size()), 0);
   untied_running_.assign(static_cast<size_t>(layout_.pp), 0);
   after_untied_.assign(static_cast<size_t>(layout_.pp), {});
   const std::vector<GroupKind> kinds = tying_kinds(layout_);
@@ -399,22 +400,25 @@ void StepSimulation::issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp 
   // After its gradient reductions (the optimizer step's parameter gathers): r's ranks each waited
   // for their own collectives and then ran what r ran since its last one completed, so a group
   // starts that long after the last collective of any of its members has completed, once the
-  // stage's mirrors running now (their reductions and gathers) have completed.
+  // mirrors running now on any of its members (their reductions and gathers) have completed.
   const Duration gap = sim_.now() - r.last_untied_done;
-  const size_t stage = static_cast<size_t>(r.stage);
-  auto start = [this, mirrors, gap, op, size, dtype, matrix] {
-    for (MirrorGroup& g : mirrors->others) {
-      Time ready = Time::zero();
-      for (int m : g.members) ready = std::max(ready, member_done_[static_cast<size_t>(m)]);
-      ++g.owner->outstanding_mirrors;
-      start_mirror(g, Duration::zero(), op, size, dtype, matrix, ready + gap);
-    }
-  };
-  if (untied_running_[stage] > 0) {
-    after_untied_[stage].push_back(std::move(start));
-  } else {
-    start();
+  for (MirrorGroup& g : mirrors->others) start_after_members(g, gap, op, size, dtype, matrix);
+}
+
+void StepSimulation::start_after_members(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
+                                         const Matrix& matrix) {
+  for (int m : g.members) {
+    if (member_running_[static_cast<size_t>(m)] == 0) continue;
+    MirrorGroup* group = &g;
+    after_untied_[static_cast<size_t>(g.owner->stage)].push_back([this, group, gap, op, size, dtype, matrix] {
+      start_after_members(*group, gap, op, size, dtype, matrix);
+    });
+    return;
   }
+  Time ready = Time::zero();
+  for (int m : g.members) ready = std::max(ready, member_done_[static_cast<size_t>(m)]);
+  ++g.owner->outstanding_mirrors;
+  start_mirror(g, Duration::zero(), op, size, dtype, matrix, ready + gap);
 }
 
 bool StepSimulation::hold_for_tied_mirrors(Rank& r, GroupKind kind, const std::function<void()>& retry) {
@@ -526,7 +530,10 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
                                   const Matrix& matrix, Time not_before, std::optional<AsyncPace> pace) {
   MirrorGroup* group = &g;
   const size_t stage = static_cast<size_t>(g.owner->stage);
-  if (g.set == nullptr) ++untied_running_[stage];
+  if (g.set == nullptr) {
+    ++untied_running_[stage];
+    for (int m : g.members) ++member_running_[static_cast<size_t>(m)];
+  }
   auto start = [this, group, op, size, dtype, matrix, stage] {
     group->last_start = sim_.now();
     start_collective(
@@ -536,10 +543,12 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
           Rank& owner = *group->owner;
           if (group->set == nullptr) {
             untied_done(group->members);
-            if (--untied_running_[stage] == 0 && !after_untied_[stage].empty()) {
+            --untied_running_[stage];
+            for (int m : group->members) --member_running_[static_cast<size_t>(m)];
+            if (!after_untied_[stage].empty()) {
               auto deferred = std::move(after_untied_[stage]);
               after_untied_[stage].clear();
-              for (auto& f : deferred) f();
+              for (auto& f : deferred) f();  // each checks its members again
             }
           }
           if (group->set != nullptr) {

@@ -358,10 +358,15 @@ class StepSimulation {
   // start on their streams, each after its own previous collective: their ranks issue it at the
   // same time, and need not wait for r's group, whose stream may still be busy. After r waited for
   // its gradient reductions, its ranks have waited for their own: a mirror starts r's time since
-  // its own last collective after its members' last collective completed, once the stage's running
-  // mirrors have completed.
+  // its own last collective after its members' last collective completed, once the running
+  // mirrors holding its members have completed (start_after_members).
   void issue_untied_mirrors(Rank& r, GroupKind kind, CollectiveOp op, Bytes size, DataType dtype,
                             const Matrix& matrix);
+  // Untied mirror group g's call after the gradient reductions: once no untied mirror holding one
+  // of its members is running, `gap` after its members' last collective completed (deferred in
+  // after_untied_ until then).
+  void start_after_members(MirrorGroup& g, Duration gap, CollectiveOp op, Bytes size, DataType dtype,
+                           const Matrix& matrix);
 
   // Before r's collective of tying kind `kind`: its tied ranks meet there, so it waits until the
   // current pass's tied lanes have delivered their payloads and r's tied mirrors of the other kinds
@@ -491,9 +496,11 @@ class StepSimulation {
   std::vector<int> tied_to_;
   std::map<int, Lanes> lanes_;  // by simulated rank
   // Representative flow fidelity: per rank, when the last collective of an untied kind holding it
-  // completed; per stage, the untied mirrors started and not completed, and the starts deferred
-  // until none is (issue_untied_mirrors).
+  // completed and the untied mirrors holding it started and not completed; per stage, the untied
+  // mirrors started and not completed, and the starts deferred until their members' are
+  // (start_after_members).
   std::vector<Time> member_done_;
+  std::vector<int> member_running_;
   std::vector<int> untied_running_;
   std::vector<std::vector<std::function<void()>>> after_untied_;
   std::map<std::pair<int, int>, Mirrors> mirror_groups_;  // by (kind, its group's first member)

@@ -83,6 +83,10 @@ struct ScenarioDraft {
   void note_pod_key(const KeyRef& key) {
     if (key.given()) pod_keys_given.push_back(key.path);
   }
+  std::vector<std::string> leaf_keys_given;  // leaf_ports, oversubscription: none on a single switch
+  void note_leaf_key(const KeyRef& key) {
+    if (key.given()) leaf_keys_given.push_back(key.path);
+  }
   // training.tokens and steps, the campaign's length.
   std::optional<double> tokens;
   std::optional<int64_t> steps;
@@ -640,10 +644,17 @@ void add_scenario_keys(Binder& s) {
       [](D& d, Duration v) { d.s.cluster.fabric.switch_latency = v; });
   s.key(integer("cluster.fabric.leaf_ports", "downlink ports of one leaf switch", fmt::format("{}", kDefaultLeafPorts),
                 1, kMaxLeafPorts),
-        [](D& d, int64_t v) { d.s.cluster.fabric.leaf_ports = static_cast<int>(v); });
-  s.key(real("cluster.fabric.oversubscription", "fat-tree leaf downlink / uplink bandwidth",
+        [](D& d, int64_t v, const KeyRef& k) {
+          d.s.cluster.fabric.leaf_ports = static_cast<int>(v);
+          d.note_leaf_key(k);
+        });
+  s.key(real("cluster.fabric.oversubscription",
+             "leaf downlink / uplink bandwidth of a fat-tree or rail-optimised fabric (a three-tier one's pods)",
              fmt::format("{}", kDefaultOversubscription), 1, kMaxOversubscription),
-        [](D& d, double v) { d.s.cluster.fabric.oversubscription = v; });
+        [](D& d, double v, const KeyRef& k) {
+          d.s.cluster.fabric.oversubscription = v;
+          d.note_leaf_key(k);
+        });
   s.key(choice("cluster.fabric.pod_type", "three-tier only: how the leaves inside a pod are wired", "fat-tree",
                {"fat-tree", "rail-optimized"}),
         [](D& d, std::string v, const KeyRef& k) {
@@ -1046,6 +1057,13 @@ void resolve_cluster(const ConfigDocument& doc, ScenarioDraft& d) {
                   : type == "fat-tree"    ? FabricType::kFatTree
                   : type == "three-tier"  ? FabricType::kThreeTier
                                           : FabricType::kRailOptimized;
+  if (c.fabric.type == FabricType::kSingleSwitch && !d.leaf_keys_given.empty()) {
+    throw doc.located(InputError("is for the leaf switches of a fat-tree, rail-optimised or three-tier fabric, but "
+                                 "cluster.fabric.type is single-switch (one non-blocking switch); set another "
+                                 "cluster.fabric.type or remove the key")
+                          .about(d.leaf_keys_given),
+                      "cluster.fabric");
+  }
   if (c.fabric.type != FabricType::kThreeTier) {
     if (!d.pod_keys_given.empty()) {
       throw doc.located(InputError(fmt::format("is for pods of a three-tier fabric, but cluster.fabric.type is {}; "

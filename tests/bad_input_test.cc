@@ -188,6 +188,12 @@ TEST(BadInput, ThreeTierPodKeysNameTheirLineAndWhatIsValid) {
   expect_refused("run " + scenario_with("core-two-tier.yaml", "    type: fat-tree\n    core_oversubscription: 7\n"),
                  {"core-two-tier.yaml:6:5: cluster.fabric.core_oversubscription:", "cluster.fabric.type is fat-tree",
                   "three-tier"});
+  // A single switch has no leaves: their keys are refused, not ignored.
+  expect_refused("run " + scenario_with("leaves-switch.yaml", "    type: single-switch\n    leaf_ports: 16\n"),
+                 {"leaves-switch.yaml:6:5: cluster.fabric.leaf_ports:", "cluster.fabric.type is single-switch"});
+  expect_refused("run " + scenario("llama3-8b-dgx-h100.yaml") +
+                     " --set cluster.fabric.type=single-switch --set cluster.fabric.oversubscription=4",
+                 {"--set cluster.fabric.oversubscription:", "single-switch"});
   expect_refused("run " + scenario_with("pods-rail.yaml", "    pod_nodes: 2\n"),
                  {"pods-rail.yaml:5:5: cluster.fabric.pod_nodes:", "cluster.fabric.type is rail-optimized"});
   expect_refused("run " + scenario_with("no-pods.yaml", "    type: three-tier\n"),

@@ -208,8 +208,10 @@ class FlowNetwork::Impl {
     // Finished flows leave the lists of the links they shared (each such link is dirty), in one
     // pass per list that keeps the others' order; then their slots can be used again.
     for (LinkId link : dirty_links_) {
-      std::vector<uint32_t>& on_link = links_[link].flows;
-      std::erase_if(on_link, [this](uint32_t slot) { return !flows_[slot].active; });
+      LinkState& state = links_[link];
+      if (!state.finished) continue;  // or already taken out: a link is dirty once per change
+      std::erase_if(state.flows, [this](uint32_t slot) { return !flows_[slot].active; });
+      state.finished = false;
     }
     for (uint32_t slot : retiring_) release(slot);
     retiring_.clear();
@@ -286,6 +288,7 @@ class FlowNetwork::Impl {
         on_link.clear();  // this flow alone
       } else {
         dirty_links_.push_back(link);
+        state.finished = true;
         shared = true;
       }
     }
@@ -327,6 +330,7 @@ class FlowNetwork::Impl {
     double capacity = 0;          // bandwidth in bytes/s
     uint32_t mark = 0;            // the component search's stamp
     int index = -1;               // solver index, valid for the links of the current component
+    bool finished = false;        // flows holds finished flows (taken out at the next update)
   };
   std::vector<LinkState> links_;
   size_t active_ = 0;

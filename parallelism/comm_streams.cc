@@ -81,7 +81,6 @@ void StepSimulation::tie_ranks_to_representatives() {
   tied_to_.assign(static_cast<size_t>(layout_.world_size()), -1);
   member_done_.assign(static_cast<size_t>(layout_.world_size()), Time::zero());
   member_running_.assign(static_cast<size_t>(layout_.world_size()), 0);
-  untied_running_.assign(static_cast<size_t>(layout_.pp), 0);
   after_untied_.assign(static_cast<size_t>(layout_.pp), {});
   const std::vector<GroupKind> kinds = tying_kinds(layout_);
   for (const auto& r : ranks_) {
@@ -531,7 +530,6 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
   MirrorGroup* group = &g;
   const size_t stage = static_cast<size_t>(g.owner->stage);
   if (g.set == nullptr) {
-    ++untied_running_[stage];
     for (int m : g.members) ++member_running_[static_cast<size_t>(m)];
   }
   auto start = [this, group, op, size, dtype, matrix, stage] {
@@ -543,7 +541,6 @@ void StepSimulation::start_mirror(MirrorGroup& g, Duration gap, CollectiveOp op,
           Rank& owner = *group->owner;
           if (group->set == nullptr) {
             untied_done(group->members);
-            --untied_running_[stage];
             for (int m : group->members) --member_running_[static_cast<size_t>(m)];
             if (!after_untied_[stage].empty()) {
               auto deferred = std::move(after_untied_[stage]);

@@ -496,12 +496,10 @@ class StepSimulation {
   std::vector<int> tied_to_;
   std::map<int, Lanes> lanes_;  // by simulated rank
   // Representative flow fidelity: per rank, when the last collective of an untied kind holding it
-  // completed and the untied mirrors holding it started and not completed; per stage, the untied
-  // mirrors started and not completed, and the starts deferred until their members' are
-  // (start_after_members).
+  // completed and the untied mirrors holding it started and not completed; per stage, the starts
+  // deferred until their members' mirrors have completed (start_after_members).
   std::vector<Time> member_done_;
   std::vector<int> member_running_;
-  std::vector<int> untied_running_;
   std::vector<std::vector<std::function<void()>>> after_untied_;
   std::map<std::pair<int, int>, Mirrors> mirror_groups_;  // by (kind, its group's first member)
   std::vector<TraceSpan> trace_;
